@@ -3,14 +3,16 @@ module github.com/atlasmart/orderd
 go 1.26.8
 
 require (
-	github.com/apache/cassandra-gocql-driver/v2 v2.1.2 // indirect
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
+	golang.org/x/sync v0.25.0
+	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
-	google.golang.org/grpc v1.85.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 )

@@ -1,0 +1,146 @@
+// Command cassandra-local runs the local three-node Apache Cassandra 5.0
+// cluster that orderd's `make run` and `make test` use on machines without
+// Docker. See deploy/local for how the nodes are built and started.
+//
+//	cassandra-local up|down|status|wipe|fetch
+//	cassandra-local stop-node|kill-node|start-node|logs N
+//	cassandra-local cql ["STATEMENT"]   (no statement: read statements from stdin)
+//
+// Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_VERSION
+// (newest 5.0.x), CASSANDRA_HEAP_MB (1024), ORDERD_CLUSTER_DIR (.cluster),
+// ORDERD_CACHE_DIR (~/.cache/orderd).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/atlasmart/orderd/deploy/local"
+)
+
+const usage = `usage: cassandra-local COMMAND
+  fetch           download Cassandra from Maven Central into the cache
+  up              start every node and wait until all are Up/Normal
+  down            stop every node gracefully
+  status          nodetool status
+  stop-node N     stop node N gracefully
+  kill-node N     SIGKILL node N
+  start-node N    start node N and wait until it is Up/Normal
+  logs N          print node N's system.log path and its last 50 lines
+  cql [STMT]      run CQL (from the argument, or ';'-terminated from stdin)
+  wipe            stop every node and delete data, logs and configuration`
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "cassandra-local:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	if len(os.Args) < 2 {
+		return errors.New(usage)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg, err := configFromEnv()
+	if err != nil {
+		return err
+	}
+	c, err := local.New(cfg)
+	if err != nil {
+		return err
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	switch cmd {
+	case "fetch":
+		return c.Fetch(ctx)
+	case "up":
+		took, err := c.Up(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("cluster of %d nodes Up/Normal on %v in %s (state in %s)\n", c.Nodes(), c.ContactPoints(), took.Round(100_000_000), c.StateDir())
+		return nil
+	case "down":
+		return c.Down(ctx)
+	case "wipe":
+		return c.Wipe(ctx)
+	case "status":
+		out, err := c.Status(ctx)
+		fmt.Print(out)
+		return err
+	case "cql":
+		return runCQL(ctx, c.ContactPoints(), args)
+	case "stop-node", "kill-node", "start-node", "logs":
+		i, err := nodeArg(args)
+		if err != nil {
+			return err
+		}
+		switch cmd {
+		case "stop-node":
+			return c.StopNode(ctx, i)
+		case "kill-node":
+			return c.KillNode(ctx, i)
+		case "start-node":
+			return c.StartNode(ctx, i)
+		default:
+			return printLog(c.LogPath(i))
+		}
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+}
+
+func configFromEnv() (local.Config, error) {
+	cfg := local.Config{
+		Version:  os.Getenv("CASSANDRA_VERSION"),
+		StateDir: os.Getenv("ORDERD_CLUSTER_DIR"),
+		CacheDir: os.Getenv("ORDERD_CACHE_DIR"),
+	}
+	for name, dst := range map[string]*int{"CASSANDRA_NODES": &cfg.Nodes, "CASSANDRA_HEAP_MB": &cfg.HeapMB} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return cfg, fmt.Errorf("%s=%q is not a number", name, v)
+			}
+			*dst = n
+		}
+	}
+	return cfg, nil
+}
+
+func nodeArg(args []string) (int, error) {
+	if len(args) != 1 {
+		return 0, errors.New("name one node by its number, e.g. `kill-node 2`")
+	}
+	i, err := strconv.Atoi(args[0])
+	if err != nil {
+		return 0, fmt.Errorf("node %q is not a number", args[0])
+	}
+	return i, nil
+}
+
+func printLog(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := raw
+	for n, i := 0, len(raw)-1; i >= 0; i-- {
+		if raw[i] == '\n' {
+			if n++; n > 50 {
+				lines = raw[i+1:]
+				break
+			}
+		}
+	}
+	fmt.Printf("==> %s <==\n%s", path, lines)
+	return nil
+}

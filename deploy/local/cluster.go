@@ -1,0 +1,296 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+//go:embed templates/*.tmpl
+var templates embed.FS
+
+// Config says where the cluster lives and how big it is. The zero value of
+// each field means its default.
+type Config struct {
+	// Nodes is the number of nodes, 1 to 9; default 3. Node i listens on 127.0.0.i.
+	Nodes int
+	// Version pins a cassandra-all release such as "5.0.9"; default: the
+	// newest 5.0.x that resolves from Maven Central (or is already cached).
+	Version string
+	// CacheDir holds fetched jars, shared by every checkout; default
+	// $XDG_CACHE_HOME/orderd or ~/.cache/orderd.
+	CacheDir string
+	// StateDir holds each node's configuration, data, logs and pid file;
+	// default .cluster in the current folder.
+	StateDir string
+	// HeapMB is each node's Java heap; default 1024.
+	HeapMB int
+	// StartTimeout bounds the wait for one start of the whole cluster or one
+	// node; default 4 minutes.
+	StartTimeout time.Duration
+	// Log receives progress lines; default os.Stderr.
+	Log io.Writer
+}
+
+func (c *Config) setDefaults() error {
+	if c.Nodes == 0 {
+		c.Nodes = 3
+	}
+	if c.Nodes < 1 || c.Nodes > 9 {
+		return fmt.Errorf("nodes must be 1 to 9, got %d", c.Nodes)
+	}
+	if c.CacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("find a cache folder (set CacheDir): %w", err)
+		}
+		c.CacheDir = filepath.Join(base, "orderd")
+	}
+	if c.StateDir == "" {
+		c.StateDir = ".cluster"
+	}
+	abs, err := filepath.Abs(c.StateDir)
+	if err != nil {
+		return fmt.Errorf("state folder %s: %w", c.StateDir, err)
+	}
+	c.StateDir = abs
+	if c.HeapMB == 0 {
+		c.HeapMB = 1024
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 4 * time.Minute
+	}
+	if c.Log == nil {
+		c.Log = os.Stderr
+	}
+	return nil
+}
+
+// Cluster controls the nodes that live under one state folder.
+type Cluster struct {
+	cfg Config
+
+	mu  sync.Mutex
+	lib string // runtime jars, set by the first start
+}
+
+// New validates cfg and returns a handle; it starts nothing.
+func New(cfg Config) (*Cluster, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create cache folder: %w", err)
+	}
+	return &Cluster{cfg: cfg}, nil
+}
+
+// Nodes is the number of nodes in the cluster.
+func (c *Cluster) Nodes() int { return c.cfg.Nodes }
+
+// StateDir is the folder holding every node's data and logs.
+func (c *Cluster) StateDir() string { return c.cfg.StateDir }
+
+// Address is node i's listen address (1-based).
+func (c *Cluster) Address(i int) string { return fmt.Sprintf("127.0.0.%d", i) }
+
+// ContactPoints lists every node's address.
+func (c *Cluster) ContactPoints() []string {
+	out := make([]string, c.cfg.Nodes)
+	for i := range out {
+		out[i] = c.Address(i + 1)
+	}
+	return out
+}
+
+// LogPath is node i's Cassandra log.
+func (c *Cluster) LogPath(i int) string { return filepath.Join(c.node(i).dir, "logs", "system.log") }
+
+// Fetch makes sure the Cassandra runtime is in the cache.
+func (c *Cluster) Fetch(ctx context.Context) error {
+	_, err := c.runtime(ctx)
+	return err
+}
+
+func (c *Cluster) runtime(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lib != "" {
+		return c.lib, nil
+	}
+	lib, err := c.ensureRuntime(ctx)
+	if err != nil {
+		return "", err
+	}
+	c.lib = lib
+	return lib, nil
+}
+
+// Up starts every node that is not running and waits until all are
+// Up/Normal with their native port answering. It returns how long that took.
+func (c *Cluster) Up(ctx context.Context) (time.Duration, error) {
+	start := time.Now()
+	if err := checkJava(); err != nil {
+		return 0, err
+	}
+	if _, err := c.runtime(ctx); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	// Every node is a seed, so nodes may start together.
+	g, gctx := errgroup.WithContext(ctx)
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		g.Go(func() error { return c.startNode(gctx, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	if err := c.waitAllNormal(ctx); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// Down stops every running node gracefully (SIGKILL after a grace period).
+func (c *Cluster) Down(ctx context.Context) error {
+	var g errgroup.Group
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		g.Go(func() error { return c.StopNode(ctx, i) })
+	}
+	return g.Wait()
+}
+
+// Wipe stops every node and deletes the state folder (data, logs, configs).
+func (c *Cluster) Wipe(ctx context.Context) error {
+	if err := c.Down(ctx); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(c.cfg.StateDir); err != nil {
+		return fmt.Errorf("delete %s: %w", c.cfg.StateDir, err)
+	}
+	return nil
+}
+
+// Running reports whether node i's process is alive.
+func (c *Cluster) Running(i int) bool { return c.node(i).pid() > 0 }
+
+// Reachable reports whether every node's native port accepts connections.
+func (c *Cluster) Reachable(ctx context.Context) bool {
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		if !portAnswers(ctx, c.Address(i), nativePort) {
+			return false
+		}
+	}
+	return true
+}
+
+// StartNode starts node i (if it is not running) and waits until the whole
+// cluster sees it Up/Normal.
+func (c *Cluster) StartNode(ctx context.Context, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
+	if _, err := c.runtime(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	if err := c.startNode(ctx, i); err != nil {
+		return err
+	}
+	return c.waitAllNormal(ctx)
+}
+
+// StopNode stops node i gracefully: SIGTERM runs Cassandra's shutdown hook,
+// which flushes and leaves gossip; SIGKILL follows after 90 s.
+func (c *Cluster) StopNode(ctx context.Context, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
+	return c.node(i).stop(ctx, 90*time.Second)
+}
+
+// KillNode sends node i SIGKILL, as a crash or power loss would.
+func (c *Cluster) KillNode(ctx context.Context, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
+	return c.node(i).stop(ctx, 0)
+}
+
+// Status runs nodetool status against the first running node.
+func (c *Cluster) Status(ctx context.Context) (string, error) {
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		if c.Running(i) {
+			return c.nodetool(ctx, i, "status")
+		}
+	}
+	return "", errors.New("no node is running: start the cluster with `make cluster-up`")
+}
+
+func (c *Cluster) nodetool(ctx context.Context, i int, args ...string) (string, error) {
+	lib, err := c.runtime(ctx)
+	if err != nil {
+		return "", err
+	}
+	argv := append([]string{"-Xmx128m", "-XX:TieredStopAtLevel=1"}, jdkModuleFlags...)
+	argv = append(argv,
+		"-cp", filepath.Join(lib, "*"),
+		"-Dlogback.configurationFile=file://"+filepath.Join(c.node(i).dir, "conf", "logback-tools.xml"),
+		"org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", fmt.Sprint(jmxPort(i)))
+	argv = append(argv, args...)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "java", argv...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("nodetool %s on node %d: %w: %s", strings.Join(args, " "), i, err, tail(out.String(), 5))
+	}
+	return out.String(), nil
+}
+
+// waitAllNormal polls nodetool status on each running node until every node
+// is listed Up/Normal by every running node.
+func (c *Cluster) waitAllNormal(ctx context.Context) error {
+	for {
+		ok, last := true, ""
+		for i := 1; i <= c.cfg.Nodes && ok; i++ {
+			if err := c.node(i).checkAlive(); err != nil {
+				return err
+			}
+			out, err := c.nodetool(ctx, i, "status")
+			last = out
+			ok = err == nil && strings.Count(out, "\nUN  ") == c.cfg.Nodes
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodes not all Up/Normal before the deadline: %w; last nodetool status:\n%s", ctx.Err(), last)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *Cluster) checkIndex(i int) error {
+	if i < 1 || i > c.cfg.Nodes {
+		return fmt.Errorf("node %d does not exist: nodes are 1 to %d", i, c.cfg.Nodes)
+	}
+	return nil
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.cfg.Log, "cassandra-local: "+format+"\n", args...)
+}

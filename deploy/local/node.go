@@ -1,0 +1,283 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	nativePort  = 9042
+	storagePort = 7000
+)
+
+// Balanced single tokens for up to nine nodes keep start deterministic and
+// fast: no token allocation, no bootstrap streaming.
+func initialToken(i, n int) string {
+	// Spread n tokens evenly over the Murmur3 range [-2^63, 2^63).
+	const span = float64(1 << 63)
+	tok := -span + 2*span*float64(i-1)/float64(n)
+	return strconv.FormatInt(int64(tok), 10)
+}
+
+// Local JMX always binds 127.0.0.1, so every node needs its own port (as ccm
+// does: 7100, 7200, ...).
+func jmxPort(i int) int { return 7000 + 100*i }
+
+type node struct {
+	c     *Cluster
+	index int
+	dir   string
+}
+
+func (c *Cluster) node(i int) *node {
+	return &node{c: c, index: i, dir: filepath.Join(c.cfg.StateDir, fmt.Sprintf("node%d", i))}
+}
+
+func (n *node) address() string { return n.c.Address(n.index) }
+func (n *node) pidFile() string { return filepath.Join(n.dir, "cassandra.pid") }
+func (n *node) stdoutLog() string {
+	return filepath.Join(n.dir, "logs", "stdout.log")
+}
+
+// pid returns the node's live process id, or 0. A pid file whose process is
+// gone, is a zombie, or is some other program is stale and counts as 0.
+func (n *node) pid() int {
+	raw, err := os.ReadFile(n.pidFile())
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The state letter follows the parenthesised command name.
+	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
+		return 0
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), "-Dcassandra.storagedir="+n.dir+"\x00") {
+		return 0
+	}
+	return pid
+}
+
+// checkAlive fails with the tail of the node's logs when a node that was
+// started has died.
+func (n *node) checkAlive() error {
+	if n.pid() > 0 {
+		return nil
+	}
+	return fmt.Errorf("node %d (%s) is not running; last lines of %s:\n%s\n--- %s:\n%s",
+		n.index, n.address(), n.c.LogPath(n.index), n.logTail(n.c.LogPath(n.index), 25), n.stdoutLog(), n.logTail(n.stdoutLog(), 15))
+}
+
+func (n *node) logTail(path string, lines int) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	return tail(string(raw), lines)
+}
+
+// startNode starts node i unless it is running, then waits for its native
+// port. It does not wait for the ring to settle.
+func (c *Cluster) startNode(ctx context.Context, i int) error {
+	n := c.node(i)
+	if n.pid() > 0 {
+		return n.waitNative(ctx)
+	}
+	if err := n.checkPortsFree(); err != nil {
+		return err
+	}
+	if err := n.writeConfig(); err != nil {
+		return err
+	}
+	args, err := n.jvmArgs()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(n.stdoutLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open node %d stdout log: %w", i, err)
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "\n=== started by cassandra-local at %s ===\n", time.Now().Format(time.RFC3339))
+	// Started on its own session with no terminal and stdout/stderr in a
+	// file: the node outlives the launcher and never holds the caller's pipes.
+	cmd := exec.Command("java", args...)
+	cmd.Dir = n.dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start node %d: %w", i, err)
+	}
+	if err := os.WriteFile(n.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("write node %d pid file: %w", i, err)
+	}
+	// Reap the process when it exits so a killed node does not linger as a
+	// zombie of this process; the goroutine ends with the node.
+	go func() { _ = cmd.Wait() }()
+	c.logf("node %d starting on %s (pid %d, log %s)", i, n.address(), cmd.Process.Pid, c.LogPath(i))
+	return n.waitNative(ctx)
+}
+
+func (n *node) waitNative(ctx context.Context) error {
+	for {
+		if portAnswers(ctx, n.address(), nativePort) {
+			return nil
+		}
+		if err := n.checkAlive(); err != nil {
+			return fmt.Errorf("node %d died during start: %w", n.index, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %d: native port %s:%d not answering before the deadline (%w); see %s",
+				n.index, n.address(), nativePort, ctx.Err(), n.c.LogPath(n.index))
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (n *node) stop(ctx context.Context, grace time.Duration) error {
+	pid := n.pid()
+	if pid == 0 {
+		_ = os.Remove(n.pidFile())
+		return nil
+	}
+	sig := syscall.SIGTERM
+	if grace == 0 {
+		sig = syscall.SIGKILL
+	}
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal node %d (pid %d): %w", n.index, pid, err)
+	}
+	deadline := time.Now().Add(grace + 10*time.Second)
+	killed := sig == syscall.SIGKILL
+	for n.pid() > 0 {
+		if !killed && time.Now().After(deadline.Add(-10*time.Second)) {
+			n.c.logf("node %d did not stop within %s; sending SIGKILL", n.index, grace)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed = true
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d (pid %d) still running after SIGKILL", n.index, pid)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	_ = os.Remove(n.pidFile())
+	n.c.logf("node %d stopped (%s)", n.index, sig)
+	return nil
+}
+
+// checkPortsFree names the port and the fix when something else holds one of
+// the node's ports.
+func (n *node) checkPortsFree() error {
+	for _, addr := range []string{
+		net.JoinHostPort(n.address(), strconv.Itoa(nativePort)),
+		net.JoinHostPort(n.address(), strconv.Itoa(storagePort)),
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(jmxPort(n.index))),
+	} {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("node %d cannot start: %s is already in use by another process (find it with `ss -ltnp` and stop it, or point CASSANDRA_CONTACT_POINTS at that cluster instead): %w", n.index, addr, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+func (n *node) writeConfig() error {
+	for _, sub := range []string{"conf", "logs", "tmp", "data", "commitlog", "saved_caches", "hints", "cdc_raw"} {
+		if err := os.MkdirAll(filepath.Join(n.dir, sub), 0o755); err != nil {
+			return fmt.Errorf("create node %d folder: %w", n.index, err)
+		}
+	}
+	seeds := make([]string, n.c.cfg.Nodes)
+	for i := range seeds {
+		seeds[i] = net.JoinHostPort(n.c.Address(i+1), strconv.Itoa(storagePort))
+	}
+	jamm, err := findJar(n.c.lib, "jamm-")
+	if err != nil {
+		return err
+	}
+	data := map[string]any{
+		"Index":        n.index,
+		"Address":      n.address(),
+		"Dir":          n.dir,
+		"Seeds":        strings.Join(seeds, ","),
+		"InitialToken": initialToken(n.index, n.c.cfg.Nodes),
+		"HeapMB":       n.c.cfg.HeapMB,
+		"JMXPort":      jmxPort(n.index),
+		"LibDir":       n.c.lib,
+		"JammJar":      jamm,
+		"ModuleFlags":  jdkModuleFlags,
+	}
+	conf := filepath.Join(n.dir, "conf")
+	for tmpl, dest := range map[string]string{
+		"cassandra.yaml.tmpl":              "cassandra.yaml",
+		"logback.xml.tmpl":                 "logback.xml",
+		"cassandra-rackdc.properties.tmpl": "cassandra-rackdc.properties",
+		"jvm17.options.tmpl":               "jvm17.options",
+	} {
+		if err := renderFile(tmpl, filepath.Join(conf, dest), data); err != nil {
+			return err
+		}
+	}
+	// nodetool logs to the console only, at WARN.
+	tools := `<configuration><appender name="E" class="ch.qos.logback.core.ConsoleAppender"><target>System.err</target>` +
+		`<encoder><pattern>%msg%n</pattern></encoder></appender><root level="WARN"><appender-ref ref="E"/></root></configuration>`
+	return os.WriteFile(filepath.Join(conf, "logback-tools.xml"), []byte(tools), 0o644)
+}
+
+// jvmArgs reads the node's option file: one option a line, '#' comments.
+func (n *node) jvmArgs() ([]string, error) {
+	f, err := os.Open(filepath.Join(n.dir, "conf", "jvm17.options"))
+	if err != nil {
+		return nil, fmt.Errorf("read node %d JVM options: %w", n.index, err)
+	}
+	defer f.Close()
+	var args []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "#") {
+			args = append(args, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	// The conf folder comes first on the class path: the snitch reads
+	// cassandra-rackdc.properties from there.
+	classpath := filepath.Join(n.dir, "conf") + ":" + filepath.Join(n.c.lib, "*")
+	return append(args, "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon"), nil
+}
+
+func portAnswers(ctx context.Context, host string, port int) bool {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
