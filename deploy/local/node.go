@@ -68,8 +68,10 @@ func (n *node) pid() int {
 	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
 		return 0
 	}
+	// An exiting process has released its memory (so its cmdline reads
+	// empty) before it closes its sockets: count it as alive until it is gone.
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmdline), "-Dcassandra.storagedir="+n.dir+"\x00") {
+	if err != nil || (len(cmdline) > 0 && !strings.Contains(string(cmdline), "-Dcassandra.storagedir="+n.dir+"\x00")) {
 		return 0
 	}
 	return pid

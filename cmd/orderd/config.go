@@ -1,0 +1,120 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is every setting of orderd. Flags take their defaults from ORDERD_*
+// environment variables, so containers can use either.
+type config struct {
+	contactPointsCSV  string
+	localDC           string
+	keyspace          string
+	replicationFactor int
+	cqlTimeout        time.Duration
+	connectWait       time.Duration
+	grpcAddr          string
+	tenant            string
+	retention         time.Duration
+	takeoverAfter     time.Duration
+	requestTimeout    time.Duration
+	shutdownGrace     time.Duration
+	logFormat         string
+	logLevel          string
+	failpoints        string
+
+	envErrs []string // ORDERD_* values that did not parse
+}
+
+func (c *config) flags(cmd string) *flag.FlagSet {
+	fs := flag.NewFlagSet("orderd "+cmd, flag.ContinueOnError)
+	fs.StringVar(&c.contactPointsCSV, "cassandra-contact-points", env("ORDERD_CASSANDRA_CONTACT_POINTS", "127.0.0.1,127.0.0.2,127.0.0.3"), "comma-separated Cassandra contact points")
+	fs.StringVar(&c.localDC, "local-dc", env("ORDERD_LOCAL_DC", "dc1"), "data centre served at LOCAL_QUORUM / LOCAL_SERIAL")
+	fs.StringVar(&c.keyspace, "keyspace", env("ORDERD_KEYSPACE", "orderd"), "keyspace")
+	fs.IntVar(&c.replicationFactor, "replication-factor", c.envInt("ORDERD_REPLICATION_FACTOR", 3), "replication factor in the local DC when migrate creates the keyspace (1 for a one-node dev cluster)")
+	fs.DurationVar(&c.cqlTimeout, "cql-timeout", c.envDuration("ORDERD_CQL_TIMEOUT", 5*time.Second), "driver timeout of one CQL request (longer than the server's write and CAS timeouts)")
+	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying to reach the cluster at start")
+	fs.StringVar(&c.logFormat, "log-format", env("ORDERD_LOG_FORMAT", "json"), "json or text")
+	fs.StringVar(&c.logLevel, "log-level", env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
+	if cmd == "serve" {
+		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
+		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant that scopes request ids and orders (until authentication lands)")
+		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
+		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
+		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "deadline of a call whose client set none")
+		fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.envDuration("ORDERD_SHUTDOWN_GRACE", 20*time.Second), "how long open calls may finish after SIGTERM")
+		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
+	}
+	return fs
+}
+
+func (c *config) contactPoints() []string {
+	var out []string
+	for _, h := range strings.Split(c.contactPointsCSV, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (c *config) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", c.logLevel, err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.logFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: use json or text", c.logFormat)
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func (c *config) envInt(name string, def int) int {
+	if v, ok := os.LookupEnv(name); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Sprintf("%s=%q is not a number", name, v))
+		}
+		return n
+	}
+	return def
+}
+
+func (c *config) envDuration(name string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(name); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Sprintf("%s=%q is not a duration like 5s", name, v))
+		}
+		return d
+	}
+	return def
+}
+
+// validate reports settings that cannot work.
+func (c *config) validate() error {
+	if len(c.envErrs) > 0 {
+		return fmt.Errorf("bad settings: %s", strings.Join(c.envErrs, "; "))
+	}
+	if len(c.contactPoints()) == 0 {
+		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")
+	}
+	return nil
+}

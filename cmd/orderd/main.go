@@ -1,0 +1,183 @@
+// Command orderd serves the retry-safe order API.
+//
+//	orderd serve     serve gRPC (default)
+//	orderd migrate   create or update the keyspace's schema, then exit
+//
+// Every setting is a flag with an ORDERD_* environment variable of the same
+// name as its default source; `orderd serve -h` lists them.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/atlasmart/orderd/cql"
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/grpcapi"
+	"github.com/atlasmart/orderd/internal/workflow"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "orderd:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	cfg := &config{}
+	fs := cfg.flags(cmd)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log, err := cfg.logger()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log)
+	case "migrate":
+		return migrate(ctx, cfg, log)
+	default:
+		return fmt.Errorf("unknown command %q: use serve or migrate", cmd)
+	}
+}
+
+func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
+	session, err := connect(ctx, cfg, "", log)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	res, err := cql.Migrate(ctx, session, cql.Config{
+		Keyspace: cfg.keyspace, DataCenter: cfg.localDC, ReplicationFactor: cfg.replicationFactor, Log: log,
+	})
+	if err != nil {
+		return fmt.Errorf("migrate keyspace %s: %w", cfg.keyspace, err)
+	}
+	log.Info("schema up to date", "keyspace", cfg.keyspace, "version", res.Current, "applied", len(res.Applied))
+	return nil
+}
+
+func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
+	failpoints, err := failpoint.Parse(cfg.failpoints)
+	if err != nil {
+		return err
+	}
+	if failpoints != nil {
+		log.Warn("failpoints armed: this process will fail on purpose", "failpoints", cfg.failpoints)
+	}
+	session, err := connect(ctx, cfg, cfg.keyspace, log)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+
+	store, err := ledger.NewCassandraStore(session, ledger.Config{Retention: cfg.retention})
+	if err != nil {
+		return err
+	}
+	projections := projection.NewStore(session, failpoints)
+	wf := workflow.New(workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter}, store, projections, failpoints, log)
+
+	lis, err := net.Listen("tcp", cfg.grpcAddr)
+	if err != nil {
+		return fmt.Errorf("listen for gRPC on %s: %w", cfg.grpcAddr, err)
+	}
+	srv := grpc.NewServer(grpc.UnaryInterceptor(deadlineInterceptor(cfg.requestTimeout)))
+	ordersv1.RegisterOrderServiceServer(srv, grpcapi.New(wf, projections, log))
+	healthSrv := health.NewServer()
+	healthpb.RegisterHealthServer(srv, healthSrv)
+	reflection.Register(srv)
+	probe := grpcapi.NewHealthProbe(healthSrv, func(ctx context.Context) error {
+		return session.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ExecContext(ctx)
+	}, 2*time.Second, log)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return probe.Run(gctx) })
+	g.Go(func() error {
+		log.Info("serving", "grpc_addr", lis.Addr().String(), "keyspace", cfg.keyspace, "tenant", cfg.tenant)
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("grpc server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down", "grace", cfg.shutdownGrace.String())
+		healthSrv.Shutdown()
+		done := make(chan struct{})
+		go func() { srv.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(cfg.shutdownGrace):
+			log.Warn("graceful stop timed out; closing open calls")
+			srv.Stop()
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// deadlineInterceptor gives every call a deadline when the client set none,
+// so a call that waits for a PENDING request is always bounded.
+func deadlineInterceptor(d time.Duration) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		return handler(ctx, req)
+	}
+}
+
+// connect opens a session, retrying for cfg.connectWait so that orderd can
+// start alongside a cluster that is still coming up.
+func connect(ctx context.Context, cfg *config, keyspace string, log *slog.Logger) (*gocql.Session, error) {
+	deadline := time.Now().Add(cfg.connectWait)
+	for {
+		s, err := cassandra.NewSession(cassandra.Config{Hosts: cfg.contactPoints(), LocalDC: cfg.localDC, Keyspace: keyspace, Timeout: cfg.cqlTimeout})
+		if err == nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w (is the cluster up? `make cluster-up` starts the local one)", err)
+		}
+		log.Warn("cluster not reachable yet; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

@@ -1,0 +1,299 @@
+package cql
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+)
+
+//go:embed *.cql
+var files embed.FS
+
+var (
+	fileName   = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.cql$`)
+	identifier = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+)
+
+// Config says where the schema goes.
+type Config struct {
+	// Keyspace name; default orderd.
+	Keyspace string
+	// DataCenter whose replication is set; default dc1.
+	DataCenter string
+	// ReplicationFactor in DataCenter; default 3 (1 for a one-node dev cluster).
+	ReplicationFactor int
+	// Log receives one line per applied version; default discards.
+	Log *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Keyspace == "" {
+		c.Keyspace = "orderd"
+	}
+	if c.DataCenter == "" {
+		c.DataCenter = "dc1"
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = 3
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if !identifier.MatchString(c.Keyspace) {
+		return c, fmt.Errorf("keyspace %q: use lower-case letters, digits and _ (at most 48, starting with a letter)", c.Keyspace)
+	}
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]+$`).MatchString(c.DataCenter) {
+		return c, fmt.Errorf("data centre name %q is not valid", c.DataCenter)
+	}
+	if c.ReplicationFactor < 1 {
+		return c, fmt.Errorf("replication factor must be at least 1, got %d", c.ReplicationFactor)
+	}
+	return c, nil
+}
+
+// Version is one schema file.
+type Version struct {
+	Number     int
+	Name       string
+	Checksum   string
+	Statements []string
+}
+
+// Result says what a migration did.
+type Result struct {
+	Applied []int // versions applied by this run
+	Current int   // highest version recorded after the run
+}
+
+const (
+	createKeyspace = `CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': %d}`
+	// schema_migrations and schema_lock are written only with LWTs.
+	createMigrations = `CREATE TABLE IF NOT EXISTS %s.schema_migrations (
+    version int PRIMARY KEY, name text, checksum text, applied_at timestamp)`
+	createLock = `CREATE TABLE IF NOT EXISTS %s.schema_lock (
+    id text PRIMARY KEY, owner uuid, taken_at timestamp)`
+
+	selectKeyspace   = `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`
+	selectTable      = `SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`
+	selectApplied    = `SELECT version, checksum FROM %s.schema_migrations`
+	insertApplied    = `INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
+	takeLock         = `INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 120`
+	releaseLock      = `DELETE FROM %s.schema_lock WHERE id = 'migrate' IF owner = ?`
+	lockWait         = 2 * time.Second
+	lockMaxWaitTotal = 3 * time.Minute
+)
+
+// Versions parses the embedded schema files for keyspace, in order.
+func Versions(keyspace string) ([]Version, error) {
+	entries, err := files.ReadDir(".")
+	if err != nil {
+		return nil, err
+	}
+	var out []Version
+	for _, e := range entries {
+		m := fileName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("schema file %s: name must be NNNN_name.cql", e.Name())
+		}
+		raw, err := files.ReadFile(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(raw)
+		var buf bytes.Buffer
+		tmpl, err := template.New(e.Name()).Option("missingkey=error").Parse(string(raw))
+		if err != nil {
+			return nil, fmt.Errorf("schema file %s: %w", e.Name(), err)
+		}
+		if err := tmpl.Execute(&buf, map[string]string{"Keyspace": keyspace}); err != nil {
+			return nil, fmt.Errorf("schema file %s: %w", e.Name(), err)
+		}
+		n, _ := strconv.Atoi(m[1])
+		if len(out) > 0 && out[len(out)-1].Number == n {
+			return nil, fmt.Errorf("schema version %d appears twice", n)
+		}
+		out = append(out, Version{Number: n, Name: m[2], Checksum: hex.EncodeToString(sum[:8]), Statements: splitStatements(buf.String())})
+	}
+	slices.SortFunc(out, func(a, b Version) int { return a.Number - b.Number })
+	return out, nil
+}
+
+// splitStatements splits a file on ';' at line ends, dropping '--' comments.
+func splitStatements(src string) []string {
+	var stmts []string
+	var cur strings.Builder
+	for _, line := range strings.Split(src, "\n") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimRight(line, " \t\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		cur.WriteString(line + "\n")
+		if strings.HasSuffix(line, ";") {
+			stmts = append(stmts, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		stmts = append(stmts, s)
+	}
+	return stmts
+}
+
+// Migrate brings keyspace cfg.Keyspace to the newest version. It is
+// idempotent: with everything applied it issues no DDL at all.
+func Migrate(ctx context.Context, s *gocql.Session, cfg Config) (Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	versions, err := Versions(cfg.Keyspace)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := ensureBookkeeping(ctx, s, cfg); err != nil {
+		return Result{}, err
+	}
+	applied, err := appliedVersions(ctx, s, cfg.Keyspace, versions)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Current: maxKey(applied)}
+	if len(applied) == len(versions) {
+		return res, nil
+	}
+	release, err := lock(ctx, s, cfg.Keyspace)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	// Another migrator may have finished while we waited for the lease.
+	if applied, err = appliedVersions(ctx, s, cfg.Keyspace, versions); err != nil {
+		return res, err
+	}
+	for _, v := range versions {
+		if _, done := applied[v.Number]; done {
+			continue
+		}
+		for _, stmt := range v.Statements {
+			if err := execDDL(ctx, s, stmt); err != nil {
+				return res, fmt.Errorf("schema version %04d_%s: %w", v.Number, v.Name, err)
+			}
+		}
+		q := s.Query(fmt.Sprintf(insertApplied, cfg.Keyspace), v.Number, v.Name, v.Checksum, time.Now().UTC())
+		if _, err := q.MapScanCASContext(ctx, map[string]any{}); err != nil {
+			return res, fmt.Errorf("record schema version %d: %w", v.Number, err)
+		}
+		cfg.Log.Info("applied schema version", "keyspace", cfg.Keyspace, "version", v.Number, "name", v.Name)
+		res.Applied = append(res.Applied, v.Number)
+		res.Current = v.Number
+	}
+	return res, nil
+}
+
+// ensureBookkeeping creates the keyspace and the migrator's own tables when
+// they are missing, checking first so that a migrated cluster sees no DDL.
+func ensureBookkeeping(ctx context.Context, s *gocql.Session, cfg Config) error {
+	var name string
+	err := s.Query(selectKeyspace, cfg.Keyspace).ScanContext(ctx, &name)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		if err := execDDL(ctx, s, fmt.Sprintf(createKeyspace, cfg.Keyspace, cfg.DataCenter, cfg.ReplicationFactor)); err != nil {
+			return fmt.Errorf("create keyspace %s: %w", cfg.Keyspace, err)
+		}
+		cfg.Log.Info("created keyspace", "keyspace", cfg.Keyspace, "dc", cfg.DataCenter, "replication_factor", cfg.ReplicationFactor)
+	case err != nil:
+		return fmt.Errorf("look up keyspace %s: %w", cfg.Keyspace, err)
+	}
+	for table, ddl := range map[string]string{"schema_migrations": createMigrations, "schema_lock": createLock} {
+		err := s.Query(selectTable, cfg.Keyspace, table).ScanContext(ctx, &name)
+		if errors.Is(err, gocql.ErrNotFound) {
+			err = execDDL(ctx, s, fmt.Sprintf(ddl, cfg.Keyspace))
+		}
+		if err != nil {
+			return fmt.Errorf("create %s.%s: %w", cfg.Keyspace, table, err)
+		}
+	}
+	return nil
+}
+
+func appliedVersions(ctx context.Context, s *gocql.Session, keyspace string, versions []Version) (map[int]string, error) {
+	applied := map[int]string{}
+	iter := s.Query(fmt.Sprintf(selectApplied, keyspace)).SerialConsistency(gocql.LocalSerial).IterContext(ctx)
+	var (
+		v   int
+		sum string
+	)
+	for iter.Scan(&v, &sum) {
+		applied[v] = sum
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("read applied schema versions: %w", err)
+	}
+	for _, ver := range versions {
+		if sum, ok := applied[ver.Number]; ok && sum != ver.Checksum {
+			return nil, fmt.Errorf("schema version %04d_%s was edited after it was applied (checksum %s, applied %s): add a new version instead", ver.Number, ver.Name, ver.Checksum, sum)
+		}
+	}
+	return applied, nil
+}
+
+func lock(ctx context.Context, s *gocql.Session, keyspace string) (func(), error) {
+	owner := uuid.New()
+	deadline := time.Now().Add(lockMaxWaitTotal)
+	for {
+		applied, err := s.Query(fmt.Sprintf(takeLock, keyspace), owner.String(), time.Now().UTC()).MapScanCASContext(ctx, map[string]any{})
+		if err != nil {
+			return nil, fmt.Errorf("take the migration lease: %w", err)
+		}
+		if applied {
+			return func() {
+				// Best effort: the lease expires by TTL anyway.
+				_, _ = s.Query(fmt.Sprintf(releaseLock, keyspace), owner.String()).MapScanCASContext(context.WithoutCancel(ctx), map[string]any{})
+			}, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("another migrator holds the migration lease; try again later")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(lockWait):
+		}
+	}
+}
+
+func execDDL(ctx context.Context, s *gocql.Session, stmt string) error {
+	if err := s.Query(stmt).ExecContext(ctx); err != nil {
+		return err
+	}
+	if err := s.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("wait for schema agreement: %w", err)
+	}
+	return nil
+}
+
+func maxKey(m map[int]string) int {
+	best := 0
+	for k := range m {
+		best = max(best, k)
+	}
+	return best
+}

@@ -1,0 +1,95 @@
+// Package failpoint lets a test make the real orderd binary fail at a named
+// point of the write path, through the ORDERD_FAILPOINTS setting:
+//
+//	ORDERD_FAILPOINTS="after-claim=exit;projection.orders_by_id=error"
+//
+// Actions: "exit" ends the process at once with exit code 86 (a crash: no
+// deferred function, no graceful shutdown); "error" makes the step fail as a
+// database write would; "sleep(250ms)" delays the step. A nil *Set is
+// disarmed and costs one nil check, so production code calls Eval freely.
+package failpoint
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/atlasmart/orderd/internal/fault"
+)
+
+// The points the write path evaluates.
+const (
+	AfterClaim     = "after-claim"
+	BeforeComplete = "before-complete"
+	// ProjectionPrefix + table name, evaluated before that table's write.
+	ProjectionPrefix = "projection."
+	// AfterProjectionPrefix + table name, evaluated after that table's write.
+	AfterProjectionPrefix = "after-projection."
+)
+
+// ExitCode is the exit status of a process stopped by an "exit" failpoint.
+const ExitCode = 86
+
+type action struct {
+	kind  string // exit, error, sleep
+	sleep time.Duration
+}
+
+// Set is a set of armed failpoints.
+type Set struct {
+	points map[string]action
+}
+
+// Parse reads a specification like "after-claim=exit;projection.orders_by_id=error".
+// An empty specification gives a nil (disarmed) Set.
+func Parse(spec string) (*Set, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, nil
+	}
+	s := &Set{points: map[string]action{}}
+	for _, part := range strings.Split(spec, ";") {
+		name, act, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("failpoint %q: want name=action", part)
+		}
+		switch {
+		case act == "exit" || act == "error":
+			s.points[name] = action{kind: act}
+		case strings.HasPrefix(act, "sleep(") && strings.HasSuffix(act, ")"):
+			d, err := time.ParseDuration(act[len("sleep(") : len(act)-1])
+			if err != nil {
+				return nil, fmt.Errorf("failpoint %s: %w", name, err)
+			}
+			s.points[name] = action{kind: "sleep", sleep: d}
+		default:
+			return nil, fmt.Errorf("failpoint %s: unknown action %q (exit, error, sleep(DURATION))", name, act)
+		}
+	}
+	return s, nil
+}
+
+// Eval runs the failpoint name if it is armed: it exits the process, sleeps,
+// or returns an injected Unavailable error.
+func (s *Set) Eval(name string) error {
+	if s == nil {
+		return nil
+	}
+	a, ok := s.points[name]
+	if !ok {
+		return nil
+	}
+	switch a.kind {
+	case "exit":
+		fmt.Fprintf(os.Stderr, "failpoint %s: exiting with code %d\n", name, ExitCode)
+		os.Exit(ExitCode)
+	case "sleep":
+		time.Sleep(a.sleep)
+	case "error":
+		return &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE",
+			Message: "the database is unavailable; retry with the same request_id", RetryAfter: time.Second,
+			Cause: fmt.Errorf("failpoint %s: injected error", name)}
+	}
+	return nil
+}

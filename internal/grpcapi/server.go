@@ -1,0 +1,190 @@
+// Package grpcapi adapts the workflow and the projections to the
+// atlasmart.orders.v1.OrderService gRPC API. It only converts messages,
+// calls, and maps errors to status codes — all in Status, the one place where
+// that happens.
+package grpcapi
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/workflow"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// ReplayedHeader is the response header that says whether CreateOrder's
+// answer is a recorded outcome.
+const ReplayedHeader = "idempotency-replayed"
+
+// Defaults for ListCustomerOrders paging.
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+)
+
+// Reader reads the projections.
+type Reader interface {
+	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
+	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, token string) (projection.Page, error)
+}
+
+// Server implements ordersv1.OrderServiceServer.
+type Server struct {
+	ordersv1.UnimplementedOrderServiceServer
+	wf     *workflow.Service
+	reader Reader
+	log    *slog.Logger
+}
+
+var _ ordersv1.OrderServiceServer = (*Server)(nil)
+
+// New returns a Server.
+func New(wf *workflow.Service, reader Reader, log *slog.Logger) *Server {
+	return &Server{wf: wf, reader: reader, log: log}
+}
+
+// CreateOrder implements ordersv1.OrderServiceServer.
+func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderRequest) (*ordersv1.CreateOrderResponse, error) {
+	in := order.Input{RequestID: req.GetRequestId(), CustomerID: req.GetCustomerId(), Total: req.GetTotal(), Currency: req.GetCurrency()}
+	for _, l := range req.GetLines() {
+		in.Lines = append(in.Lines, order.LineInput{SKU: l.GetSku(), Quantity: l.GetQuantity(), UnitPrice: l.GetUnitPrice()})
+	}
+	res, err := s.wf.CreateOrder(ctx, in)
+	if err != nil {
+		return nil, s.Status(ctx, "CreateOrder", err, slog.String("request_id", req.GetRequestId()))
+	}
+	replayed := "false"
+	if res.Replayed {
+		replayed = "true"
+	}
+	if err := grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, replayed)); err != nil {
+		s.log.Warn("could not set response header", "error", err)
+	}
+	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "order_id", res.Order.ID, "replayed", res.Replayed)
+	return &ordersv1.CreateOrderResponse{Order: toProto(res.Order), Replayed: res.Replayed}, nil
+}
+
+// GetRequest implements ordersv1.OrderServiceServer.
+func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest) (*ordersv1.GetRequestResponse, error) {
+	id, err := parseUUID("request_id", req.GetRequestId())
+	if err != nil {
+		return nil, s.Status(ctx, "GetRequest", err)
+	}
+	op := req.GetOperation()
+	if op == "" {
+		op = order.Operation
+	}
+	rec, err := s.wf.Request(ctx, op, id)
+	if err != nil {
+		return nil, s.Status(ctx, "GetRequest", err, slog.String("request_id", id.String()))
+	}
+	out := &ordersv1.WriteRequest{
+		RequestId:          rec.RequestID.String(),
+		Tenant:             rec.Tenant,
+		Operation:          rec.Operation,
+		State:              toState(rec.State),
+		OrderId:            rec.EntityID.String(),
+		PayloadFingerprint: rec.Fingerprint,
+		CreatedAt:          timestamppb.New(rec.CreatedAt),
+		Attempts:           int32(rec.Attempts),
+		LastError:          rec.LastError,
+	}
+	if !rec.CompletedAt.IsZero() {
+		out.CompletedAt = timestamppb.New(rec.CompletedAt)
+	}
+	return &ordersv1.GetRequestResponse{Request: out}, nil
+}
+
+// GetOrder implements ordersv1.OrderServiceServer.
+func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*ordersv1.GetOrderResponse, error) {
+	id, err := parseUUID("order_id", req.GetOrderId())
+	if err != nil {
+		return nil, s.Status(ctx, "GetOrder", err)
+	}
+	o, err := s.reader.Order(ctx, s.wf.Tenant(), id)
+	if err != nil {
+		return nil, s.Status(ctx, "GetOrder", err, slog.String("order_id", id.String()))
+	}
+	return &ordersv1.GetOrderResponse{Order: toProto(o)}, nil
+}
+
+// ListCustomerOrders implements ordersv1.OrderServiceServer.
+func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCustomerOrdersRequest) (*ordersv1.ListCustomerOrdersResponse, error) {
+	var v []fault.Violation
+	if req.GetCustomerId() == "" {
+		v = append(v, fault.Violation{Field: "customer_id", Description: "required"})
+	}
+	month, err := time.Parse("2006-01", req.GetMonth())
+	if err != nil {
+		v = append(v, fault.Violation{Field: "month", Description: "required, as YYYY-MM (e.g. 2026-09)"})
+	}
+	size := int(req.GetPageSize())
+	if size < 0 || size > maxPageSize {
+		v = append(v, fault.Violation{Field: "page_size", Description: "must be 0 (default 50) to 500"})
+	}
+	if len(v) > 0 {
+		return nil, s.Status(ctx, "ListCustomerOrders", fault.InvalidArgs(v))
+	}
+	if size == 0 {
+		size = defaultPageSize
+	}
+	page, err := s.reader.CustomerOrders(ctx, s.wf.Tenant(), req.GetCustomerId(), month, size, req.GetPageToken())
+	if err != nil {
+		return nil, s.Status(ctx, "ListCustomerOrders", err)
+	}
+	out := &ordersv1.ListCustomerOrdersResponse{NextPageToken: page.NextToken}
+	for _, o := range page.Orders {
+		out.Orders = append(out.Orders, toProto(o))
+	}
+	return out, nil
+}
+
+func parseUUID(field, s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return uuid.Nil, fault.InvalidArgs([]fault.Violation{{Field: field, Description: "must be a UUID in its 36-character form"}})
+	}
+	return id, nil
+}
+
+func toProto(o order.Order) *ordersv1.Order {
+	out := &ordersv1.Order{
+		OrderId:    o.ID.String(),
+		CustomerId: o.CustomerID,
+		OrderMonth: o.Month,
+		Status:     ordersv1.OrderStatus_ORDER_STATUS_UNSPECIFIED,
+		Total:      o.Total,
+		Currency:   o.Currency,
+		RequestId:  o.RequestID.String(),
+		CreatedAt:  timestamppb.New(o.CreatedAt),
+	}
+	if o.Status == order.StatusCreated {
+		out.Status = ordersv1.OrderStatus_ORDER_STATUS_CREATED
+	}
+	for _, l := range o.Lines {
+		out.Lines = append(out.Lines, &ordersv1.OrderLine{Sku: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice})
+	}
+	return out
+}
+
+func toState(s ledger.State) ordersv1.RequestState {
+	switch s {
+	case ledger.Pending:
+		return ordersv1.RequestState_REQUEST_STATE_PENDING
+	case ledger.Complete:
+		return ordersv1.RequestState_REQUEST_STATE_COMPLETE
+	case ledger.Failed:
+		return ordersv1.RequestState_REQUEST_STATE_FAILED
+	}
+	return ordersv1.RequestState_REQUEST_STATE_UNSPECIFIED
+}

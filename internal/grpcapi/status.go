@@ -1,0 +1,63 @@
+package grpcapi
+
+import (
+	"context"
+	"log/slog"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/atlasmart/orderd/internal/fault"
+)
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of orderd's errors.
+const ErrorDomain = "orderd.atlasmart.com"
+
+// codeOf is the one table from fault kinds to gRPC codes.
+var codeOf = map[fault.Kind]codes.Code{
+	fault.Invalid:        codes.InvalidArgument,
+	fault.NotFound:       codes.NotFound,
+	fault.Conflict:       codes.FailedPrecondition,
+	fault.Failed:         codes.FailedPrecondition,
+	fault.InProgress:     codes.Aborted,
+	fault.Unavailable:    codes.Unavailable,
+	fault.OutcomeUnknown: codes.Unavailable,
+}
+
+// Status turns any error into the gRPC status a client sees, with
+// BadRequest, ErrorInfo and RetryInfo details. Unmapped errors become a bare
+// Internal whose cause is logged here and never sent.
+func (s *Server) Status(ctx context.Context, method string, err error, attrs ...slog.Attr) error {
+	fe, ok := fault.As(err)
+	if !ok || fe.Kind == fault.Internal {
+		s.log.LogAttrs(ctx, slog.LevelError, "internal error", append(attrs, slog.String("method", method), slog.Any("error", err))...)
+		return status.Error(codes.Internal, "internal error")
+	}
+	code := codeOf[fe.Kind]
+	level := slog.LevelInfo
+	if code == codes.Unavailable {
+		level = slog.LevelWarn
+	}
+	s.log.LogAttrs(ctx, level, "request refused", append(attrs, slog.String("method", method),
+		slog.String("code", code.String()), slog.String("reason", fe.Reason), slog.Any("error", err))...)
+
+	st := status.New(code, fe.Message)
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: fe.Reason, Domain: ErrorDomain}}
+	if len(fe.Violations) > 0 {
+		br := &errdetails.BadRequest{}
+		for _, v := range fe.Violations {
+			br.FieldViolations = append(br.FieldViolations, &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description})
+		}
+		details = append(details, br)
+	}
+	if fe.RetryAfter > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(fe.RetryAfter)})
+	}
+	if withDetails, err := st.WithDetails(details...); err == nil {
+		st = withDetails
+	}
+	return st.Err()
+}

@@ -1,0 +1,24 @@
+// Package order is the CreateOrder business command: what a valid command
+// is, its canonical form and fingerprint, and the order it deterministically
+// becomes. It knows nothing of storage or transport.
+//
+// Canonicalisation (the contract that decides which retries are "the same
+// command"):
+//   - request_id: any RFC 4122 UUID text form except the nil UUID; compared as
+//     a UUID, so upper and lower case hex are the same id.
+//   - currency: an ISO 4217 code, case-insensitive ("eur" is "EUR").
+//   - total and unit prices: plain decimal strings; the amount is what counts,
+//     so "77.7", "77.70" and "077.700" are the same amount. More decimal places
+//     than the currency has minor units (after trailing zeros) is invalid, as
+//     are signs, exponents, separators and whitespace. Stored and answered in
+//     the currency's minor units ("77.70" EUR, "1200" JPY).
+//   - customer_id and sku: opaque, compared byte for byte (no case folding,
+//     no trimming: surrounding whitespace is invalid, not stripped).
+//   - lines: a multiset; their order in the request does not matter (they are
+//     sorted by sku, unit price, quantity). If any are given, the sum of
+//     quantity × unit_price must equal total.
+//
+// The fingerprint is sha256 over a versioned canonical encoding
+// ("sha256:v1:<hex>"). Changing the encoding means a new version prefix, so
+// ledger rows written under an old version are still compared correctly.
+package order

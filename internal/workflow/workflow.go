@@ -1,0 +1,227 @@
+// Package workflow is the retry-safe CreateOrder workflow of design doc 000
+// §4: validate and fingerprint the command, claim the request in the ledger,
+// project the order with deterministic writes, mark the request COMPLETE with
+// its recorded outcome, and answer duplicates from that record.
+//
+// Finish is the one way work gets done, whether by the attempt that claimed
+// the request, by a retry that finds it PENDING, or by the reconciler: it
+// rebuilds everything from the ledger row, so whoever runs it writes the
+// same rows.
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// Projector writes an order's projections; every call must be safe to replay.
+type Projector interface {
+	Write(ctx context.Context, o order.Order) error
+}
+
+// Config tunes the workflow. Zero fields take defaults.
+type Config struct {
+	// Tenant scopes every request id and order; default "default".
+	Tenant string
+	// TakeoverAfter is how old a PENDING request must be before a duplicate
+	// stops waiting for the attempt that claimed it and finishes the work
+	// itself; default 1 s. Younger ones are presumed in flight.
+	TakeoverAfter time.Duration
+	// MaxWait bounds how long a duplicate waits for a PENDING request when its
+	// context has no deadline; default 5 s.
+	MaxWait time.Duration
+	// PollInterval is the first pause between reads while waiting; it doubles
+	// up to 8 times that; default 25 ms.
+	PollInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Tenant == "" {
+		c.Tenant = "default"
+	}
+	if c.TakeoverAfter == 0 {
+		c.TakeoverAfter = time.Second
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 5 * time.Second
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 25 * time.Millisecond
+	}
+	return c
+}
+
+// Service runs the workflow.
+type Service struct {
+	cfg        Config
+	ledger     ledger.Store
+	projector  Projector
+	failpoints *failpoint.Set
+	log        *slog.Logger
+	now        func() time.Time
+}
+
+// New returns a Service. failpoints may be nil.
+func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log *slog.Logger) *Service {
+	return &Service{cfg: cfg.withDefaults(), ledger: l, projector: p, failpoints: failpoints, log: log, now: time.Now}
+}
+
+// Tenant is the tenant this service acts for.
+func (s *Service) Tenant() string { return s.cfg.Tenant }
+
+// Result is the answer to one CreateOrder attempt.
+type Result struct {
+	Order order.Order
+	// Replayed: the order was created by an earlier attempt of the same
+	// request; this answer is its recorded outcome.
+	Replayed bool
+}
+
+// CreateOrder runs one attempt of a CreateOrder command. Errors are
+// *fault.Error: Invalid (nothing written), Conflict (request id bound to
+// another command), InProgress (another attempt holds it), Failed (dead
+// letter), Unavailable or OutcomeUnknown (retry with the same request id).
+func (s *Service) CreateOrder(ctx context.Context, in order.Input) (Result, error) {
+	requestID, cmd, err := order.Canonicalize(in)
+	if err != nil {
+		return Result{}, err
+	}
+	key := s.key(requestID)
+	claim := ledger.Record{
+		Key:         key,
+		EntityID:    order.ID(key.Tenant, requestID),
+		Fingerprint: cmd.Fingerprint(),
+		Command:     cmd.Encode(),
+		// Milliseconds: what a Cassandra timestamp keeps, so the order
+		// built now equals the one rebuilt from the stored row later.
+		CreatedAt:  s.now().UTC().Truncate(time.Millisecond),
+		Attempts:   1,
+		ClaimToken: uuid.New(),
+	}
+	won, cur, err := s.ledger.Claim(ctx, claim)
+	if err != nil {
+		return Result{}, err
+	}
+	if won {
+		if err := s.failpoints.Eval(failpoint.AfterClaim); err != nil {
+			return Result{}, err
+		}
+		o, err := s.Finish(ctx, cur)
+		return Result{Order: o}, err
+	}
+	if cur.Fingerprint != claim.Fingerprint {
+		return Result{}, &fault.Error{Kind: fault.Conflict, Reason: "REQUEST_ID_REUSED",
+			Message: "request_id " + requestID.String() + " was already used for a different command; use a new request_id for a new intent"}
+	}
+	return s.duplicate(ctx, cur)
+}
+
+// duplicate answers an attempt of a request that an earlier attempt claimed.
+func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, error) {
+	waitUntil := s.now().Add(s.cfg.MaxWait)
+	if d, ok := ctx.Deadline(); ok {
+		// Keep enough of the deadline to finish the work or answer.
+		waitUntil = d.Add(-s.cfg.TakeoverAfter / 2)
+	}
+	pause := s.cfg.PollInterval
+	for {
+		switch cur.State {
+		case ledger.Complete:
+			o, err := order.DecodeOutcome(cur.Outcome)
+			return Result{Order: o, Replayed: true}, err
+		case ledger.Failed:
+			return Result{}, &fault.Error{Kind: fault.Failed, Reason: "REQUEST_FAILED",
+				Message: "request " + cur.RequestID.String() + " failed permanently and was set aside: " + cur.LastError}
+		}
+		// PENDING: an attempt is in flight or died. The writes are
+		// deterministic, so once it is old enough this attempt finishes it.
+		if s.now().Sub(cur.CreatedAt) >= s.cfg.TakeoverAfter {
+			o, err := s.Finish(ctx, cur)
+			return Result{Order: o, Replayed: true}, err
+		}
+		if s.now().Add(pause).After(waitUntil) {
+			return Result{}, &fault.Error{Kind: fault.InProgress, Reason: "REQUEST_IN_PROGRESS", RetryAfter: s.cfg.TakeoverAfter,
+				Message: "another attempt of request " + cur.RequestID.String() + " is in progress; retry with the same request_id"}
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, &fault.Error{Kind: fault.InProgress, Reason: "REQUEST_IN_PROGRESS", RetryAfter: s.cfg.TakeoverAfter,
+				Message: "another attempt of request " + cur.RequestID.String() + " is in progress; retry with the same request_id", Cause: ctx.Err()}
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 8*s.cfg.PollInterval)
+		next, err := s.ledger.Peek(ctx, cur.Key)
+		if err != nil {
+			return Result{}, err
+		}
+		cur = next
+	}
+}
+
+// Finish does the work of a claimed request from its ledger row alone:
+// project the order, then mark the request COMPLETE with the order as its
+// recorded outcome. It is safe to run any number of times, concurrently, by
+// anyone; it returns the recorded outcome.
+func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, error) {
+	if rec.State == ledger.Complete {
+		return order.DecodeOutcome(rec.Outcome)
+	}
+	cmd, err := order.DecodeCommand(rec.Command)
+	if err != nil {
+		return order.Order{}, fmt.Errorf("request %s: %w", rec.RequestID, err)
+	}
+	o := order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt)
+	if err := s.projector.Write(ctx, o); err != nil {
+		s.noteFailure(ctx, rec, err)
+		return order.Order{}, err
+	}
+	if err := s.failpoints.Eval(failpoint.BeforeComplete); err != nil {
+		s.noteFailure(ctx, rec, err)
+		return order.Order{}, err
+	}
+	done, err := s.ledger.Complete(ctx, rec, o.EncodeOutcome(), s.now().UTC().Truncate(time.Millisecond))
+	if err != nil {
+		return order.Order{}, err
+	}
+	switch done.State {
+	case ledger.Complete:
+		return order.DecodeOutcome(done.Outcome)
+	case ledger.Failed:
+		return order.Order{}, &fault.Error{Kind: fault.Failed, Reason: "REQUEST_FAILED",
+			Message: "request " + rec.RequestID.String() + " failed permanently and was set aside: " + done.LastError}
+	default:
+		return order.Order{}, fmt.Errorf("request %s: state %s after completing it", rec.RequestID, done.State)
+	}
+}
+
+// noteFailure records a failed attempt on the ledger, best effort: the
+// request stays PENDING either way, and the caller reports the first error.
+func (s *Service) noteFailure(ctx context.Context, rec ledger.Record, cause error) {
+	if err := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, cause.Error()); err != nil {
+		s.log.Warn("could not record a failed attempt", "request_id", rec.RequestID, "error", err)
+	}
+}
+
+// Request returns the ledger's view of a request (LOCAL_SERIAL).
+func (s *Service) Request(ctx context.Context, operation string, requestID uuid.UUID) (ledger.Record, error) {
+	rec, err := s.ledger.Get(ctx, ledger.Key{Tenant: s.cfg.Tenant, Operation: operation, RequestID: requestID})
+	if errors.Is(err, ledger.ErrNotFound) {
+		return rec, &fault.Error{Kind: fault.NotFound, Reason: "REQUEST_NOT_FOUND",
+			Message: "no request " + requestID.String() + " is recorded (never claimed, or past its retention)"}
+	}
+	return rec, err
+}
+
+func (s *Service) key(requestID uuid.UUID) ledger.Key {
+	return ledger.Key{Tenant: s.cfg.Tenant, Operation: order.Operation, RequestID: requestID}
+}

@@ -1,0 +1,213 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
+)
+
+const (
+	columns = `tenant, operation, request_id, entity_id, payload_hash, command, state,
+		created_at, completed_at, outcome, attempts, last_error, claim_token`
+
+	claimCQL = `INSERT INTO write_requests_by_id
+		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token)
+		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?) IF NOT EXISTS USING TTL ?`
+	selectCQL = `SELECT ` + columns + ` FROM write_requests_by_id
+		WHERE tenant = ? AND operation = ? AND request_id = ?`
+	completeCQL = `UPDATE write_requests_by_id USING TTL ?
+		SET state = 'COMPLETE', completed_at = ?, outcome = ?
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING'`
+	attemptCQL = `UPDATE write_requests_by_id USING TTL ?
+		SET attempts = ?, last_error = ?
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND attempts = ?`
+)
+
+// Config tunes the Cassandra store.
+type Config struct {
+	// Retention is how long a request is remembered after its claim; a retry
+	// after that is a new request (the order id stays the same, so the order
+	// itself is not duplicated). Default 7 days.
+	Retention time.Duration
+	// SettleAttempts bounds the LOCAL_SERIAL reads used to settle one unknown
+	// outcome; default 3.
+	SettleAttempts int
+}
+
+// CassandraStore is the Store on a Cassandra session whose keyspace holds
+// write_requests_by_id.
+type CassandraStore struct {
+	s   *gocql.Session
+	cfg Config
+	now func() time.Time
+}
+
+var _ Store = (*CassandraStore)(nil)
+
+// NewCassandraStore validates cfg and returns a store on s.
+func NewCassandraStore(s *gocql.Session, cfg Config) (*CassandraStore, error) {
+	if cfg.Retention == 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if cfg.Retention < time.Minute || cfg.Retention > 10*365*24*time.Hour {
+		return nil, fmt.Errorf("ledger retention %s: must be between 1m and 10 years", cfg.Retention)
+	}
+	if cfg.SettleAttempts == 0 {
+		cfg.SettleAttempts = 3
+	}
+	return &CassandraStore{s: s, cfg: cfg, now: time.Now}, nil
+}
+
+// ttl is the retention left for a record created at created, in seconds:
+// every write carries it so no cell outlives the row.
+func (c *CassandraStore) ttl(created time.Time) int {
+	left := created.Add(c.cfg.Retention).Sub(c.now())
+	return max(1, int(math.Ceil(left.Seconds())))
+}
+
+// Claim implements Store.
+func (c *CassandraStore) Claim(ctx context.Context, rec Record) (bool, Record, error) {
+	for attempt := 1; ; attempt++ {
+		existing := map[string]any{}
+		applied, err := c.s.Query(claimCQL,
+			rec.Tenant, rec.Operation, rec.RequestID.String(), rec.EntityID.String(), rec.Fingerprint, rec.Command,
+			rec.CreatedAt, rec.Attempts, rec.ClaimToken.String(), c.ttl(rec.CreatedAt),
+		).MapScanCASContext(ctx, existing)
+		if err == nil {
+			if applied {
+				rec.State = Pending
+				return true, rec, nil
+			}
+			cur, err := fromMap(existing)
+			return false, cur, err
+		}
+		err = cassandra.WriteError("claim request", err)
+		if fault.KindOf(err) != fault.OutcomeUnknown {
+			return false, Record{}, err
+		}
+		// The claim may have applied: the serial read settles it.
+		cur, gerr := c.settle(ctx, rec.Key)
+		switch {
+		case gerr == nil:
+			return cur.ClaimToken == rec.ClaimToken, cur, nil
+		case errors.Is(gerr, ErrNotFound) && attempt < c.cfg.SettleAttempts:
+			continue // definitely not applied: claim again
+		default:
+			return false, Record{}, err
+		}
+	}
+}
+
+// settle reads a record at LOCAL_SERIAL, retrying a few times: that read
+// finishes or invalidates any paxos round left in flight.
+func (c *CassandraStore) settle(ctx context.Context, key Key) (Record, error) {
+	var err error
+	for i := 0; i < c.cfg.SettleAttempts; i++ {
+		var rec Record
+		if rec, err = c.Get(ctx, key); err == nil || errors.Is(err, ErrNotFound) {
+			return rec, err
+		}
+		select {
+		case <-ctx.Done():
+			return Record{}, err
+		case <-time.After(time.Duration(i+1) * 100 * time.Millisecond):
+		}
+	}
+	return Record{}, err
+}
+
+// Get implements Store.
+func (c *CassandraStore) Get(ctx context.Context, key Key) (Record, error) {
+	return c.read(ctx, key, gocql.LocalSerial)
+}
+
+// Peek implements Store.
+func (c *CassandraStore) Peek(ctx context.Context, key Key) (Record, error) {
+	return c.read(ctx, key, gocql.LocalQuorum)
+}
+
+func (c *CassandraStore) read(ctx context.Context, key Key, cl gocql.Consistency) (Record, error) {
+	row := map[string]any{}
+	err := c.s.Query(selectCQL, key.Tenant, key.Operation, key.RequestID.String()).Consistency(cl).MapScanContext(ctx, row)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return Record{}, ErrNotFound
+	}
+	if err != nil {
+		return Record{}, cassandra.ReadError("read request", err)
+	}
+	return fromMap(row)
+}
+
+// Complete implements Store.
+func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byte, at time.Time) (Record, error) {
+	cur := map[string]any{}
+	applied, err := c.s.Query(completeCQL, c.ttl(rec.CreatedAt), at, outcome,
+		rec.Tenant, rec.Operation, rec.RequestID.String()).MapScanCASContext(ctx, cur)
+	if err != nil {
+		err = cassandra.WriteError("complete request", err)
+		if fault.KindOf(err) != fault.OutcomeUnknown {
+			return Record{}, err
+		}
+		now, gerr := c.settle(ctx, rec.Key)
+		if gerr != nil {
+			return Record{}, err
+		}
+		return now, nil
+	}
+	if applied {
+		rec.State, rec.CompletedAt, rec.Outcome = Complete, at, outcome
+		return rec, nil
+	}
+	// Not PENDING any more (completed by a racing attempt, or gone): the
+	// IF clause returned only the state, so read the whole row.
+	return c.Get(ctx, rec.Key)
+}
+
+// RecordAttempt implements Store.
+func (c *CassandraStore) RecordAttempt(ctx context.Context, rec Record, lastErr string) error {
+	_, err := c.s.Query(attemptCQL, c.ttl(rec.CreatedAt), rec.Attempts+1, lastErr,
+		rec.Tenant, rec.Operation, rec.RequestID.String(), rec.Attempts).MapScanCASContext(ctx, map[string]any{})
+	return cassandra.WriteError("record attempt", err)
+}
+
+func fromMap(m map[string]any) (Record, error) {
+	var r Record
+	var err error
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	id := func(k string) uuid.UUID {
+		switch v := m[k].(type) {
+		case gocql.UUID:
+			return uuid.UUID(v)
+		case string:
+			u, perr := uuid.Parse(v)
+			if perr != nil && err == nil {
+				err = fmt.Errorf("ledger column %s: %w", k, perr)
+			}
+			return u
+		}
+		return uuid.Nil
+	}
+	tm := func(k string) time.Time { t, _ := m[k].(time.Time); return t.UTC() }
+	r.Tenant, r.Operation = str("tenant"), str("operation")
+	r.RequestID, r.EntityID, r.ClaimToken = id("request_id"), id("entity_id"), id("claim_token")
+	r.Fingerprint, r.State, r.LastError = str("payload_hash"), State(str("state")), str("last_error")
+	r.Command, _ = m["command"].([]byte)
+	r.Outcome, _ = m["outcome"].([]byte)
+	r.CreatedAt, r.CompletedAt = tm("created_at"), tm("completed_at")
+	if r.CompletedAt.Unix() <= 0 {
+		r.CompletedAt = time.Time{}
+	}
+	r.Attempts, _ = m["attempts"].(int)
+	if err == nil && r.State == "" {
+		err = errors.New("ledger row without a state")
+	}
+	return r, err
+}

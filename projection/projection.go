@@ -1,0 +1,189 @@
+package projection
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+	"gopkg.in/inf.v0"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+)
+
+// Table names, also used to name failpoints ("projection.orders_by_id").
+const (
+	OrdersByCustomer = "orders_by_customer"
+	OrdersByID       = "orders_by_id"
+	EventsByOrder    = "order_events_by_order"
+)
+
+// EventOrderCreated is the event every created order has.
+const EventOrderCreated = "ORDER_CREATED"
+
+const (
+	upsertByCustomerCQL = `INSERT INTO orders_by_customer
+		(tenant, customer_id, order_month, order_id, status, total, currency, request_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	upsertByIDCQL = `INSERT INTO orders_by_id
+		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	upsertEventCQL = `INSERT INTO order_events_by_order
+		(tenant, order_id, event_id, event_type, detail, event_time)
+		VALUES (?, ?, ?, ?, ?, ?)`
+
+	selectByIDCQL = `SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at
+		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
+	selectByCustomerCQL = `SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at
+		FROM orders_by_customer WHERE tenant = ? AND customer_id = ? AND order_month = ?`
+)
+
+// lineUDT is the order_line user type.
+type lineUDT struct {
+	SKU       string   `cql:"sku"`
+	Quantity  int64    `cql:"quantity"`
+	UnitPrice *inf.Dec `cql:"unit_price"`
+}
+
+// Store writes and reads the projections.
+type Store struct {
+	s          *gocql.Session
+	failpoints *failpoint.Set
+}
+
+// NewStore returns a Store on a session whose keyspace holds the tables.
+// failpoints may be nil.
+func NewStore(s *gocql.Session, failpoints *failpoint.Set) *Store {
+	return &Store{s: s, failpoints: failpoints}
+}
+
+// Write projects o into every table, concurrently. It returns nil only when
+// every write is confirmed at LOCAL_QUORUM; otherwise a *fault.Error
+// (Unavailable or OutcomeUnknown), and the whole Write may be replayed.
+func (p *Store) Write(ctx context.Context, o order.Order) error {
+	total, err := decimal(o.Total)
+	if err != nil {
+		return err
+	}
+	month, err := time.Parse(time.DateOnly, o.Month)
+	if err != nil {
+		return fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
+	}
+	lines := make([]lineUDT, len(o.Lines))
+	for i, l := range o.Lines {
+		price, err := decimal(l.UnitPrice)
+		if err != nil {
+			return err
+		}
+		lines[i] = lineUDT{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: price}
+	}
+	ts := o.CreatedAt.UnixMicro()
+	writes := []struct {
+		table string
+		stmt  string
+		args  []any
+	}{
+		{OrdersByCustomer, upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(), o.CreatedAt, o.CreatedAt}},
+		{OrdersByID, upsertByIDCQL, []any{o.Tenant, o.ID.String(), o.CustomerID, month, o.Status, total, o.Currency, o.RequestID.String(), lines, o.CreatedAt, o.CreatedAt}},
+		{EventsByOrder, upsertEventCQL, []any{o.Tenant, o.ID.String(), o.RequestID.String(), EventOrderCreated, "order created by request " + o.RequestID.String(), o.CreatedAt}},
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, w := range writes {
+		g.Go(func() error {
+			if err := p.failpoints.Eval(failpoint.ProjectionPrefix + w.table); err != nil {
+				return err
+			}
+			err := p.s.Query(w.stmt, w.args...).WithTimestamp(ts).Idempotent(true).ExecContext(gctx)
+			if err != nil {
+				return cassandra.WriteError("write "+w.table, err)
+			}
+			return p.failpoints.Eval(failpoint.AfterProjectionPrefix + w.table)
+		})
+	}
+	return g.Wait()
+}
+
+// ErrNotFound: no such order.
+var ErrNotFound = &fault.Error{Kind: fault.NotFound, Reason: "ORDER_NOT_FOUND", Message: "no order with that id"}
+
+// Order reads one order by id.
+func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
+	var (
+		o        = order.Order{Tenant: tenant}
+		orderID  gocql.UUID
+		reqID    gocql.UUID
+		month    time.Time
+		total    *inf.Dec
+		rawLines []lineUDT
+	)
+	err := p.s.Query(selectByIDCQL, tenant, id.String()).ScanContext(ctx,
+		&orderID, &o.CustomerID, &month, &o.Status, &total, &o.Currency, &reqID, &rawLines, &o.CreatedAt)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return order.Order{}, ErrNotFound
+	}
+	if err != nil {
+		return order.Order{}, cassandra.ReadError("read order", err)
+	}
+	o.ID, o.RequestID, o.Month = uuid.UUID(orderID), uuid.UUID(reqID), month.Format(time.DateOnly)
+	o.Total, o.CreatedAt = total.String(), o.CreatedAt.UTC()
+	for _, l := range rawLines {
+		o.Lines = append(o.Lines, order.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice.String()})
+	}
+	return o, nil
+}
+
+// Page is one page of a customer's orders.
+type Page struct {
+	Orders    []order.Order
+	NextToken string // empty on the last page
+}
+
+// CustomerOrders lists a customer's orders of one month (month is any day
+// in it), pageSize at a time; token continues a previous page.
+func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, token string) (Page, error) {
+	state, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return Page{}, fault.InvalidArgs([]fault.Violation{{Field: "page_token", Description: "not a token from a previous page"}})
+	}
+	first := month.UTC().AddDate(0, 0, 1-month.UTC().Day())
+	iter := p.s.Query(selectByCustomerCQL, tenant, customerID, first).PageSize(pageSize).PageState(state).IterContext(ctx)
+	var (
+		page           Page
+		orderID, reqID gocql.UUID
+		m              time.Time
+		total          *inf.Dec
+	)
+	// PageState disables automatic paging: this iterator covers one page.
+	next := iter.PageState()
+	scanner := iter.Scanner()
+	for scanner.Next() {
+		o := order.Order{Tenant: tenant}
+		if err := scanner.Scan(&orderID, &o.CustomerID, &m, &o.Status, &total, &o.Currency, &reqID, &o.CreatedAt); err != nil {
+			return Page{}, cassandra.ReadError("read customer orders", err)
+		}
+		o.ID, o.RequestID, o.Month, o.Total, o.CreatedAt = uuid.UUID(orderID), uuid.UUID(reqID), m.Format(time.DateOnly), total.String(), o.CreatedAt.UTC()
+		page.Orders = append(page.Orders, o)
+	}
+	if err := scanner.Err(); err != nil {
+		return Page{}, cassandra.ReadError("read customer orders", err)
+	}
+	if len(next) > 0 {
+		page.NextToken = base64.RawURLEncoding.EncodeToString(next)
+	}
+	return page, nil
+}
+
+func decimal(s string) (*inf.Dec, error) {
+	d, ok := new(inf.Dec).SetString(s)
+	if !ok {
+		return nil, fmt.Errorf("amount %q is not a decimal", s)
+	}
+	return d, nil
+}
