@@ -32,11 +32,14 @@ var codeOf = map[fault.Kind]codes.Code{
 // Internal whose cause is logged here and never sent.
 func (s *Server) Status(ctx context.Context, method string, err error, attrs ...slog.Attr) error {
 	fe, ok := fault.As(err)
-	if !ok || fe.Kind == fault.Internal {
+	code, mapped := codes.Internal, false
+	if ok {
+		code, mapped = codeOf[fe.Kind]
+	}
+	if !mapped {
 		s.log.LogAttrs(ctx, slog.LevelError, "internal error", append(attrs, slog.String("method", method), slog.Any("error", err))...)
 		return status.Error(codes.Internal, "internal error")
 	}
-	code := codeOf[fe.Kind]
 	level := slog.LevelInfo
 	if code == codes.Unavailable {
 		level = slog.LevelWarn

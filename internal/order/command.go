@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -67,7 +69,7 @@ type Line struct {
 
 // Canonicalize validates in and returns its request id and canonical
 // command. Every problem is reported at once as a fault.Invalid error with
-// one violation per field.
+// one violation per problem, each naming its field.
 func Canonicalize(in Input) (uuid.UUID, Command, error) {
 	var v violations
 	requestID, err := uuid.Parse(in.RequestID)
@@ -85,8 +87,8 @@ func Canonicalize(in Input) (uuid.UUID, Command, error) {
 	scale := -1
 	if in.Currency == "" {
 		v.add("currency", "required: an ISO 4217 code such as EUR")
-	} else if unit, err := currency.ParseISO(in.Currency); err != nil || len(in.Currency) != 3 {
-		v.add("currency", "must be an ISO 4217 code such as EUR")
+	} else if unit, err := currency.ParseISO(in.Currency); err != nil || len(in.Currency) != 3 || !inUse()[unit] {
+		v.add("currency", "must be the ISO 4217 code of a currency in use, such as EUR")
 	} else {
 		cmd.Currency = unit.String()
 		scale, _ = currency.Standard.Rounding(unit)
@@ -100,11 +102,14 @@ func Canonicalize(in Input) (uuid.UUID, Command, error) {
 		cmd.Total = total.String()
 	}
 
-	if len(in.Lines) > MaxLines {
+	lines := in.Lines
+	if len(lines) > MaxLines {
+		// Report the count alone rather than a violation per excess line.
 		v.add("lines", fmt.Sprintf("at most %d lines", MaxLines))
+		lines = nil
 	}
 	sum, sumOK := new(inf.Dec), ok
-	for i, l := range in.Lines {
+	for i, l := range lines {
 		field := fmt.Sprintf("lines[%d]", i)
 		checkID(&v, field+".sku", l.SKU)
 		if l.Quantity < 1 || l.Quantity > MaxQuantity {
@@ -119,7 +124,7 @@ func Canonicalize(in Input) (uuid.UUID, Command, error) {
 		cmd.Lines = append(cmd.Lines, Line{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: price.String()})
 		sum.Add(sum, new(inf.Dec).Mul(price, inf.NewDec(l.Quantity, 0)))
 	}
-	if len(in.Lines) > 0 && sumOK && sum.Cmp(total) != 0 {
+	if len(lines) > 0 && sumOK && sum.Cmp(total) != 0 {
 		v.add("total", fmt.Sprintf("must equal the sum of the lines (%s)", sum.Round(sum, inf.Scale(scale), inf.RoundExact)))
 	}
 	if len(v) > 0 {
@@ -130,6 +135,17 @@ func Canonicalize(in Input) (uuid.UUID, Command, error) {
 	})
 	return requestID, cmd, nil
 }
+
+// inUse is the set of ISO 4217 currencies that are legal tender somewhere
+// today: no fund or test codes (XTS, XXX), precious metals or withdrawn
+// currencies (DEM).
+var inUse = sync.OnceValue(func() map[currency.Unit]bool {
+	set := map[currency.Unit]bool{}
+	for it := currency.Query(currency.Date(time.Now())); it.Next(); {
+		set[it.Unit()] = true
+	}
+	return set
+})
 
 type violations []fault.Violation
 
@@ -210,6 +226,10 @@ func DecodeCommand(b []byte) (Command, error) {
 
 // Fingerprint identifies the command's content: equal for commands that
 // canonicalise alike, different for any difference that matters.
+//
+// If the encoding ever changes (v2), ledger rows fingerprinted under v1 must
+// still compare equal to their retries: compare by re-fingerprinting the
+// stored command, not by comparing the stored string.
 func (c Command) Fingerprint() string {
 	h := sha256.New()
 	h.Write([]byte(Operation + "\n" + fingerprintVersion + "\n"))

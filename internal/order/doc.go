@@ -4,9 +4,12 @@
 //
 // Canonicalisation (the contract that decides which retries are "the same
 // command"):
-//   - request_id: any RFC 4122 UUID text form except the nil UUID; compared as
-//     a UUID, so upper and lower case hex are the same id.
-//   - currency: an ISO 4217 code, case-insensitive ("eur" is "EUR").
+//   - request_id: a UUID in its 36-character form (8-4-4-4-12 hex digits),
+//     not the nil UUID; compared as a UUID, so upper and lower case hex are
+//     the same id. Braces, urn:uuid: and undashed forms are rejected.
+//   - currency: the ISO 4217 code of a currency in use today,
+//     case-insensitive ("eur" is "EUR"); test, fund, metal and withdrawn
+//     codes (XTS, XXX, XAU, DEM) are invalid.
 //   - total and unit prices: plain decimal strings; the amount is what counts,
 //     so "77.7", "77.70" and "077.700" are the same amount. More decimal places
 //     than the currency has minor units (after trailing zeros) is invalid, as

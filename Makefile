@@ -1,0 +1,80 @@
+# orderd — retry-safe order creation on Apache Cassandra.
+#
+#   make run    fetch what is needed, start the local three-node cluster if
+#               none is reachable, migrate, serve on 127.0.0.1:8080
+#   make test   unit tests, then e2e tests against a real three-node cluster
+#               (started for the run and stopped after it, unless one was
+#               already up)
+#
+# See README.md. Settings: ORDERD_* (orderd), CASSANDRA_* (deploy/local).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO       ?= go
+BIN      := $(CURDIR)/bin
+CLUSTER  := $(BIN)/cassandra-local
+ORDERD   := $(BIN)/orderd
+export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
+
+# Unit tests: every package but e2e.
+UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
+
+.PHONY: all build run test test-unit test-e2e cluster-up cluster-down cluster-status \
+	cluster-wipe migrate generate generate-check lint fuzz clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(ORDERD) ./cmd/orderd
+	$(GO) build -o $(CLUSTER) ./cmd/cassandra-local
+
+# Start the local cluster only if nothing answers on the contact points.
+cluster-up: build
+	@if [ -n "$${ORDERD_CASSANDRA_CONTACT_POINTS:-}" ]; then \
+		echo "using the cluster at ORDERD_CASSANDRA_CONTACT_POINTS=$$ORDERD_CASSANDRA_CONTACT_POINTS"; \
+	else $(CLUSTER) up; fi
+
+cluster-down: build
+	$(CLUSTER) down
+
+cluster-status: build
+	$(CLUSTER) status
+
+cluster-wipe: build
+	$(CLUSTER) wipe
+
+migrate: cluster-up
+	$(ORDERD) migrate
+
+run: migrate
+	$(ORDERD) serve
+
+test: test-unit test-e2e
+
+test-unit:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# The e2e harness starts the cluster itself (and stops what it started).
+test-e2e:
+	$(GO) test -count=1 -p 1 -timeout 25m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
+		exit $${PIPESTATUS[0]}
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=60s ./internal/order/
+
+generate:
+	scripts/generate.sh
+
+generate-check:
+	scripts/generate-check.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	scripts/buf-lint.sh
+
+clean:
+	rm -rf $(BIN)

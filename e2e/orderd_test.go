@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// orderdProcess is one running orderd binary.
+type orderdProcess struct {
+	addr   string
+	cmd    *exec.Cmd
+	output *syncBuffer
+	exited chan struct{} // closed when the process has exited
+	conn   *grpc.ClientConn
+	client ordersv1.OrderServiceClient
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// launchOrderd starts `orderd serve` on a free loopback port against this
+// run's keyspace, with extra ORDERD_* settings, and waits until its health
+// service says SERVING.
+func launchOrderd(env ...string) (*orderdProcess, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p := &orderdProcess{addr: addr, output: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(orderdBinary, "serve")
+	p.cmd.Env = append(os.Environ(),
+		"ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","),
+		"ORDERD_KEYSPACE="+keyspace,
+		"ORDERD_GRPC_ADDR="+addr,
+		"ORDERD_LOG_FORMAT=text",
+	)
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start orderd: %w", err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		p.stop()
+		return nil, fmt.Errorf("dial orderd: %w", err)
+	}
+	p.conn, p.client = conn, ordersv1.NewOrderServiceClient(conn)
+
+	health := healthpb.NewHealthClient(conn)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: ordersv1.OrderService_ServiceDesc.ServiceName})
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("orderd exited during start (%v):\n%s", p.cmd.ProcessState, p.output.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("orderd not SERVING within 60s (last: %v %v):\n%s", resp.GetStatus(), err, p.output.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startOrderd is launchOrderd for one test: the process stops when the test
+// ends, and its output is logged if the test failed.
+func startOrderd(t *testing.T, env ...string) *orderdProcess {
+	t.Helper()
+	p, err := launchOrderd(env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("orderd output:\n%s", p.output.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits for a graceful exit (SIGKILL after 30 s).
+func (p *orderdProcess) stop() error {
+	if p.conn != nil {
+		p.conn.Close()
+	}
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("orderd did not stop within 30s of SIGTERM")
+	}
+}
+
+// waitExit waits for the process to exit by itself and returns its exit code.
+func (p *orderdProcess) waitExit(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(within):
+		t.Fatalf("orderd still running after %s", within)
+		return -1
+	}
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// freshSession opens a new session on this run's keyspace, so row checks see
+// the cluster's state rather than anything cached by orderd or the test.
+func freshSession(t *testing.T) *gocql.Session {
+	t.Helper()
+	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: keyspace})
+	if err != nil {
+		t.Fatalf("open a fresh session: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

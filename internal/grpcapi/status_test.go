@@ -1,0 +1,202 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/atlasmart/orderd/internal/fault"
+)
+
+func testServer() *Server {
+	return New(nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// statusDetails converts err and sorts its details by type.
+func statusDetails(t *testing.T, err error) (*status.Status, *errdetails.ErrorInfo, *errdetails.BadRequest, *errdetails.RetryInfo) {
+	t.Helper()
+	st, ok := status.FromError(err)
+	if !ok {
+		t.Fatalf("%v (%T) is not a gRPC status error", err, err)
+	}
+	var (
+		info  *errdetails.ErrorInfo
+		br    *errdetails.BadRequest
+		retry *errdetails.RetryInfo
+	)
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			info = d
+		case *errdetails.BadRequest:
+			br = d
+		case *errdetails.RetryInfo:
+			retry = d
+		case error:
+			t.Errorf("undecodable detail: %v", d)
+		default:
+			t.Errorf("unexpected detail %T: %v", d, d)
+		}
+	}
+	return st, info, br, retry
+}
+
+func TestStatusInvalid(t *testing.T) {
+	in := fault.InvalidArgs([]fault.Violation{
+		{Field: "request_id", Description: "required"},
+		{Field: "lines[0].quantity", Description: "must be 1 to 1000000"},
+	})
+	st, info, br, retry := statusDetails(t, testServer().Status(context.Background(), "CreateOrder", in))
+	if st.Code() != codes.InvalidArgument {
+		t.Errorf("code = %s, want InvalidArgument", st.Code())
+	}
+	if st.Message() != in.Message {
+		t.Errorf("message = %q, want %q", st.Message(), in.Message)
+	}
+	if info == nil || info.GetReason() != "INVALID_ARGUMENT" || info.GetDomain() != ErrorDomain {
+		t.Errorf("ErrorInfo = %v, want reason INVALID_ARGUMENT in %s", info, ErrorDomain)
+	}
+	if br == nil {
+		t.Fatal("no BadRequest detail")
+	}
+	got := br.GetFieldViolations()
+	if len(got) != len(in.Violations) {
+		t.Fatalf("field violations = %v, want %v", got, in.Violations)
+	}
+	for i, v := range in.Violations {
+		if got[i].GetField() != v.Field || got[i].GetDescription() != v.Description {
+			t.Errorf("violation %d = %s: %s, want %s: %s", i, got[i].GetField(), got[i].GetDescription(), v.Field, v.Description)
+		}
+	}
+	if retry != nil {
+		t.Errorf("unexpected RetryInfo %v on invalid input", retry)
+	}
+}
+
+func TestStatusKinds(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		code      codes.Code
+		reason    string
+		retry     time.Duration // 0: no RetryInfo expected
+		noDetails bool
+	}{
+		{
+			name: "conflict",
+			err: &fault.Error{Kind: fault.Conflict, Reason: "REQUEST_ID_REUSED",
+				Message: "request_id x was already used for a different command"},
+			code: codes.FailedPrecondition, reason: "REQUEST_ID_REUSED",
+		},
+		{
+			name: "failed",
+			err:  &fault.Error{Kind: fault.Failed, Reason: "REQUEST_FAILED", Message: "request x failed permanently"},
+			code: codes.FailedPrecondition, reason: "REQUEST_FAILED",
+		},
+		{
+			name: "in progress",
+			err: &fault.Error{Kind: fault.InProgress, Reason: "REQUEST_IN_PROGRESS", RetryAfter: time.Second,
+				Message: "another attempt is in progress", Cause: context.DeadlineExceeded},
+			code: codes.Aborted, reason: "REQUEST_IN_PROGRESS", retry: time.Second,
+		},
+		{
+			name: "unavailable",
+			err: &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE", RetryAfter: 2 * time.Second,
+				Message: "the database is unavailable; retry with the same request_id"},
+			code: codes.Unavailable, reason: "CLUSTER_UNAVAILABLE", retry: 2 * time.Second,
+		},
+		{
+			name: "outcome unknown",
+			err: &fault.Error{Kind: fault.OutcomeUnknown, Reason: "OUTCOME_UNKNOWN", RetryAfter: 1500 * time.Millisecond,
+				Message: "the write may have applied; retry with the same request_id"},
+			code: codes.Unavailable, reason: "OUTCOME_UNKNOWN", retry: 1500 * time.Millisecond,
+		},
+		{
+			name: "wrapped unavailable",
+			err: fmt.Errorf("project order: %w", &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE",
+				RetryAfter: time.Second, Message: "the database is unavailable"}),
+			code: codes.Unavailable, reason: "CLUSTER_UNAVAILABLE", retry: time.Second,
+		},
+		{
+			name: "not found",
+			err:  &fault.Error{Kind: fault.NotFound, Reason: "REQUEST_NOT_FOUND", Message: "no request x is recorded"},
+			code: codes.NotFound, reason: "REQUEST_NOT_FOUND",
+		},
+		{
+			name: "plain error",
+			err:  errors.New("boom: secret detail"),
+			code: codes.Internal, noDetails: true,
+		},
+		{
+			name: "internal fault",
+			err:  &fault.Error{Kind: fault.Internal, Message: "secret internal message", Cause: errors.New("secret cause")},
+			code: codes.Internal, noDetails: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := testServer().Status(context.Background(), "CreateOrder", tc.err, slog.String("request_id", "x"))
+			st, info, br, retry := statusDetails(t, err)
+			if st.Code() != tc.code {
+				t.Errorf("code = %s, want %s", st.Code(), tc.code)
+			}
+			if tc.noDetails {
+				if strings.Contains(st.Message(), "secret") {
+					t.Errorf("message %q leaks the cause", st.Message())
+				}
+				if len(st.Details()) != 0 {
+					t.Errorf("details = %v, want none", st.Details())
+				}
+				return
+			}
+			fe, _ := fault.As(tc.err)
+			if st.Message() != fe.Message {
+				t.Errorf("message = %q, want %q", st.Message(), fe.Message)
+			}
+			if fe.Cause != nil && strings.Contains(st.Message(), fe.Cause.Error()) {
+				t.Errorf("message %q carries the cause", st.Message())
+			}
+			if info == nil {
+				t.Fatal("no ErrorInfo detail")
+			}
+			if info.GetReason() != tc.reason || info.GetDomain() != ErrorDomain {
+				t.Errorf("ErrorInfo = %s in %s, want %s in %s", info.GetReason(), info.GetDomain(), tc.reason, ErrorDomain)
+			}
+			if br != nil {
+				t.Errorf("unexpected BadRequest %v", br)
+			}
+			switch {
+			case tc.retry == 0 && retry != nil:
+				t.Errorf("unexpected RetryInfo %v", retry)
+			case tc.retry > 0 && retry == nil:
+				t.Error("no RetryInfo detail")
+			case tc.retry > 0 && retry.GetRetryDelay().AsDuration() != tc.retry:
+				t.Errorf("retry delay = %s, want %s", retry.GetRetryDelay().AsDuration(), tc.retry)
+			}
+		})
+	}
+}
+
+// Every kind must map to a non-OK code: a kind missing from codeOf would
+// give codes.OK, and status.Error(codes.OK, ...) is a nil error.
+func TestStatusEveryKindIsAnError(t *testing.T) {
+	for k := fault.Internal; k <= fault.OutcomeUnknown; k++ {
+		err := testServer().Status(context.Background(), "CreateOrder", &fault.Error{Kind: k, Reason: "R", Message: "m"})
+		if err == nil {
+			t.Errorf("kind %s: Status returned nil", k)
+			continue
+		}
+		if code := status.Code(err); code == codes.OK || code == codes.Unknown {
+			t.Errorf("kind %s: code %s", k, code)
+		}
+	}
+}

@@ -1,0 +1,704 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+const testRequestID = "17000000-0000-0000-0000-000000000500"
+
+// claimTime is 01:30:00.123456789 on 1 October in UTC+2, i.e. 30 September
+// in UTC: the order's month must be taken in UTC, from the claim time
+// truncated to milliseconds.
+var claimTime = time.Date(2026, 10, 1, 1, 30, 0, 123456789, time.FixedZone("UTC+2", 2*3600))
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+type fixture struct {
+	svc   *Service
+	led   *fakeLedger
+	proj  *fakeProjector
+	clock *fakeClock
+}
+
+// newFixture builds a Service on fresh fakes with a fake clock at claimTime.
+func newFixture(t *testing.T, cfg Config, fps *failpoint.Set) *fixture {
+	t.Helper()
+	f := &fixture{led: newFakeLedger(), proj: newFakeProjector(), clock: &fakeClock{t: claimTime}}
+	f.svc = New(cfg, f.led, f.proj, fps, discardLogger())
+	f.svc.now = f.clock.Now
+	return f
+}
+
+// baseInput is a valid command: total 77.70 EUR over two lines, given in an
+// order that is not the canonical one.
+func baseInput() order.Input {
+	return order.Input{
+		RequestID:  testRequestID,
+		CustomerID: "cust-42",
+		Total:      "77.70",
+		Currency:   "eur",
+		Lines: []order.LineInput{
+			{SKU: "sku-b", Quantity: 1, UnitPrice: "7.7"},
+			{SKU: "sku-a", Quantity: 2, UnitPrice: "35"},
+		},
+	}
+}
+
+// sameInputOtherSpelling is baseInput written differently but canonically
+// equal: amounts "77.7" and "7.70", upper-case id and currency, lines reversed.
+func sameInputOtherSpelling() order.Input {
+	return order.Input{
+		RequestID:  strings.ToUpper(testRequestID),
+		CustomerID: "cust-42",
+		Total:      "77.7",
+		Currency:   "EUR",
+		Lines: []order.LineInput{
+			{SKU: "sku-a", Quantity: 2, UnitPrice: "35.00"},
+			{SKU: "sku-b", Quantity: 1, UnitPrice: "7.70"},
+		},
+	}
+}
+
+// recordFor builds the ledger row CreateOrder would claim for in.
+func recordFor(t *testing.T, svc *Service, in order.Input, createdAt time.Time, state ledger.State) ledger.Record {
+	t.Helper()
+	id, cmd, err := order.Canonicalize(in)
+	if err != nil {
+		t.Fatalf("Canonicalize: %v", err)
+	}
+	key := svc.key(id)
+	return ledger.Record{
+		Key:         key,
+		EntityID:    order.ID(key.Tenant, id),
+		Fingerprint: cmd.Fingerprint(),
+		Command:     cmd.Encode(),
+		State:       state,
+		CreatedAt:   createdAt.UTC().Truncate(time.Millisecond),
+		Attempts:    1,
+		ClaimToken:  uuid.New(),
+	}
+}
+
+func testKey(t *testing.T) ledger.Key {
+	t.Helper()
+	return ledger.Key{Tenant: "default", Operation: order.Operation, RequestID: uuid.MustParse(testRequestID)}
+}
+
+// onlyRecord returns the single record of the ledger.
+func onlyRecord(t *testing.T, led *fakeLedger) ledger.Record {
+	t.Helper()
+	all := led.all()
+	if len(all) != 1 {
+		t.Fatalf("ledger holds %d records, want 1: %+v", len(all), all)
+	}
+	return all[0]
+}
+
+// wantFault asserts err is a *fault.Error of kind k and returns it.
+func wantFault(t *testing.T, err error, k fault.Kind) *fault.Error {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("error = nil, want a %s fault", k)
+	}
+	fe, ok := fault.As(err)
+	if !ok {
+		t.Fatalf("error %v (%T) is not a *fault.Error; want kind %s", err, err, k)
+	}
+	if fe.Kind != k {
+		t.Fatalf("error kind = %s (%v), want %s", fe.Kind, err, k)
+	}
+	return fe
+}
+
+func decodeOutcome(t *testing.T, rec ledger.Record) order.Order {
+	t.Helper()
+	o, err := order.DecodeOutcome(rec.Outcome)
+	if err != nil {
+		t.Fatalf("recorded outcome %q: %v", rec.Outcome, err)
+	}
+	return o
+}
+
+func TestCreateOrderAcceptOnce(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil {
+		t.Fatalf("CreateOrder: %v", err)
+	}
+	if res.Replayed {
+		t.Error("Replayed = true on the first attempt")
+	}
+
+	reqID := uuid.MustParse(testRequestID)
+	wantCreated := time.Date(2026, 9, 30, 23, 30, 0, 123000000, time.UTC)
+	want := order.Order{
+		ID:         order.ID("default", reqID),
+		Tenant:     "default",
+		CustomerID: "cust-42",
+		Month:      "2026-09-01",
+		Status:     order.StatusCreated,
+		Total:      "77.70",
+		Currency:   "EUR",
+		RequestID:  reqID,
+		CreatedAt:  wantCreated,
+		Lines: []order.Line{
+			{SKU: "sku-a", Quantity: 2, UnitPrice: "35.00"},
+			{SKU: "sku-b", Quantity: 1, UnitPrice: "7.70"},
+		},
+	}
+	if !res.Order.CreatedAt.Equal(wantCreated) {
+		t.Errorf("CreatedAt = %s, want %s", res.Order.CreatedAt, wantCreated)
+	}
+	if !reflect.DeepEqual(res.Order, want) {
+		t.Errorf("order =\n  %+v\nwant\n  %+v", res.Order, want)
+	}
+
+	rec := onlyRecord(t, f.led)
+	if rec.Key != testKey(t) {
+		t.Errorf("record key = %+v, want %+v", rec.Key, testKey(t))
+	}
+	if rec.State != ledger.Complete {
+		t.Errorf("record state = %s, want COMPLETE", rec.State)
+	}
+	if rec.Attempts != 1 || rec.LastError != "" {
+		t.Errorf("record attempts = %d, last_error = %q; want 1 and empty", rec.Attempts, rec.LastError)
+	}
+	if rec.EntityID != want.ID {
+		t.Errorf("record entity id = %s, want %s", rec.EntityID, want.ID)
+	}
+	if !rec.CreatedAt.Equal(wantCreated) || !rec.CompletedAt.Equal(wantCreated) {
+		t.Errorf("record created_at = %s, completed_at = %s; want both %s", rec.CreatedAt, rec.CompletedAt, wantCreated)
+	}
+	if got := decodeOutcome(t, rec); !reflect.DeepEqual(got, res.Order) {
+		t.Errorf("recorded outcome =\n  %+v\nreturned order\n  %+v", got, res.Order)
+	}
+	_, cmd, _ := order.Canonicalize(baseInput())
+	if rec.Fingerprint != cmd.Fingerprint() {
+		t.Errorf("record fingerprint = %s, want %s", rec.Fingerprint, cmd.Fingerprint())
+	}
+	if stored, err := order.DecodeCommand(rec.Command); err != nil || !reflect.DeepEqual(stored, cmd) {
+		t.Errorf("stored command = %+v (%v), want %+v", stored, err, cmd)
+	}
+
+	writes := f.proj.written()
+	if len(writes) != 1 {
+		t.Fatalf("projection writes = %d, want 1", len(writes))
+	}
+	if !reflect.DeepEqual(writes[0], res.Order) {
+		t.Errorf("projected order =\n  %+v\nreturned order\n  %+v", writes[0], res.Order)
+	}
+}
+
+func TestCreateOrderSameRequestIsReplayed(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	first, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil {
+		t.Fatalf("first CreateOrder: %v", err)
+	}
+	before := onlyRecord(t, f.led)
+
+	f.clock.Advance(time.Hour) // a replay must not take anything from the clock
+	for _, in := range []order.Input{baseInput(), sameInputOtherSpelling()} {
+		again, err := f.svc.CreateOrder(context.Background(), in)
+		if err != nil {
+			t.Fatalf("retry CreateOrder(%+v): %v", in, err)
+		}
+		if !again.Replayed {
+			t.Errorf("retry (%s %s): Replayed = false, want true", in.Total, in.Currency)
+		}
+		if !reflect.DeepEqual(again.Order, first.Order) {
+			t.Errorf("retry order =\n  %+v\nfirst order\n  %+v", again.Order, first.Order)
+		}
+	}
+	if got := f.proj.callCount(); got != 1 {
+		t.Errorf("projection calls = %d, want 1 (replays must not write)", got)
+	}
+	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, before) {
+		t.Errorf("record changed by a replay:\n  %+v\nwas\n  %+v", after, before)
+	}
+}
+
+func TestCreateOrderRequestIDReused(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+		t.Fatalf("first CreateOrder: %v", err)
+	}
+	before := onlyRecord(t, f.led)
+
+	in := baseInput()
+	in.Total = "77.71"
+	in.Lines = nil
+	res, err := f.svc.CreateOrder(context.Background(), in)
+	fe := wantFault(t, err, fault.Conflict)
+	if fe.Reason != "REQUEST_ID_REUSED" {
+		t.Errorf("reason = %q, want REQUEST_ID_REUSED", fe.Reason)
+	}
+	if !strings.Contains(fe.Message, testRequestID) {
+		t.Errorf("message %q does not name the request id", fe.Message)
+	}
+	if !reflect.DeepEqual(res, Result{}) {
+		t.Errorf("result = %+v, want zero", res)
+	}
+	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, before) {
+		t.Errorf("record changed by a conflicting request:\n  %+v\nwas\n  %+v", after, before)
+	}
+	if got := f.proj.callCount(); got != 1 {
+		t.Errorf("projection calls = %d, want 1 (the first request only)", got)
+	}
+}
+
+func TestCreateOrderInvalidInput(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	in := baseInput()
+	in.RequestID = "not-a-uuid"
+	in.Total = "-1"
+	_, err := f.svc.CreateOrder(context.Background(), in)
+	fe := wantFault(t, err, fault.Invalid)
+	fields := map[string]bool{}
+	for _, v := range fe.Violations {
+		fields[v.Field] = true
+	}
+	if !fields["request_id"] || !fields["total"] {
+		t.Errorf("violations %+v: want request_id and total", fe.Violations)
+	}
+	if n := len(f.led.all()); n != 0 {
+		t.Errorf("ledger holds %d records, want 0", n)
+	}
+	if n := f.led.callCount("Claim"); n != 0 {
+		t.Errorf("Claim called %d times for invalid input", n)
+	}
+	if got := f.proj.callCount(); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+}
+
+func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	f.proj.failNext(1)
+
+	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	wantFault(t, err, fault.Unavailable)
+
+	rec := onlyRecord(t, f.led)
+	if rec.State != ledger.Pending {
+		t.Fatalf("record state = %s after a failed projection, want PENDING", rec.State)
+	}
+	_, cmd, _ := order.Canonicalize(baseInput())
+	if stored, err := order.DecodeCommand(rec.Command); err != nil || !reflect.DeepEqual(stored, cmd) {
+		t.Errorf("stored command = %+v (%v), want %+v", stored, err, cmd)
+	}
+	if rec.Attempts != 2 {
+		t.Errorf("attempts = %d, want 2", rec.Attempts)
+	}
+	if rec.LastError == "" {
+		t.Error("last_error not recorded")
+	}
+	if rec.Outcome != nil || !rec.CompletedAt.IsZero() {
+		t.Errorf("pending record has outcome %q / completed_at %s", rec.Outcome, rec.CompletedAt)
+	}
+
+	// The retry comes after the takeover age: it finishes the request.
+	f.clock.Advance(f.svc.cfg.TakeoverAfter + time.Millisecond)
+	res, err := f.svc.CreateOrder(context.Background(), sameInputOtherSpelling())
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if !res.Replayed {
+		t.Error("retry: Replayed = false, want true (the request was claimed earlier)")
+	}
+	rec = onlyRecord(t, f.led)
+	if rec.State != ledger.Complete {
+		t.Fatalf("record state = %s after the retry, want COMPLETE", rec.State)
+	}
+	if got := decodeOutcome(t, rec); !reflect.DeepEqual(got, res.Order) {
+		t.Errorf("recorded outcome =\n  %+v\nreturned\n  %+v", got, res.Order)
+	}
+	if res.Order.Month != "2026-09-01" || !res.Order.CreatedAt.Equal(claimTime.Truncate(time.Millisecond)) {
+		t.Errorf("order month/created_at = %s/%s: want the claim time, not the retry's", res.Order.Month, res.Order.CreatedAt)
+	}
+
+	if got := f.proj.callCount(); got != 2 {
+		t.Errorf("projection calls = %d, want 2 (one failed, one good)", got)
+	}
+	writes := f.proj.written()
+	if len(writes) != 1 || !reflect.DeepEqual(writes[0], res.Order) {
+		t.Errorf("projected orders = %+v, want just %+v", writes, res.Order)
+	}
+}
+
+// The projector must see the same order on every attempt, even when each
+// attempt reaches it.
+func TestProjectionRewrittenWithSameOrderAfterCompleteFails(t *testing.T) {
+	fps, err := failpoint.Parse("before-complete=error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, Config{}, fps)
+	_, err = f.svc.CreateOrder(context.Background(), baseInput())
+	wantFault(t, err, fault.Unavailable)
+	rec := onlyRecord(t, f.led)
+	if rec.State != ledger.Pending || rec.Attempts != 2 || !strings.Contains(rec.LastError, "before-complete") {
+		t.Errorf("record after failed complete = %s, attempts %d, last_error %q; want PENDING, 2, the failpoint",
+			rec.State, rec.Attempts, rec.LastError)
+	}
+
+	// Disarm and retry after the takeover age.
+	f.svc.failpoints = nil
+	f.clock.Advance(time.Minute)
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if !res.Replayed {
+		t.Error("retry: Replayed = false, want true")
+	}
+	writes := f.proj.written()
+	if len(writes) != 2 {
+		t.Fatalf("projection writes = %d, want 2", len(writes))
+	}
+	if !reflect.DeepEqual(writes[0], writes[1]) {
+		t.Errorf("the two attempts projected different orders:\n  %+v\n  %+v", writes[0], writes[1])
+	}
+	if f.proj.count(res.Order.ID) != 2 {
+		t.Errorf("writes of order %s = %d, want 2", res.Order.ID, f.proj.count(res.Order.ID))
+	}
+	if !reflect.DeepEqual(writes[0], res.Order) {
+		t.Errorf("projected %+v, answered %+v", writes[0], res.Order)
+	}
+	if rec := onlyRecord(t, f.led); rec.State != ledger.Complete {
+		t.Errorf("record state = %s, want COMPLETE", rec.State)
+	}
+}
+
+func TestCreateOrderAfterClaimFailureLeavesPendingForTakeover(t *testing.T) {
+	fps, err := failpoint.Parse("after-claim=error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, Config{}, fps)
+	_, err = f.svc.CreateOrder(context.Background(), baseInput())
+	wantFault(t, err, fault.Unavailable)
+	if rec := onlyRecord(t, f.led); rec.State != ledger.Pending || rec.Attempts != 1 {
+		t.Errorf("record = %s, attempts %d; want PENDING, 1", rec.State, rec.Attempts)
+	}
+	if got := f.proj.callCount(); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+
+	f.clock.Advance(2 * time.Second)
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if !res.Replayed || onlyRecord(t, f.led).State != ledger.Complete || len(f.proj.written()) != 1 {
+		t.Errorf("retry: replayed %v, state %s, writes %d; want true, COMPLETE, 1",
+			res.Replayed, onlyRecord(t, f.led).State, len(f.proj.written()))
+	}
+}
+
+func TestDuplicateOfYoungPendingIsInProgress(t *testing.T) {
+	// Real clock: the wait is bounded by the context's deadline.
+	f := newFixture(t, Config{}, nil)
+	f.svc.now = time.Now
+	seeded := recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending)
+	f.led.put(seeded)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := f.svc.CreateOrder(ctx, baseInput())
+	elapsed := time.Since(start)
+	fe := wantFault(t, err, fault.InProgress)
+	if fe.Reason != "REQUEST_IN_PROGRESS" {
+		t.Errorf("reason = %q, want REQUEST_IN_PROGRESS", fe.Reason)
+	}
+	if fe.RetryAfter <= 0 {
+		t.Errorf("RetryAfter = %s, want > 0", fe.RetryAfter)
+	}
+	if elapsed >= 300*time.Millisecond {
+		t.Errorf("answered after %s, past the caller's deadline", elapsed)
+	}
+	if res.Replayed || !reflect.DeepEqual(res.Order, order.Order{}) {
+		t.Errorf("result = %+v, want zero", res)
+	}
+	if got := f.proj.callCount(); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+	if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
+		t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
+	}
+}
+
+func TestDuplicateWaitsUpToMaxWaitThenInProgress(t *testing.T) {
+	f := newFixture(t, Config{TakeoverAfter: time.Minute, MaxWait: 150 * time.Millisecond, PollInterval: 10 * time.Millisecond}, nil)
+	f.svc.now = time.Now
+	seeded := recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending)
+	f.led.put(seeded)
+
+	start := time.Now()
+	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	elapsed := time.Since(start)
+	fe := wantFault(t, err, fault.InProgress)
+	if fe.Reason != "REQUEST_IN_PROGRESS" || fe.RetryAfter != time.Minute {
+		t.Errorf("reason %q, retry after %s; want REQUEST_IN_PROGRESS, 1m", fe.Reason, fe.RetryAfter)
+	}
+	if f.led.callCount("Peek") == 0 {
+		t.Error("the duplicate never re-read the request while waiting")
+	}
+	if elapsed > 2*time.Second {
+		t.Errorf("waited %s with MaxWait 150ms", elapsed)
+	}
+	if got := f.proj.callCount(); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+}
+
+func TestDuplicateReturnsOrderCompletedWhileWaiting(t *testing.T) {
+	f := newFixture(t, Config{TakeoverAfter: time.Minute, PollInterval: 5 * time.Millisecond}, nil)
+	f.svc.now = time.Now
+	seeded := recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending)
+	f.led.put(seeded)
+
+	// The attempt that claimed the request finishes it once the duplicate
+	// has started polling.
+	peeked := make(chan struct{})
+	var once sync.Once
+	f.led.setHook(func(method string) error {
+		if method == "Peek" {
+			once.Do(func() { close(peeked) })
+		}
+		return nil
+	})
+	type finished struct {
+		o   order.Order
+		err error
+	}
+	done := make(chan finished, 1)
+	go func() {
+		<-peeked
+		o, err := f.svc.Finish(context.Background(), seeded)
+		done <- finished{o, err}
+	}()
+
+	// No deadline: the wait is bounded by MaxWait (5 s).
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil {
+		t.Fatalf("duplicate: %v", err)
+	}
+	orig := <-done
+	if orig.err != nil {
+		t.Fatalf("original attempt's Finish: %v", orig.err)
+	}
+	if !res.Replayed {
+		t.Error("Replayed = false, want true")
+	}
+	rec := onlyRecord(t, f.led)
+	if rec.State != ledger.Complete {
+		t.Fatalf("record state = %s, want COMPLETE", rec.State)
+	}
+	recorded := decodeOutcome(t, rec)
+	if !reflect.DeepEqual(res.Order, recorded) || !reflect.DeepEqual(orig.o, recorded) {
+		t.Errorf("duplicate got %+v, original got %+v, recorded %+v", res.Order, orig.o, recorded)
+	}
+	if got := f.proj.callCount(); got != 1 {
+		t.Errorf("projection calls = %d, want 1 (the original attempt only)", got)
+	}
+}
+
+func TestConcurrentIdenticalCreateOrder(t *testing.T) {
+	f := newFixture(t, Config{PollInterval: 5 * time.Millisecond}, nil)
+	f.svc.now = time.Now
+
+	const n = 32
+	results := make([]Result, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := baseInput()
+			if i%2 == 1 {
+				in = sameInputOtherSpelling()
+			}
+			<-start
+			results[i], errs[i] = f.svc.CreateOrder(context.Background(), in)
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	fresh := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("call %d: %v", i, errs[i])
+		}
+		if !results[i].Replayed {
+			fresh++
+		}
+		if !reflect.DeepEqual(results[i].Order, results[0].Order) {
+			t.Errorf("call %d order =\n  %+v\ncall 0 order\n  %+v", i, results[i].Order, results[0].Order)
+		}
+	}
+	if fresh != 1 {
+		t.Errorf("%d calls answered Replayed=false, want exactly 1", fresh)
+	}
+	rec := onlyRecord(t, f.led)
+	if rec.State != ledger.Complete {
+		t.Errorf("record state = %s, want COMPLETE", rec.State)
+	}
+	if got := decodeOutcome(t, rec); !reflect.DeepEqual(got, results[0].Order) {
+		t.Errorf("recorded outcome %+v, answered %+v", got, results[0].Order)
+	}
+	writes := f.proj.written()
+	if len(writes) == 0 {
+		t.Fatal("no projection write")
+	}
+	for i, w := range writes {
+		if !reflect.DeepEqual(w, results[0].Order) {
+			t.Errorf("projection write %d =\n  %+v\nwant\n  %+v", i, w, results[0].Order)
+		}
+	}
+	if len(writes) > 1 {
+		t.Logf("%d projection writes (takeover happened)", len(writes))
+	}
+}
+
+func TestCreateOrderClaimErrorIsReturned(t *testing.T) {
+	for _, kind := range []fault.Kind{fault.Unavailable, fault.OutcomeUnknown} {
+		t.Run(kind.String(), func(t *testing.T) {
+			f := newFixture(t, Config{}, nil)
+			injected := &fault.Error{Kind: kind, Reason: "CLUSTER_UNAVAILABLE", Message: "the database is unavailable",
+				RetryAfter: time.Second, Cause: errors.New("no hosts")}
+			f.led.setHook(func(method string) error {
+				if method == "Claim" {
+					return injected
+				}
+				return nil
+			})
+			res, err := f.svc.CreateOrder(context.Background(), baseInput())
+			fe := wantFault(t, err, kind)
+			if fe != injected {
+				t.Errorf("error = %v, want the store's own error", err)
+			}
+			if !reflect.DeepEqual(res, Result{}) {
+				t.Errorf("result = %+v, want zero", res)
+			}
+			if got := f.proj.callCount(); got != 0 {
+				t.Errorf("projection calls = %d, want 0", got)
+			}
+			if n := len(f.led.all()); n != 0 {
+				t.Errorf("ledger holds %d records, want 0", n)
+			}
+		})
+	}
+}
+
+func TestCreateOrderPeekErrorWhileWaitingIsReturned(t *testing.T) {
+	f := newFixture(t, Config{TakeoverAfter: time.Minute, PollInterval: time.Millisecond}, nil)
+	f.svc.now = time.Now
+	f.led.put(recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending))
+	f.led.setHook(func(method string) error {
+		if method == "Peek" {
+			return &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE", Message: "down"}
+		}
+		return nil
+	})
+	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	wantFault(t, err, fault.Unavailable)
+	if got := f.proj.callCount(); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+}
+
+func TestFinishOnCompleteRecordReturnsOutcomeWithoutWriting(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Complete)
+	_, cmd, _ := order.Canonicalize(baseInput())
+	recorded := order.New("default", rec.RequestID, cmd, rec.CreatedAt)
+	rec.Outcome = recorded.EncodeOutcome()
+	rec.CompletedAt = rec.CreatedAt.Add(time.Second)
+	f.led.put(rec)
+
+	got, err := f.svc.Finish(context.Background(), rec)
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	if !reflect.DeepEqual(got, decodeOutcome(t, rec)) {
+		t.Errorf("Finish = %+v, want the recorded %+v", got, recorded)
+	}
+	if got := f.proj.callCount(); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+	if n := f.led.callCount("Complete") + f.led.callCount("RecordAttempt"); n != 0 {
+		t.Errorf("ledger written %d times, want 0", n)
+	}
+	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, rec) {
+		t.Errorf("record changed:\n  %+v\nwas\n  %+v", after, rec)
+	}
+}
+
+func TestDuplicateOfFailedRequest(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Failed)
+	rec.Attempts = 5
+	rec.LastError = "projection orders_by_id: timeout"
+	f.led.put(rec)
+
+	f.clock.Advance(time.Hour) // old enough to take over, were it PENDING
+	res, err := f.svc.CreateOrder(context.Background(), sameInputOtherSpelling())
+	fe := wantFault(t, err, fault.Failed)
+	if fe.Reason != "REQUEST_FAILED" {
+		t.Errorf("reason = %q, want REQUEST_FAILED", fe.Reason)
+	}
+	if !strings.Contains(fe.Message, rec.LastError) {
+		t.Errorf("message %q does not carry the last error", fe.Message)
+	}
+	if !reflect.DeepEqual(res, Result{}) {
+		t.Errorf("result = %+v, want zero", res)
+	}
+	if got := f.proj.callCount(); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, rec) {
+		t.Errorf("record changed:\n  %+v\nwas\n  %+v", after, rec)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	id := uuid.MustParse(testRequestID)
+	_, err := f.svc.Request(context.Background(), order.Operation, id)
+	fe := wantFault(t, err, fault.NotFound)
+	if fe.Reason != "REQUEST_NOT_FOUND" {
+		t.Errorf("reason = %q, want REQUEST_NOT_FOUND", fe.Reason)
+	}
+
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.svc.Request(context.Background(), order.Operation, id)
+	if err != nil {
+		t.Fatalf("Request: %v", err)
+	}
+	if rec.State != ledger.Complete || rec.EntityID != res.Order.ID {
+		t.Errorf("Request = %s / %s, want COMPLETE / %s", rec.State, rec.EntityID, res.Order.ID)
+	}
+}
