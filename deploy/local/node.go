@@ -49,32 +49,47 @@ func (n *node) stdoutLog() string {
 	return filepath.Join(n.dir, "logs", "stdout.log")
 }
 
-// pid returns the node's live process id, or 0. A pid file whose process is
-// gone, is a zombie, or is some other program is stale and counts as 0.
+// pid returns the node's live process id, or 0. The pid file holds the pid
+// and the process's start time (field 22 of /proc/PID/stat): a pid file
+// whose process is gone, is a zombie, or whose pid now belongs to another
+// process (after a reboot, say) is stale and counts as 0.
 func (n *node) pid() int {
 	raw, err := os.ReadFile(n.pidFile())
 	if err != nil {
 		return 0
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	fields := strings.Fields(string(raw))
+	if len(fields) != 2 {
+		return 0
+	}
+	pid, err := strconv.Atoi(fields[0])
 	if err != nil || pid <= 0 {
 		return 0
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The state letter follows the parenthesised command name.
-	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' {
-		return 0
-	}
-	// An exiting process has released its memory (so its cmdline reads
-	// empty) before it closes its sockets: count it as alive until it is gone.
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || (len(cmdline) > 0 && !strings.Contains(string(cmdline), "-Dcassandra.storagedir="+n.dir+"\x00")) {
+	state, started, ok := procStat(pid)
+	if !ok || state == "Z" || started != fields[1] {
 		return 0
 	}
 	return pid
+}
+
+// procStat reads a process's state letter and start time from /proc.
+func procStat(pid int) (state, started string, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", "", false
+	}
+	// Fields after the parenthesised command name: state is field 3, start
+	// time field 22.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return "", "", false
+	}
+	rest := strings.Fields(string(stat[i+1:]))
+	if len(rest) < 20 {
+		return "", "", false
+	}
+	return rest[0], rest[19], true
 }
 
 // checkAlive fails with the tail of the node's logs when a node that was
@@ -127,7 +142,8 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start node %d: %w", i, err)
 	}
-	if err := os.WriteFile(n.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	_, started, _ := procStat(cmd.Process.Pid)
+	if err := os.WriteFile(n.pidFile(), []byte(fmt.Sprintf("%d %s\n", cmd.Process.Pid, started)), 0o644); err != nil {
 		_ = cmd.Process.Kill()
 		return fmt.Errorf("write node %d pid file: %w", i, err)
 	}
