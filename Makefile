@@ -21,7 +21,7 @@ export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe migrate generate generate-check lint fuzz clean
+	cluster-wipe migrate generate generate-check lint fuzz clean bench-reconciler
 
 all: build
 
@@ -78,3 +78,8 @@ lint:
 
 clean:
 	rm -rf $(BIN)
+
+# Reconciler benchmark (issue 4): one pass finding 100 PENDING among 1,000
+# and among 100,000 COMPLETE requests; prints both times and their ratio.
+bench-reconciler:
+	$(GO) test ./e2e/ -run '^$$' -bench BenchmarkReconcilerFindPending -benchtime 1x -timeout 60m

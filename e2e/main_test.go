@@ -67,7 +67,9 @@ func runMain(m *testing.M) int {
 	}
 	defer dropKeyspace(ctx, keyspace)
 
-	shared, err = launchOrderd()
+	// The shared orderd runs no reconciler: reconciler tests start their own,
+	// so that what finishes a request is always the thing under test.
+	shared, err = launchOrderd("ORDERD_RECONCILER=false")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: FAIL: start the shared orderd: %v\n", err)
 		return 1

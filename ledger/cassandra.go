@@ -29,6 +29,12 @@ const (
 	attemptCQL = `UPDATE write_requests_by_id USING TTL ?
 		SET attempts = ?, last_error = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND attempts = ?`
+	failCQL = `UPDATE write_requests_by_id USING TTL ?
+		SET state = 'FAILED', last_error = ?
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING'`
+	requeueCQL = `UPDATE write_requests_by_id USING TTL ?
+		SET state = 'PENDING', attempts = 1
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'FAILED'`
 )
 
 // Config tunes the Cassandra store.
@@ -40,6 +46,10 @@ type Config struct {
 	// SettleAttempts bounds the LOCAL_SERIAL reads used to settle one unknown
 	// outcome; default 3.
 	SettleAttempts int
+	// DueAfter is how long after its claim a request's due-queue entry falls
+	// due, i.e. when a reconciler may presume it abandoned. It must exceed the
+	// handler's deadline; default 30 s.
+	DueAfter time.Duration
 }
 
 // CassandraStore is the Store on a Cassandra session whose keyspace holds
@@ -63,6 +73,9 @@ func NewCassandraStore(s *gocql.Session, cfg Config) (*CassandraStore, error) {
 	if cfg.SettleAttempts == 0 {
 		cfg.SettleAttempts = 3
 	}
+	if cfg.DueAfter == 0 {
+		cfg.DueAfter = 30 * time.Second
+	}
 	return &CassandraStore{s: s, cfg: cfg, now: time.Now}, nil
 }
 
@@ -74,7 +87,24 @@ func (c *CassandraStore) ttl(created time.Time) int {
 }
 
 // Claim implements Store.
+//
+// Before the LWT it writes the attempt's due-queue entry, so that a crash
+// right after the claim still leaves the request findable; an attempt that
+// loses the claim deletes its entry again.
 func (c *CassandraStore) Claim(ctx context.Context, rec Record) (bool, Record, error) {
+	entry := c.entryFor(rec)
+	if err := c.enqueue(ctx, entry); err != nil {
+		return false, Record{}, err
+	}
+	won, cur, err := c.claim(ctx, rec)
+	if err == nil && !won {
+		// Best effort: a stray entry is found and dropped by the reconciler.
+		_ = c.RemoveEntry(ctx, entry)
+	}
+	return won, cur, err
+}
+
+func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, error) {
 	for attempt := 1; ; attempt++ {
 		existing := map[string]any{}
 		applied, err := c.s.Query(claimCQL,
@@ -164,11 +194,61 @@ func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byt
 	}
 	if applied {
 		rec.State, rec.CompletedAt, rec.Outcome = Complete, at, outcome
+		// Best effort: the claimer's entry is settled; a leftover is dropped
+		// by the reconciler when it falls due.
+		_ = c.RemoveEntry(ctx, c.entryFor(rec))
 		return rec, nil
 	}
 	// Not PENDING any more (completed by a racing attempt, or gone): the
 	// IF clause returned only the state, so read the whole row.
 	return c.Get(ctx, rec.Key)
+}
+
+// MarkFailed moves a PENDING request to FAILED (the dead letter) with the
+// error that ended its last attempt, and returns the record as it now is.
+func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, lastErr string) (Record, error) {
+	applied, err := c.s.Query(failCQL, c.ttl(rec.CreatedAt), lastErr,
+		rec.Tenant, rec.Operation, rec.RequestID.String()).MapScanCASContext(ctx, map[string]any{})
+	if err != nil {
+		err = cassandra.WriteError("mark request failed", err)
+		if now, gerr := c.settle(ctx, rec.Key); gerr == nil {
+			return now, nil
+		}
+		return Record{}, err
+	}
+	if applied {
+		rec.State, rec.LastError = Failed, lastErr
+		return rec, nil
+	}
+	return c.Get(ctx, rec.Key)
+}
+
+// Requeue gives a FAILED request another round of attempts: it becomes
+// PENDING with attempts = 1 and a due-queue entry due now. A request that is
+// already PENDING only gets the entry (so a requeue interrupted between its
+// two writes can simply be run again). It returns the record as it now is.
+func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
+	rec, err := c.Get(ctx, key)
+	if err != nil {
+		return Record{}, err
+	}
+	if rec.State == Failed {
+		applied, err := c.s.Query(requeueCQL, c.ttl(rec.CreatedAt),
+			key.Tenant, key.Operation, key.RequestID.String()).MapScanCASContext(ctx, map[string]any{})
+		if err != nil {
+			return Record{}, cassandra.WriteError("requeue request", err)
+		}
+		if rec, err = c.Get(ctx, key); err != nil {
+			return Record{}, err
+		}
+		_ = applied // whoever won, the row read back says what it is now
+	}
+	if rec.State != Pending {
+		return rec, nil
+	}
+	e := c.entryFor(rec)
+	e.Due, e.NotBefore = BucketOf(c.now()), c.now()
+	return rec, c.enqueue(ctx, e)
 }
 
 // RecordAttempt implements Store.

@@ -29,6 +29,13 @@ type config struct {
 	logLevel          string
 	failpoints        string
 
+	reconcilerOn         bool
+	reconcileGrace       time.Duration
+	reconcileInterval    time.Duration
+	reconcileMaxAttempts int
+	reconcileBackoff     time.Duration
+	reconcileBackoffMax  time.Duration
+
 	envErrs []string // ORDERD_* values that did not parse
 }
 
@@ -42,14 +49,22 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying to reach the cluster at start")
 	fs.StringVar(&c.logFormat, "log-format", env("ORDERD_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&c.logLevel, "log-level", env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
-	if cmd == "serve" {
-		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
+	if cmd != "migrate" {
 		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant that scopes request ids and orders (until authentication lands)")
 		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
+		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
+		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout)")
+		fs.DurationVar(&c.reconcileInterval, "reconcile-interval", c.envDuration("ORDERD_RECONCILE_INTERVAL", 2*time.Second), "pause between reconciler passes")
+		fs.IntVar(&c.reconcileMaxAttempts, "reconcile-max-attempts", c.envInt("ORDERD_RECONCILE_MAX_ATTEMPTS", 5), "attempts before a request is set aside as FAILED")
+		fs.DurationVar(&c.reconcileBackoff, "reconcile-backoff", c.envDuration("ORDERD_RECONCILE_BACKOFF", 5*time.Second), "first backoff between attempts of one request (doubles, with jitter)")
+		fs.DurationVar(&c.reconcileBackoffMax, "reconcile-backoff-max", c.envDuration("ORDERD_RECONCILE_BACKOFF_MAX", 5*time.Minute), "longest backoff between attempts")
+	}
+	if cmd == "serve" {
+		fs.BoolVar(&c.reconcilerOn, "reconciler", c.envBool("ORDERD_RECONCILER", true), "run the reconciler inside serve")
+		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
 		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "deadline of a call whose client set none")
 		fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.envDuration("ORDERD_SHUTDOWN_GRACE", 20*time.Second), "how long open calls may finish after SIGTERM")
-		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
 	}
 	return fs
 }
@@ -77,6 +92,17 @@ func (c *config) logger() (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("log format %q: use json or text", c.logFormat)
+}
+
+func (c *config) envBool(name string, def bool) bool {
+	if v, ok := os.LookupEnv(name); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Sprintf("%s=%q is not true or false", name, v))
+		}
+		return b
+	}
+	return def
 }
 
 func env(name, def string) string {
@@ -112,6 +138,9 @@ func (c *config) envDuration(name string, def time.Duration) time.Duration {
 func (c *config) validate() error {
 	if len(c.envErrs) > 0 {
 		return fmt.Errorf("bad settings: %s", strings.Join(c.envErrs, "; "))
+	}
+	if c.reconcileGrace > 0 && c.requestTimeout > 0 && c.reconcileGrace <= c.requestTimeout {
+		return fmt.Errorf("reconcile-grace (%s) must exceed request-timeout (%s): the reconciler would race requests still in their handler", c.reconcileGrace, c.requestTimeout)
 	}
 	if len(c.contactPoints()) == 0 {
 		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")

@@ -1,7 +1,9 @@
 // Command orderd serves the retry-safe order API.
 //
-//	orderd serve     serve gRPC (default)
-//	orderd migrate   create or update the keyspace's schema, then exit
+//	orderd serve                serve gRPC, with the reconciler (default)
+//	orderd reconcile            run only the reconciler
+//	orderd migrate              create or update the keyspace's schema, then exit
+//	orderd requeue REQUEST_ID   give a FAILED request another round of attempts
 //
 // Every setting is a flag with an ORDERD_* environment variable of the same
 // name as its default source; `orderd serve -h` lists them.
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -30,9 +33,11 @@ import (
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/grpcapi"
+	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
+	"github.com/atlasmart/orderd/reconciler"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -65,11 +70,86 @@ func run(args []string) error {
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log)
+	case "reconcile":
+		return reconcile(ctx, cfg, log)
 	case "migrate":
 		return migrate(ctx, cfg, log)
+	case "requeue":
+		return requeue(ctx, cfg, fs.Args(), log)
 	default:
-		return fmt.Errorf("unknown command %q: use serve or migrate", cmd)
+		return fmt.Errorf("unknown command %q: use serve, reconcile, migrate or requeue", cmd)
 	}
+}
+
+// app is the wired core shared by serve, reconcile and requeue.
+type app struct {
+	session     *gocql.Session
+	ledger      *ledger.CassandraStore
+	projections *projection.Store
+	workflow    *workflow.Service
+}
+
+func newApp(ctx context.Context, cfg *config, log *slog.Logger) (*app, error) {
+	failpoints, err := failpoint.Parse(cfg.failpoints)
+	if err != nil {
+		return nil, err
+	}
+	if failpoints != nil {
+		log.Warn("failpoints armed: this process will fail on purpose", "failpoints", cfg.failpoints)
+	}
+	session, err := connect(ctx, cfg, cfg.keyspace, log)
+	if err != nil {
+		return nil, err
+	}
+	store, err := ledger.NewCassandraStore(session, ledger.Config{Retention: cfg.retention, DueAfter: cfg.reconcileGrace})
+	if err != nil {
+		session.Close()
+		return nil, err
+	}
+	projections := projection.NewStore(session, failpoints)
+	wf := workflow.New(workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter}, store, projections, failpoints, log)
+	return &app{session: session, ledger: store, projections: projections, workflow: wf}, nil
+}
+
+func (a *app) reconciler(cfg *config, log *slog.Logger) *reconciler.Loop {
+	finish := func(ctx context.Context, rec ledger.Record) error {
+		_, err := a.workflow.Finish(ctx, rec)
+		return err
+	}
+	return reconciler.New(reconciler.Config{
+		Grace: cfg.reconcileGrace, Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
+		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax,
+	}, a.ledger, finish, reconciler.NewCassandraCoordinator(a.session), log)
+}
+
+func reconcile(ctx context.Context, cfg *config, log *slog.Logger) error {
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.session.Close()
+	return a.reconciler(cfg, log).Run(ctx)
+}
+
+func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) error {
+	if len(args) != 1 {
+		return errors.New("usage: orderd requeue REQUEST_ID")
+	}
+	id, err := uuid.Parse(args[0])
+	if err != nil {
+		return fmt.Errorf("request id %q: %w", args[0], err)
+	}
+	a, err := newApp(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.session.Close()
+	rec, err := a.ledger.Requeue(ctx, ledger.Key{Tenant: cfg.tenant, Operation: order.Operation, RequestID: id})
+	if err != nil {
+		return fmt.Errorf("requeue %s: %w", id, err)
+	}
+	log.Info("requeued", "request_id", id, "state", string(rec.State), "attempts", rec.Attempts)
+	return nil
 }
 
 func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
@@ -89,25 +169,12 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
 }
 
 func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
-	failpoints, err := failpoint.Parse(cfg.failpoints)
+	a, err := newApp(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	if failpoints != nil {
-		log.Warn("failpoints armed: this process will fail on purpose", "failpoints", cfg.failpoints)
-	}
-	session, err := connect(ctx, cfg, cfg.keyspace, log)
-	if err != nil {
-		return err
-	}
-	defer session.Close()
-
-	store, err := ledger.NewCassandraStore(session, ledger.Config{Retention: cfg.retention})
-	if err != nil {
-		return err
-	}
-	projections := projection.NewStore(session, failpoints)
-	wf := workflow.New(workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter}, store, projections, failpoints, log)
+	defer a.session.Close()
+	session, wf, projections := a.session, a.workflow, a.projections
 
 	lis, err := net.Listen("tcp", cfg.grpcAddr)
 	if err != nil {
@@ -124,6 +191,10 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return probe.Run(gctx) })
+	if cfg.reconcilerOn {
+		loop := a.reconciler(cfg, log)
+		g.Go(func() error { return loop.Run(gctx) })
+	}
 	g.Go(func() error {
 		log.Info("serving", "grpc_addr", lis.Addr().String(), "keyspace", cfg.keyspace, "tenant", cfg.tenant)
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {

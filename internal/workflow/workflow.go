@@ -116,7 +116,7 @@ func (s *Service) CreateOrder(ctx context.Context, in order.Input) (Result, erro
 		if err := s.failpoints.Eval(failpoint.AfterClaim); err != nil {
 			return Result{}, err
 		}
-		o, err := s.Finish(ctx, cur)
+		o, err := s.finishNoting(ctx, cur)
 		return Result{Order: o}, err
 	}
 	if cur.Fingerprint != claim.Fingerprint {
@@ -146,7 +146,7 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 		// PENDING: an attempt is in flight or died. The writes are
 		// deterministic, so once it is old enough this attempt finishes it.
 		if s.now().Sub(cur.CreatedAt) >= s.cfg.TakeoverAfter {
-			o, err := s.Finish(ctx, cur)
+			o, err := s.finishNoting(ctx, cur)
 			return Result{Order: o, Replayed: true}, err
 		}
 		if s.now().Add(pause).After(waitUntil) {
@@ -171,7 +171,8 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 // Finish does the work of a claimed request from its ledger row alone:
 // project the order, then mark the request COMPLETE with the order as its
 // recorded outcome. It is safe to run any number of times, concurrently, by
-// anyone; it returns the recorded outcome.
+// anyone; it returns the recorded outcome. It does not note failures on the
+// ledger: its caller does.
 func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, error) {
 	if rec.State == ledger.Complete {
 		return order.DecodeOutcome(rec.Outcome)
@@ -182,11 +183,9 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 	}
 	o := order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt)
 	if err := s.projector.Write(ctx, o); err != nil {
-		s.noteFailure(ctx, rec, err)
 		return order.Order{}, err
 	}
 	if err := s.failpoints.Eval(failpoint.BeforeComplete); err != nil {
-		s.noteFailure(ctx, rec, err)
 		return order.Order{}, err
 	}
 	done, err := s.ledger.Complete(ctx, rec, o.EncodeOutcome(), s.now().UTC().Truncate(time.Millisecond))
@@ -204,8 +203,18 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 	}
 }
 
-// noteFailure records a failed attempt on the ledger, best effort: the
-// request stays PENDING either way, and the caller reports the first error.
+// finishNoting is Finish for a handler's attempt: a failure is also noted on
+// the ledger (attempts, last_error), best effort — the request stays PENDING
+// either way and the caller reports the first error. (The reconciler notes
+// its own attempts: it decides on dead-lettering from them.)
+func (s *Service) finishNoting(ctx context.Context, rec ledger.Record) (order.Order, error) {
+	o, err := s.Finish(ctx, rec)
+	if err != nil {
+		s.noteFailure(ctx, rec, err)
+	}
+	return o, err
+}
+
 func (s *Service) noteFailure(ctx context.Context, rec ledger.Record, cause error) {
 	if err := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, cause.Error()); err != nil {
 		s.log.Warn("could not record a failed attempt", "request_id", rec.RequestID, "error", err)

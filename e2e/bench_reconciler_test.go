@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/reconciler"
+)
+
+// BenchmarkReconcilerFindPending measures one reconciler pass over every
+// shard finding 100 PENDING requests among 1,000 and among 100,000 COMPLETE
+// ones (each made by the real ledger: due-queue entry, claim LWT, complete
+// LWT, entry deleted), and prints both times and their ratio. Run it with
+//
+//	make bench-reconciler
+//
+// Each size gets a fresh keyspace. The history is first caught up by one
+// pass (the cursor moves past settled minutes, as it does in a running
+// system), then 100 requests are claimed and left PENDING, and the timed pass
+// finds them. The finisher only records what it was given, so the time is
+// the cost of finding: reading the due minutes, one LOCAL_SERIAL read per
+// due entry, and removing the entry.
+func BenchmarkReconcilerFindPending(b *testing.B) {
+	type result struct {
+		complete          int
+		generate, catchUp time.Duration
+		find              time.Duration
+		found             int
+		buckets           int
+	}
+	var results []result
+	for _, n := range []int{1_000, 100_000} {
+		r := result{complete: n}
+		ks := fmt.Sprintf("bench_rec_%d_%d", n, time.Now().UnixNano()/1e6)
+		if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
+			b.Fatalf("migrate %s: %v\n%s", ks, err, out)
+		}
+		func() {
+			defer dropKeyspace(context.Background(), ks)
+			s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks, Timeout: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			store, err := ledger.NewCassandraStore(s, ledger.Config{DueAfter: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			claimMany(b, store, n, true)
+			r.generate = time.Since(start)
+
+			var finished atomic.Int64
+			loop := reconciler.New(reconciler.Config{Grace: time.Second, Margin: time.Nanosecond},
+				store, func(context.Context, ledger.Record) error { finished.Add(1); return nil },
+				reconciler.NewCassandraCoordinator(s), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			all := make([]int, ledger.PendingShards)
+			for i := range all {
+				all[i] = i
+			}
+			time.Sleep(1100 * time.Millisecond) // let the last minute's entries fall due
+			start = time.Now()
+			if _, err := loop.PassShards(context.Background(), all); err != nil {
+				b.Fatalf("catch-up pass: %v", err)
+			}
+			r.catchUp = time.Since(start)
+			// The next minute begins with an empty due bucket, as in a running
+			// system whose cursor has moved past the history.
+			time.Sleep(time.Until(time.Now().Truncate(time.Minute).Add(time.Minute + 100*time.Millisecond)))
+			if _, err := loop.PassShards(context.Background(), all); err != nil {
+				b.Fatalf("second catch-up pass: %v", err)
+			}
+
+			claimMany(b, store, 100, false)
+			time.Sleep(1100 * time.Millisecond)
+			b.ResetTimer()
+			start = time.Now()
+			res, err := loop.PassShards(context.Background(), all)
+			r.find = time.Since(start)
+			b.StopTimer()
+			if err != nil {
+				b.Fatalf("timed pass: %v", err)
+			}
+			r.found, r.buckets = res.Pending, res.Buckets
+			if res.Pending != 100 {
+				b.Fatalf("the pass found %d PENDING requests, want 100 (%+v)", res.Pending, res)
+			}
+		}()
+		results = append(results, r)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nreconciler pass over %d shards, finding 100 PENDING requests:\n", ledger.PendingShards)
+	fmt.Fprintf(&sb, "%10s %14s %14s %12s %9s %8s\n", "COMPLETE", "generate", "catch-up pass", "find pass", "buckets", "found")
+	for _, r := range results {
+		fmt.Fprintf(&sb, "%10d %14s %14s %12s %9d %8d\n", r.complete, r.generate.Round(time.Millisecond),
+			r.catchUp.Round(time.Millisecond), r.find.Round(time.Microsecond), r.buckets, r.found)
+	}
+	ratio := float64(results[1].find) / float64(results[0].find)
+	fmt.Fprintf(&sb, "find pass ratio 100,000 / 1,000 COMPLETE: %.2f\n", ratio)
+	fmt.Print(sb.String())
+	b.ReportMetric(float64(results[0].find.Microseconds())/1000, "ms/find@1k")
+	b.ReportMetric(float64(results[1].find.Microseconds())/1000, "ms/find@100k")
+	b.ReportMetric(ratio, "ratio")
+}
+
+// claimMany claims n new requests through the real ledger; complete says
+// whether each is then completed (its due entry deleted) or left PENDING.
+func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool) {
+	b.Helper()
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		first atomic.Value
+	)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			for next.Add(1) <= int64(n) {
+				id := uuid.New()
+				rec := ledger.Record{
+					Key:      ledger.Key{Tenant: tenant, Operation: "CREATE_ORDER", RequestID: id},
+					EntityID: uuid.New(), Fingerprint: "sha256:v1:bench", Command: []byte(`{}`),
+					CreatedAt: time.Now().UTC().Truncate(time.Millisecond), Attempts: 1, ClaimToken: uuid.New(),
+				}
+				won, cur, err := store.Claim(ctx, rec)
+				if err == nil && !won {
+					err = fmt.Errorf("claim of a new id %s lost", id)
+				}
+				if err == nil && complete {
+					_, err = store.Complete(ctx, cur, []byte(`{}`), time.Now().UTC())
+				}
+				if err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := first.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+}

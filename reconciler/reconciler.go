@@ -1,0 +1,385 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// Ledger is what the reconciler needs of the request ledger.
+type Ledger interface {
+	Get(ctx context.Context, key ledger.Key) (ledger.Record, error)
+	DueEntries(ctx context.Context, shard int, bucket time.Time) ([]ledger.DueEntry, error)
+	Reschedule(ctx context.Context, e ledger.DueEntry, due time.Time) error
+	RemoveEntry(ctx context.Context, e ledger.DueEntry) error
+	MarkFailed(ctx context.Context, rec ledger.Record, lastErr string) (ledger.Record, error)
+	RecordAttempt(ctx context.Context, rec ledger.Record, lastErr string) error
+}
+
+// Finisher does a claimed request's work from its ledger row, idempotently.
+type Finisher func(ctx context.Context, rec ledger.Record) error
+
+// Config tunes the loop. Zero fields take defaults.
+type Config struct {
+	// Instance identifies this reconciler among others; default random.
+	Instance uuid.UUID
+	// Grace is how old a PENDING request must be before it is presumed
+	// abandoned; it must exceed the handler's deadline. Default 30 s (and the
+	// ledger's DueAfter should be the same).
+	Grace time.Duration
+	// Interval between passes; default 2 s.
+	Interval time.Duration
+	// LeaseTTL is how long a shard lease lives without renewal; default 15 s.
+	LeaseTTL time.Duration
+	// MaxAttempts before a request is moved to FAILED; default 5. The
+	// handler's own attempt counts as the first.
+	MaxAttempts int
+	// BackoffBase and BackoffMax bound the exponential backoff between
+	// attempts of one request; defaults 5 s and 5 min.
+	BackoffBase, BackoffMax time.Duration
+	// Margin keeps each cursor this far behind now, so that entries written
+	// by a process whose clock lags are still scanned; default 2 min.
+	Margin time.Duration
+	// InitialLookback is where a shard without a cursor starts (cursors are
+	// created by migration 0002, so this is a fallback); default 1 h.
+	InitialLookback time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Instance == uuid.Nil {
+		c.Instance = uuid.New()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.Grace, 30*time.Second)
+	def(&c.Interval, 2*time.Second)
+	def(&c.LeaseTTL, 15*time.Second)
+	def(&c.BackoffBase, 5*time.Second)
+	def(&c.BackoffMax, 5*time.Minute)
+	def(&c.Margin, 2*time.Minute)
+	def(&c.InitialLookback, time.Hour)
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = 5
+	}
+	return c
+}
+
+// Stats are the loop's counters (since start) and gauges (as of the last pass).
+type Stats struct {
+	Finished     int64 // requests this instance completed
+	Retried      int64 // failed attempts rescheduled with backoff
+	DeadLettered int64 // requests moved to FAILED
+	Dropped      int64 // entries of settled or superseded requests removed
+	Passes       int64
+	PassErrors   int64
+	// Pending is the number of PENDING requests seen due in the last pass,
+	// and OldestPending the age of the oldest of them (zero if none).
+	Pending       int64
+	OldestPending time.Duration
+	OwnedShards   int
+}
+
+// Loop is one reconciler instance.
+type Loop struct {
+	cfg    Config
+	ledger Ledger
+	finish Finisher
+	coord  Coordinator
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu    sync.Mutex
+	owned map[int]bool
+
+	finished, retried, deadLettered, dropped, passes, passErrors atomic.Int64
+	pending, oldestPendingNanos                                  atomic.Int64
+}
+
+// New returns a Loop; it starts nothing.
+func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
+	cfg = cfg.withDefaults()
+	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
+		now: time.Now, owned: map[int]bool{}}
+}
+
+// Stats returns a snapshot of the counters.
+func (l *Loop) Stats() Stats {
+	l.mu.Lock()
+	owned := len(l.owned)
+	l.mu.Unlock()
+	return Stats{
+		Finished: l.finished.Load(), Retried: l.retried.Load(), DeadLettered: l.deadLettered.Load(),
+		Dropped: l.dropped.Load(), Passes: l.passes.Load(), PassErrors: l.passErrors.Load(),
+		Pending: l.pending.Load(), OldestPending: time.Duration(l.oldestPendingNanos.Load()), OwnedShards: owned,
+	}
+}
+
+// Run coordinates and passes every Interval until ctx ends, then releases
+// its leases. It returns nil on cancellation.
+func (l *Loop) Run(ctx context.Context) error {
+	l.log.Info("reconciler started", "grace", l.cfg.Grace.String(), "interval", l.cfg.Interval.String(), "max_attempts", l.cfg.MaxAttempts)
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	defer l.leave()
+	for {
+		if err := l.coordinate(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("reconciler coordination failed", "error", err)
+		}
+		if _, err := l.Pass(ctx); err != nil && ctx.Err() == nil {
+			l.log.Warn("reconciler pass failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// leave releases this instance's leases so others take over at once.
+func (l *Loop) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.owned {
+		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
+			l.log.Warn("could not release shard lease", "shard", s, "error", err)
+		}
+	}
+	l.owned = map[int]bool{}
+	if err := l.coord.Leave(ctx, l.cfg.Instance); err != nil {
+		l.log.Warn("could not leave the reconciler group", "error", err)
+	}
+}
+
+// coordinate renews this instance's leases and takes or gives back shards
+// until it holds its fair share of the live instances.
+func (l *Loop) coordinate(ctx context.Context) error {
+	members, err := l.coord.Heartbeat(ctx, l.cfg.Instance, l.cfg.LeaseTTL)
+	if err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	fair := (ledger.PendingShards + max(members, 1) - 1) / max(members, 1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.owned {
+		ok, err := l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
+		if err != nil || !ok {
+			delete(l.owned, s)
+			l.log.Info("lost shard lease", "shard", s, "error", err)
+		}
+	}
+	for s := range l.owned {
+		if len(l.owned) <= fair {
+			break
+		}
+		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
+			return fmt.Errorf("release shard %d: %w", s, err)
+		}
+		delete(l.owned, s)
+	}
+	if len(l.owned) >= fair {
+		return nil
+	}
+	owners, err := l.coord.Owners(ctx)
+	if err != nil {
+		return fmt.Errorf("read leases: %w", err)
+	}
+	for _, s := range rand.Perm(ledger.PendingShards) {
+		if len(l.owned) >= fair {
+			break
+		}
+		if _, taken := owners[s]; taken || l.owned[s] {
+			continue
+		}
+		ok, err := l.coord.Acquire(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
+		if err != nil {
+			return fmt.Errorf("acquire shard %d: %w", s, err)
+		}
+		if ok {
+			l.owned[s] = true
+			l.log.Info("acquired shard lease", "shard", s, "members", members)
+		}
+	}
+	return nil
+}
+
+// PassResult says what one pass did.
+type PassResult struct {
+	Shards       int
+	Buckets      int // due-queue minutes read
+	Entries      int // entries read
+	Pending      int // of them, PENDING requests that were due
+	Finished     int
+	Retried      int
+	DeadLettered int
+	Dropped      int
+}
+
+// Pass runs once over every shard this instance owns.
+func (l *Loop) Pass(ctx context.Context) (PassResult, error) {
+	l.mu.Lock()
+	shards := make([]int, 0, len(l.owned))
+	for s := range l.owned {
+		shards = append(shards, s)
+	}
+	l.mu.Unlock()
+	return l.PassShards(ctx, shards)
+}
+
+// PassShards runs one pass over the given shards, leases or not (tests and
+// benchmarks call it directly).
+func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error) {
+	var (
+		res    = PassResult{Shards: len(shards)}
+		oldest time.Time
+		errs   []error
+	)
+	now := l.now().UTC()
+	for _, s := range shards {
+		if err := l.passShard(ctx, s, now, &res, &oldest); err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
+		}
+	}
+	l.passes.Add(1)
+	l.pending.Store(int64(res.Pending))
+	age := time.Duration(0)
+	if !oldest.IsZero() {
+		age = now.Sub(oldest)
+	}
+	l.oldestPendingNanos.Store(int64(age))
+	err := errors.Join(errs...)
+	if err != nil {
+		l.passErrors.Add(1)
+	}
+	if res.Pending > 0 || res.Dropped > 0 {
+		l.log.Info("reconciler pass", "shards", res.Shards, "buckets", res.Buckets, "pending", res.Pending,
+			"finished", res.Finished, "retried", res.Retried, "dead_lettered", res.DeadLettered, "dropped", res.Dropped)
+	}
+	return res, err
+}
+
+func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *PassResult, oldest *time.Time) error {
+	cursor, ok, err := l.coord.Cursor(ctx, shard)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		cursor = now.Add(-l.cfg.InitialLookback)
+	}
+	cursor = ledger.BucketOf(cursor)
+	last := ledger.BucketOf(now)
+	// The cursor may pass only buckets fully settled and older than the margin.
+	limit := ledger.BucketOf(now.Add(-l.cfg.Margin))
+	next, advancing := cursor, true
+	for b := cursor; !b.After(last); b = b.Add(ledger.BucketWidth) {
+		entries, err := l.ledger.DueEntries(ctx, shard, b)
+		if err != nil {
+			return err
+		}
+		res.Buckets++
+		res.Entries += len(entries)
+		clean := true
+		for _, e := range entries {
+			settled, err := l.handle(ctx, e, now, res, oldest)
+			if err != nil {
+				l.log.Warn("could not reconcile request", "request_id", e.RequestID, "error", err)
+			}
+			clean = clean && settled && err == nil
+		}
+		if advancing && clean && b.Before(limit) {
+			next = b.Add(ledger.BucketWidth)
+		} else {
+			advancing = false
+		}
+	}
+	if next.After(cursor) {
+		return l.coord.SaveCursor(ctx, shard, next)
+	}
+	return nil
+}
+
+// handle settles one due entry. It reports whether the entry is gone from
+// its bucket (finished, dropped, rescheduled, dead-lettered).
+func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res *PassResult, oldest *time.Time) (bool, error) {
+	if now.Before(e.CreatedAt.Add(l.cfg.Grace)) || now.Before(e.NotBefore) {
+		return false, nil // not due yet: a bucket spans a minute
+	}
+	rec, err := l.ledger.Get(ctx, e.Key)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return true, l.drop(ctx, e, res) // expired, or the claim never applied
+	}
+	if err != nil {
+		return false, err
+	}
+	if rec.State != ledger.Pending || rec.ClaimToken != e.ClaimToken {
+		return true, l.drop(ctx, e, res) // settled, or a losing attempt's entry
+	}
+	res.Pending++
+	if oldest.IsZero() || rec.CreatedAt.Before(*oldest) {
+		*oldest = rec.CreatedAt
+	}
+	ferr := l.finish(ctx, rec)
+	if ferr == nil {
+		res.Finished++
+		l.finished.Add(1)
+		l.log.Info("reconciled request", "request_id", rec.RequestID, "tenant", rec.Tenant, "age", now.Sub(rec.CreatedAt).String())
+		return true, l.ledger.RemoveEntry(ctx, e)
+	}
+	// The attempt counts only once the ledger has it: if the ledger cannot
+	// be written, the database is the problem and the request must not be
+	// dead-lettered for it.
+	if err := l.ledger.RecordAttempt(ctx, rec, ferr.Error()); err != nil {
+		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
+	}
+	attempts := rec.Attempts + 1
+	if attempts >= l.cfg.MaxAttempts {
+		now, err := l.ledger.MarkFailed(ctx, rec, ferr.Error())
+		if err != nil {
+			return false, fmt.Errorf("dead-letter after %d attempts: %w", attempts, err)
+		}
+		if now.State == ledger.Failed {
+			res.DeadLettered++
+			l.deadLettered.Add(1)
+			l.log.Warn("request failed permanently; set aside as FAILED", "request_id", rec.RequestID, "attempts", attempts, "error", ferr)
+		}
+		return true, l.ledger.RemoveEntry(ctx, e)
+	}
+	due := now.Add(l.backoff(attempts))
+	if err := l.ledger.Reschedule(ctx, e, due); err != nil {
+		return false, err
+	}
+	res.Retried++
+	l.retried.Add(1)
+	l.log.Info("reconcile attempt failed; retrying later", "request_id", rec.RequestID, "attempts", attempts, "next", due, "error", ferr)
+	return true, nil
+}
+
+func (l *Loop) drop(ctx context.Context, e ledger.DueEntry, res *PassResult) error {
+	res.Dropped++
+	l.dropped.Add(1)
+	return l.ledger.RemoveEntry(ctx, e)
+}
+
+// backoff is exponential in the attempts so far, capped, with jitter in
+// [d/2, d) so that many requests failing together spread out.
+func (l *Loop) backoff(attempts int) time.Duration {
+	d := l.cfg.BackoffBase << min(max(attempts-2, 0), 20)
+	if d <= 0 || d > l.cfg.BackoffMax {
+		d = l.cfg.BackoffMax
+	}
+	return d/2 + rand.N(d/2+1)
+}

@@ -1,0 +1,994 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// t0 is a minute boundary every test's clock starts near.
+var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+
+const testGrace = 30 * time.Second
+
+type harness struct {
+	clock  *fakeClock
+	ledger *fakeLedger
+	coord  *fakeCoord
+	fin    *fakeFinisher
+}
+
+func newHarness(now time.Time) *harness {
+	clock := newFakeClock(now)
+	l := newFakeLedger(testGrace)
+	return &harness{clock: clock, ledger: l, coord: newFakeCoord(clock.Now), fin: newFakeFinisher(l, clock.Now)}
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// loop builds a Loop on the harness's fakes with its clock.
+func (h *harness) loop(cfg Config) *Loop {
+	if cfg.Grace == 0 {
+		cfg.Grace = testGrace
+	}
+	l := New(cfg, h.ledger, h.fin.Finish, h.coord, discardLog())
+	l.now = h.clock.Now
+	return l
+}
+
+// createdFor is a claim time whose entry falls due in bucket b and is due
+// (older than Grace) from b+5s on.
+func createdFor(b time.Time) time.Time { return b.Add(-testGrace + 5*time.Second) }
+
+func mustPass(t *testing.T, l *Loop, shards ...int) PassResult {
+	t.Helper()
+	res, err := l.PassShards(context.Background(), shards)
+	if err != nil {
+		t.Fatalf("PassShards(%v): %v", shards, err)
+	}
+	return res
+}
+
+func mustCoordinate(t *testing.T, l *Loop) {
+	t.Helper()
+	if err := l.coordinate(context.Background()); err != nil {
+		t.Fatalf("coordinate: %v", err)
+	}
+}
+
+func wantState(t *testing.T, h *harness, key ledger.Key, want ledger.State) ledger.Record {
+	t.Helper()
+	rec, ok := h.ledger.Record(key)
+	if !ok {
+		t.Fatalf("request %s: no record", key.RequestID)
+	}
+	if rec.State != want {
+		t.Fatalf("request %s: state %s, want %s", key.RequestID, rec.State, want)
+	}
+	return rec
+}
+
+func wantNoEntries(t *testing.T, h *harness, key ledger.Key) {
+	t.Helper()
+	if es := h.ledger.EntriesOf(key); len(es) != 0 {
+		t.Fatalf("request %s: %d entries left in the due queue (%v), want none", key.RequestID, len(es), es)
+	}
+}
+
+// ownedShards is the loop's own view of its shards, sorted.
+func ownedShards(l *Loop) []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]int, 0, len(l.owned))
+	for s := range l.owned {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func disjoint(sets ...[]int) bool {
+	seen := map[int]bool{}
+	for _, set := range sets {
+		for _, s := range set {
+			if seen[s] {
+				return false
+			}
+			seen[s] = true
+		}
+	}
+	return true
+}
+
+// ------------------------------------------------------------------ passes
+
+func TestPassFinishesAbandonedRequest(t *testing.T) {
+	h := newHarness(t0.Add(10 * time.Second))
+	const shard = 3
+	rec, entry := h.ledger.AddPending(shard, t0.Add(-5*time.Minute))
+	l := h.loop(Config{})
+
+	res := mustPass(t, l, shard)
+
+	if got := h.fin.Calls(rec.RequestID); got != 1 {
+		t.Errorf("finisher calls = %d, want 1", got)
+	}
+	if res.Shards != 1 || res.Entries != 1 || res.Pending != 1 || res.Finished != 1 ||
+		res.Retried != 0 || res.DeadLettered != 0 || res.Dropped != 0 {
+		t.Errorf("PassResult = %+v, want 1 shard, 1 entry, 1 pending, 1 finished", res)
+	}
+	// No cursor yet: the pass starts InitialLookback (1 h) back and reads
+	// every minute up to now's.
+	if res.Buckets != 61 {
+		t.Errorf("PassResult.Buckets = %d, want 61 (11:00..12:00)", res.Buckets)
+	}
+	if h.ledger.DueCalls(shard, entry.Due) != 1 {
+		t.Errorf("entry's bucket read %d times, want 1", h.ledger.DueCalls(shard, entry.Due))
+	}
+	wantState(t, h, rec.Key, ledger.Complete)
+	if h.ledger.Completions(rec.RequestID) != 1 {
+		t.Errorf("completions = %d, want 1", h.ledger.Completions(rec.RequestID))
+	}
+	wantNoEntries(t, h, rec.Key)
+	st := l.Stats()
+	if st.Finished != 1 || st.Passes != 1 || st.PassErrors != 0 || st.Retried != 0 || st.DeadLettered != 0 || st.Dropped != 0 {
+		t.Errorf("Stats = %+v, want Finished 1, Passes 1 and nothing else", st)
+	}
+
+	// A second pass finds nothing.
+	res = mustPass(t, l, shard)
+	if res.Entries != 0 || res.Pending != 0 || h.fin.Calls(rec.RequestID) != 1 {
+		t.Errorf("second pass = %+v with %d finisher calls, want nothing done", res, h.fin.Calls(rec.RequestID))
+	}
+}
+
+func TestPassLeavesYoungRequestAlone(t *testing.T) {
+	t.Run("entry in the current bucket", func(t *testing.T) {
+		now := t0.Add(10 * time.Second)
+		h := newHarness(now)
+		const shard = 6
+		rec, entry := h.ledger.AddPending(shard, t0) // 10 s old, grace 30 s
+		if !entry.Due.Equal(ledger.BucketOf(now)) {
+			t.Fatalf("setup: entry due %s, want the current bucket", entry.Due)
+		}
+		l := h.loop(Config{Margin: time.Second})
+
+		res := mustPass(t, l, shard)
+
+		if h.fin.Calls(rec.RequestID) != 0 {
+			t.Fatalf("finisher called %d times for a request younger than Grace", h.fin.Calls(rec.RequestID))
+		}
+		if res.Entries != 1 || res.Pending != 0 || res.Finished != 0 || res.Dropped != 0 {
+			t.Errorf("PassResult = %+v, want the entry read and left alone", res)
+		}
+		wantState(t, h, rec.Key, ledger.Pending)
+		if es := h.ledger.EntriesOf(rec.Key); len(es) != 1 || !es[0].Due.Equal(entry.Due) {
+			t.Errorf("entries = %v, want the original one kept", es)
+		}
+		if c, ok := h.coord.CursorOf(shard); ok && c.After(entry.Due) {
+			t.Errorf("cursor %s moved past the young entry's bucket %s", c, entry.Due)
+		}
+
+		// Once older than Grace it is finished.
+		h.clock.Set(t0.Add(testGrace + time.Second))
+		res = mustPass(t, l, shard)
+		if res.Finished != 1 || h.fin.Calls(rec.RequestID) != 1 {
+			t.Errorf("after Grace: PassResult = %+v, finisher calls %d; want it finished once", res, h.fin.Calls(rec.RequestID))
+		}
+		wantState(t, h, rec.Key, ledger.Complete)
+	})
+
+	t.Run("entry in an old bucket (writer clock ahead)", func(t *testing.T) {
+		now := t0.Add(30 * time.Second)
+		h := newHarness(now)
+		const shard = 6
+		h.coord.SetCursor(shard, t0.Add(-10*time.Minute))
+		// The entry sits in a bucket well behind the margin, but its claim
+		// time says it is only 5 s old.
+		key := keyInShard(shard)
+		rec := ledger.Record{Key: key, State: ledger.Pending, CreatedAt: now.Add(-5 * time.Second), Attempts: 1, ClaimToken: uuid.New()}
+		h.ledger.PutRecord(rec)
+		old := t0.Add(-5 * time.Minute)
+		h.ledger.PutEntry(ledger.DueEntry{Key: key, Shard: shard, Due: old, ClaimToken: rec.ClaimToken, CreatedAt: rec.CreatedAt})
+		l := h.loop(Config{})
+
+		mustPass(t, l, shard)
+
+		if h.fin.Calls(key.RequestID) != 0 {
+			t.Fatalf("finisher called for a request younger than Grace")
+		}
+		c, ok := h.coord.CursorOf(shard)
+		if !ok || !c.Equal(old) {
+			t.Errorf("cursor = %s (set %v), want it stopped at the young entry's bucket %s", c, ok, old)
+		}
+		if es := h.ledger.EntriesOf(key); len(es) != 1 {
+			t.Errorf("entries = %v, want the entry kept", es)
+		}
+		// The next pass reads that bucket again and, once due, finishes it.
+		h.clock.Advance(time.Minute)
+		mustPass(t, l, shard)
+		if h.ledger.DueCalls(shard, old) != 2 {
+			t.Errorf("young entry's bucket read %d times, want 2", h.ledger.DueCalls(shard, old))
+		}
+		wantState(t, h, key, ledger.Complete)
+		wantNoEntries(t, h, key)
+	})
+}
+
+func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {
+	h := newHarness(t0)
+	const shard = 5
+	created := t0.Add(-10 * time.Minute)
+
+	complete, _ := h.ledger.AddPending(shard, created)
+	complete.State, complete.Outcome, complete.CompletedAt = ledger.Complete, []byte("done"), created.Add(time.Second)
+	h.ledger.PutRecord(complete)
+
+	failed, _ := h.ledger.AddPending(shard, created)
+	failed.State, failed.LastError = ledger.Failed, "given up"
+	h.ledger.PutRecord(failed)
+
+	gone, _ := h.ledger.AddPending(shard, created)
+	h.ledger.DeleteRecord(gone.Key)
+
+	// A live request that also has a losing claim attempt's entry (another
+	// token): the winner's entry is finished, the loser's dropped.
+	live, liveEntry := h.ledger.AddPending(shard, created)
+	loser := liveEntry
+	loser.ClaimToken = uuid.New()
+	loser.CreatedAt = created.Add(2 * time.Second)
+	h.ledger.PutEntry(loser)
+
+	// And an entry whose token differs from a PENDING record (no other entry).
+	superseded, _ := h.ledger.AddPending(shard, created)
+	other := superseded
+	other.ClaimToken = uuid.New()
+	h.ledger.PutRecord(other)
+
+	l := h.loop(Config{})
+	res := mustPass(t, l, shard)
+
+	if res.Dropped != 5 {
+		t.Errorf("PassResult.Dropped = %d, want 5 (complete, failed, gone, loser, superseded)", res.Dropped)
+	}
+	if res.Finished != 1 || res.Pending != 1 {
+		t.Errorf("PassResult = %+v, want only the live request pending and finished", res)
+	}
+	if st := l.Stats(); st.Dropped != 5 || st.Finished != 1 {
+		t.Errorf("Stats = %+v, want Dropped 5, Finished 1", st)
+	}
+	for _, k := range []ledger.Key{complete.Key, failed.Key, gone.Key, superseded.Key} {
+		if n := h.fin.Calls(k.RequestID); n != 0 {
+			t.Errorf("request %s: finisher called %d times, want 0", k.RequestID, n)
+		}
+		wantNoEntries(t, h, k)
+	}
+	if n := h.fin.Calls(live.RequestID); n != 1 {
+		t.Errorf("live request: finisher called %d times, want 1", n)
+	}
+	wantNoEntries(t, h, live.Key)
+	if h.ledger.QueueLen() != 0 {
+		t.Errorf("due queue holds %d entries, want 0", h.ledger.QueueLen())
+	}
+	// Dropping never touches the ledger rows.
+	if r := wantState(t, h, complete.Key, ledger.Complete); string(r.Outcome) != "done" {
+		t.Errorf("complete record changed: %+v", r)
+	}
+	if r := wantState(t, h, failed.Key, ledger.Failed); r.LastError != "given up" {
+		t.Errorf("failed record changed: %+v", r)
+	}
+	wantState(t, h, superseded.Key, ledger.Pending)
+	if _, ok := h.ledger.Record(gone.Key); ok {
+		t.Errorf("gone record reappeared")
+	}
+	if h.ledger.Calls("MarkFailed") != 0 || h.ledger.Calls("Reschedule") != 0 {
+		t.Errorf("MarkFailed/Reschedule called on dropped entries")
+	}
+}
+
+// ------------------------------------------------------------------ failures
+
+func TestFailingRequestBacksOffThenIsDeadLettered(t *testing.T) {
+	now := t0.Add(30 * time.Second)
+	h := newHarness(now)
+	h.fin.SetFail(-1)
+	const shard = 8
+	rec, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
+	// Backoffs of minutes, so every retry lands in a later bucket.
+	cfg := Config{MaxAttempts: 5, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour}
+	l := h.loop(cfg)
+
+	// The handler's attempt was the first; passes 1..3 are attempts 2..4,
+	// each rescheduled with a delay in [d/2, d], d = Base, 2·Base, 4·Base.
+	for pass := 1; pass <= 3; pass++ {
+		now := h.clock.Now()
+		res := mustPass(t, l, shard)
+		if res.Pending != 1 || res.Retried != 1 || res.Finished != 0 || res.DeadLettered != 0 {
+			t.Fatalf("pass %d: PassResult = %+v, want 1 pending, 1 retried", pass, res)
+		}
+		got := wantState(t, h, rec.Key, ledger.Pending)
+		if got.Attempts != pass+1 {
+			t.Fatalf("pass %d: attempts = %d, want %d", pass, got.Attempts, pass+1)
+		}
+		rs := h.ledger.Rescheduled()
+		if len(rs) != pass {
+			t.Fatalf("pass %d: %d Reschedule calls, want %d", pass, len(rs), pass)
+		}
+		due := rs[pass-1].Due
+		d := cfg.BackoffBase << (pass - 1)
+		if due.Before(now.Add(d/2)) || due.After(now.Add(d)) {
+			t.Fatalf("pass %d: rescheduled due %s, want within [now+%s, now+%s] (now %s)", pass, due, d/2, d, now)
+		}
+		es := h.ledger.EntriesOf(rec.Key)
+		if len(es) != 1 || !es[0].Due.Equal(ledger.BucketOf(due)) || !es[0].Due.After(ledger.BucketOf(now)) {
+			t.Fatalf("pass %d: entries = %v, want one, in the later bucket %s", pass, es, ledger.BucketOf(due))
+		}
+		if st := l.Stats(); st.Retried != int64(pass) {
+			t.Fatalf("pass %d: Stats.Retried = %d", pass, st.Retried)
+		}
+
+		// Before its bucket comes, the request is not tried again.
+		h.clock.Advance(time.Second)
+		mustPass(t, l, shard)
+		if n := h.fin.Calls(rec.RequestID); n != pass {
+			t.Fatalf("pass %d: finisher called %d times before the backoff elapsed, want %d", pass, n, pass)
+		}
+		h.clock.Set(due.Add(time.Second))
+	}
+
+	// Attempt 5 reaches MaxAttempts: FAILED with the finisher's error.
+	res := mustPass(t, l, shard)
+	if res.DeadLettered != 1 || res.Retried != 0 || res.Finished != 0 {
+		t.Fatalf("last pass: PassResult = %+v, want 1 dead-lettered", res)
+	}
+	got := wantState(t, h, rec.Key, ledger.Failed)
+	if !strings.Contains(got.LastError, h.fin.err.Error()) {
+		t.Errorf("last_error = %q, want it to contain %q", got.LastError, h.fin.err.Error())
+	}
+	wantNoEntries(t, h, rec.Key)
+	if n := h.fin.Calls(rec.RequestID); n != 4 {
+		t.Errorf("finisher calls = %d, want 4 (attempts 2..5)", n)
+	}
+	st := l.Stats()
+	if st.DeadLettered != 1 || st.Retried != 3 || st.Finished != 0 {
+		t.Errorf("Stats = %+v, want DeadLettered 1, Retried 3", st)
+	}
+
+	// Nothing more happens to it.
+	h.clock.Advance(2 * time.Hour)
+	res = mustPass(t, l, shard)
+	if res.Entries != 0 || res.Pending != 0 || h.fin.Calls(rec.RequestID) != 4 || h.ledger.Calls("MarkFailed") != 1 {
+		t.Errorf("pass after dead letter: %+v, finisher calls %d, MarkFailed %d; want nothing done",
+			res, h.fin.Calls(rec.RequestID), h.ledger.Calls("MarkFailed"))
+	}
+	if st := l.Stats(); st.DeadLettered != 1 {
+		t.Errorf("Stats.DeadLettered = %d after a further pass, want 1", st.DeadLettered)
+	}
+}
+
+func TestRequestFailingTwiceThenSucceeding(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	h.fin.SetFail(2)
+	const shard = 1
+	rec, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
+	l := h.loop(Config{MaxAttempts: 5, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour})
+
+	for i := 0; i < 3; i++ {
+		mustPass(t, l, shard)
+		if rs := h.ledger.Rescheduled(); len(rs) > 0 {
+			h.clock.Set(rs[len(rs)-1].Due.Add(time.Second))
+		}
+	}
+
+	got := wantState(t, h, rec.Key, ledger.Complete)
+	if got.Attempts != 3 {
+		t.Errorf("attempts = %d, want 3 (the handler's and two failed ones)", got.Attempts)
+	}
+	if n := h.fin.Calls(rec.RequestID); n != 3 {
+		t.Errorf("finisher calls = %d, want 3", n)
+	}
+	if n := h.ledger.Completions(rec.RequestID); n != 1 {
+		t.Errorf("completions = %d, want exactly 1", n)
+	}
+	wantNoEntries(t, h, rec.Key)
+	st := l.Stats()
+	if st.Finished != 1 || st.Retried != 2 || st.DeadLettered != 0 {
+		t.Errorf("Stats = %+v, want Finished 1, Retried 2, DeadLettered 0", st)
+	}
+	h.clock.Advance(time.Hour)
+	mustPass(t, l, shard)
+	if n := h.fin.Calls(rec.RequestID); n != 3 {
+		t.Errorf("finisher calls after completion = %d, want still 3", n)
+	}
+}
+
+// A retry whose backoff ends within the same minute is not attempted before
+// its time: the entry's not_before, not its minute, decides.
+func TestRetryWithinTheMinuteWaitsForItsBackoff(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	h.fin.SetFail(-1)
+	const shard = 3
+	rec, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
+	l := h.loop(Config{MaxAttempts: 10, BackoffBase: 10 * time.Second, BackoffMax: time.Minute})
+
+	mustPass(t, l, shard) // attempt fails; next attempt 5-10 s later, same minute
+	if n := h.fin.Calls(rec.RequestID); n != 1 {
+		t.Fatalf("finisher calls = %d, want 1", n)
+	}
+	rs := h.ledger.Rescheduled()
+	due := rs[len(rs)-1].Due
+	if ledger.BucketOf(due) != ledger.BucketOf(h.clock.Now()) {
+		t.Fatalf("test setup: the retry at %s should fall in the current minute", due)
+	}
+	h.clock.Set(due.Add(-time.Second))
+	mustPass(t, l, shard)
+	if n := h.fin.Calls(rec.RequestID); n != 1 {
+		t.Fatalf("a pass before the backoff ended retried the request (calls = %d)", n)
+	}
+	h.clock.Set(due.Add(time.Millisecond))
+	mustPass(t, l, shard)
+	if n := h.fin.Calls(rec.RequestID); n != 2 {
+		t.Fatalf("a pass after the backoff ended: calls = %d, want 2", n)
+	}
+}
+
+func TestDeadLetterErrorKeepsEntry(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	h.fin.SetFail(-1)
+	h.ledger.markFailedErr = errors.New("cluster unavailable")
+	const shard = 12
+	rec, entry := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
+	l := h.loop(Config{MaxAttempts: 2})
+
+	res := mustPass(t, l, shard)
+	if res.DeadLettered != 0 || l.Stats().DeadLettered != 0 {
+		t.Errorf("dead-lettered although MarkFailed failed: %+v", res)
+	}
+	wantState(t, h, rec.Key, ledger.Pending)
+	if es := h.ledger.EntriesOf(rec.Key); len(es) != 1 || !es[0].Due.Equal(entry.Due) {
+		t.Errorf("entries = %v, want the entry kept for the next pass", es)
+	}
+	if c, _ := h.coord.CursorOf(shard); c.After(entry.Due) {
+		t.Errorf("cursor %s moved past the unsettled entry's bucket %s", c, entry.Due)
+	}
+}
+
+func TestBackoffGrowsAndIsCapped(t *testing.T) {
+	h := newHarness(t0)
+	l := h.loop(Config{BackoffBase: 5 * time.Second, BackoffMax: 30 * time.Second})
+	for _, tc := range []struct {
+		attempts int
+		d        time.Duration
+	}{
+		{0, 5 * time.Second}, {1, 5 * time.Second},
+		{2, 5 * time.Second}, {3, 10 * time.Second}, {4, 20 * time.Second},
+		{5, 30 * time.Second}, // 40 s, capped
+		{30, 30 * time.Second}, {1000, 30 * time.Second},
+	} {
+		lo, hi := time.Duration(1<<62), time.Duration(0)
+		for i := 0; i < 2000; i++ {
+			got := l.backoff(tc.attempts)
+			if got < tc.d/2 || got > tc.d {
+				t.Fatalf("backoff(%d) = %s, want within [%s, %s]", tc.attempts, got, tc.d/2, tc.d)
+			}
+			lo, hi = min(lo, got), max(hi, got)
+		}
+		if lo == hi {
+			t.Errorf("backoff(%d) always %s: no jitter", tc.attempts, lo)
+		}
+		// The jitter spreads over the range.
+		if spread := hi - lo; spread < tc.d/4 {
+			t.Errorf("backoff(%d) spread %s over 2000 draws, want at least %s", tc.attempts, spread, tc.d/4)
+		}
+	}
+
+	// A huge base cannot overflow into a negative or zero delay.
+	big := h.loop(Config{BackoffBase: 1 << 60, BackoffMax: time.Hour})
+	for _, a := range []int{2, 10, 40} {
+		if got := big.backoff(a); got < 30*time.Minute || got > time.Hour {
+			t.Errorf("backoff(%d) with a huge base = %s, want within [30m, 1h]", a, got)
+		}
+	}
+}
+
+// ------------------------------------------------------------------ cursor
+
+func TestCursorSkipsSettledBuckets(t *testing.T) {
+	now := t0.Add(30 * time.Second) // 12:00:30; limit = 11:58
+	h := newHarness(now)
+	const shard = 7
+	var recs []ledger.Record
+	for _, b := range []time.Duration{-50 * time.Minute, -20 * time.Minute, -3 * time.Minute, -time.Minute, 0} {
+		r, e := h.ledger.AddPending(shard, createdFor(t0.Add(b)))
+		if !e.Due.Equal(t0.Add(b)) {
+			t.Fatalf("setup: entry due %s, want %s", e.Due, t0.Add(b))
+		}
+		recs = append(recs, r)
+	}
+	l := h.loop(Config{}) // Margin 2 min, InitialLookback 1 h
+
+	res := mustPass(t, l, shard)
+	if res.Finished != len(recs) {
+		t.Fatalf("PassResult = %+v, want %d finished", res, len(recs))
+	}
+	limit := ledger.BucketOf(now.Add(-2 * time.Minute))
+	if c, ok := h.coord.CursorOf(shard); !ok || !c.Equal(limit) {
+		t.Fatalf("cursor = %s (set %v), want %s: every bucket before the margin is settled", c, ok, limit)
+	}
+	start := ledger.BucketOf(now.Add(-time.Hour))
+	for b := start; !b.After(t0); b = b.Add(time.Minute) {
+		if n := h.ledger.DueCalls(shard, b); n != 1 {
+			t.Fatalf("first pass read bucket %s %d times, want 1", b.Format("15:04"), n)
+		}
+	}
+
+	// Five minutes on, a pass starts at the saved cursor.
+	h.clock.Advance(5 * time.Minute) // 12:05:30; limit 12:03
+	res = mustPass(t, l, shard)
+	if res.Buckets != 8 {
+		t.Errorf("second pass read %d buckets, want 8 (11:58..12:05)", res.Buckets)
+	}
+	for b := start; b.Before(limit); b = b.Add(time.Minute) {
+		if n := h.ledger.DueCalls(shard, b); n != 1 {
+			t.Errorf("bucket %s before the cursor read %d times, want 1", b.Format("15:04"), n)
+		}
+	}
+	for b := limit; !b.After(t0); b = b.Add(time.Minute) {
+		if n := h.ledger.DueCalls(shard, b); n != 2 {
+			t.Errorf("bucket %s at/after the cursor read %d times, want 2", b.Format("15:04"), n)
+		}
+	}
+	if c, _ := h.coord.CursorOf(shard); !c.Equal(t0.Add(3 * time.Minute)) {
+		t.Errorf("cursor = %s, want 12:03", c)
+	}
+	// Nothing to advance: no write.
+	saves := len(h.coord.Saves(shard))
+	mustPass(t, l, shard)
+	if got := len(h.coord.Saves(shard)); got != saves {
+		t.Errorf("a pass that cannot advance the cursor saved it (%d → %d saves)", saves, got)
+	}
+}
+
+func TestCursorStopsAtEntryWithGetError(t *testing.T) {
+	now := t0.Add(30 * time.Second)
+	h := newHarness(now)
+	const shard = 9
+	h.coord.SetCursor(shard, t0.Add(-30*time.Minute))
+	a, _ := h.ledger.AddPending(shard, createdFor(t0.Add(-25*time.Minute)))
+	b, be := h.ledger.AddPending(shard, createdFor(t0.Add(-20*time.Minute)))
+	c, _ := h.ledger.AddPending(shard, createdFor(t0.Add(-15*time.Minute)))
+	h.ledger.SetGetErr(b.Key, errors.New("read timeout"))
+	l := h.loop(Config{})
+
+	res, _ := l.PassShards(context.Background(), []int{shard})
+	if res.Finished != 2 {
+		t.Errorf("PassResult = %+v, want the two readable requests finished", res)
+	}
+	wantState(t, h, a.Key, ledger.Complete)
+	wantState(t, h, c.Key, ledger.Complete) // later buckets are still worked
+	wantState(t, h, b.Key, ledger.Pending)
+	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(be.Due) {
+		t.Fatalf("cursor = %s, want it kept at the failed entry's bucket %s", cur, be.Due)
+	}
+
+	// The next pass re-reads that bucket, not the ones before it.
+	h.clock.Advance(time.Minute)
+	l.PassShards(context.Background(), []int{shard})
+	if n := h.ledger.DueCalls(shard, t0.Add(-25*time.Minute)); n != 1 {
+		t.Errorf("settled bucket before the cursor read %d times, want 1", n)
+	}
+	if n := h.ledger.DueCalls(shard, be.Due); n != 2 {
+		t.Errorf("failed entry's bucket read %d times, want 2", n)
+	}
+	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(be.Due) {
+		t.Errorf("cursor = %s, want still %s", cur, be.Due)
+	}
+
+	// Once the ledger answers, the request is finished and the cursor moves.
+	h.ledger.SetGetErr(b.Key, nil)
+	h.clock.Advance(time.Minute)
+	mustPass(t, l, shard)
+	wantState(t, h, b.Key, ledger.Complete)
+	want := ledger.BucketOf(h.clock.Now().Add(-2 * time.Minute))
+	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(want) {
+		t.Errorf("cursor = %s, want %s", cur, want)
+	}
+}
+
+func TestDueEntriesErrorFailsPassAndKeepsCursor(t *testing.T) {
+	now := t0.Add(30 * time.Second)
+	h := newHarness(now)
+	const shard = 2
+	start := t0.Add(-30 * time.Minute)
+	h.coord.SetCursor(shard, start)
+	a, _ := h.ledger.AddPending(shard, createdFor(t0.Add(-25*time.Minute)))
+	bad := t0.Add(-20 * time.Minute)
+	h.ledger.SetDueErr(shard, bad, errors.New("read timeout"))
+	l := h.loop(Config{})
+
+	if _, err := l.PassShards(context.Background(), []int{shard}); err == nil {
+		t.Fatal("PassShards: want the DueEntries error")
+	}
+	if st := l.Stats(); st.PassErrors != 1 || st.Passes != 1 {
+		t.Errorf("Stats = %+v, want Passes 1, PassErrors 1", st)
+	}
+	wantState(t, h, a.Key, ledger.Complete)
+	if cur, _ := h.coord.CursorOf(shard); cur.After(bad) {
+		t.Errorf("cursor = %s, moved past the unreadable bucket %s", cur, bad)
+	}
+
+	h.ledger.SetDueErr(shard, bad, nil)
+	mustPass(t, l, shard)
+	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(ledger.BucketOf(now.Add(-2 * time.Minute))) {
+		t.Errorf("cursor = %s after a clean pass, want the margin's bucket", cur)
+	}
+	if st := l.Stats(); st.PassErrors != 1 || st.Passes != 2 {
+		t.Errorf("Stats = %+v, want Passes 2, PassErrors 1", st)
+	}
+}
+
+// ------------------------------------------------------------------ stats
+
+func TestStatsPendingAndOldest(t *testing.T) {
+	now := t0.Add(30 * time.Second)
+	h := newHarness(now)
+	h.fin.SetFail(-1)
+	const shard = 4
+	oldest := t0.Add(-5 * time.Minute)
+	for _, c := range []time.Time{t0.Add(-3 * time.Minute), oldest, t0.Add(-2 * time.Minute)} {
+		h.ledger.AddPending(shard, c)
+	}
+	young, _ := h.ledger.AddPending(shard, now.Add(-10*time.Second)) // not due yet
+	l := h.loop(Config{MaxAttempts: 10, BackoffBase: time.Minute, BackoffMax: 2 * time.Minute})
+
+	if st := l.Stats(); st.Pending != 0 || st.OldestPending != 0 {
+		t.Fatalf("Stats before any pass = %+v", st)
+	}
+	res := mustPass(t, l, shard)
+	st := l.Stats()
+	if res.Pending != 3 || st.Pending != 3 {
+		t.Errorf("pending: PassResult %d, Stats %d; want 3 (the young one is not due)", res.Pending, st.Pending)
+	}
+	if want := now.Sub(oldest); st.OldestPending != want {
+		t.Errorf("Stats.OldestPending = %s, want %s", st.OldestPending, want)
+	}
+
+	// Ten minutes on, everything is due and succeeds.
+	h.fin.SetFail(0)
+	now = h.clock.Advance(10 * time.Minute)
+	res = mustPass(t, l, shard)
+	st = l.Stats()
+	if res.Pending != 4 || st.Pending != 4 || res.Finished != 4 {
+		t.Errorf("second pass: PassResult %+v, Stats.Pending %d; want 4 pending, 4 finished", res, st.Pending)
+	}
+	if want := now.Sub(oldest); st.OldestPending != want {
+		t.Errorf("Stats.OldestPending = %s, want %s", st.OldestPending, want)
+	}
+	wantState(t, h, young.Key, ledger.Complete)
+
+	mustPass(t, l, shard)
+	if st := l.Stats(); st.Pending != 0 || st.OldestPending != 0 || st.Passes != 3 {
+		t.Errorf("Stats after an empty pass = %+v, want Pending 0, OldestPending 0, Passes 3", st)
+	}
+}
+
+// ------------------------------------------------------------------ coordination
+
+const testTTL = 15 * time.Second
+
+func (h *harness) member(id uuid.UUID) *Loop {
+	return h.loop(Config{Instance: id, LeaseTTL: testTTL})
+}
+
+func TestCoordinateSplitsShardsBetweenTwo(t *testing.T) {
+	t.Run("both alive from the start", func(t *testing.T) {
+		h := newHarness(t0)
+		a, b := h.member(uuid.New()), h.member(uuid.New())
+		for _, l := range []*Loop{a, b} {
+			if _, err := h.coord.Heartbeat(context.Background(), l.cfg.Instance, testTTL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCoordinate(t, a)
+		mustCoordinate(t, b)
+		checkSplit(t, h, a, b)
+		// Coordinating again changes nothing.
+		sa, sb := ownedShards(a), ownedShards(b)
+		h.clock.Advance(5 * time.Second)
+		mustCoordinate(t, a)
+		mustCoordinate(t, b)
+		if !slices.Equal(sa, ownedShards(a)) || !slices.Equal(sb, ownedShards(b)) {
+			t.Errorf("a stable group moved shards: %v/%v → %v/%v", sa, sb, ownedShards(a), ownedShards(b))
+		}
+	})
+
+	t.Run("second joins the first", func(t *testing.T) {
+		h := newHarness(t0)
+		a, b := h.member(uuid.New()), h.member(uuid.New())
+		mustCoordinate(t, a)
+		if got := len(ownedShards(a)); got != ledger.PendingShards {
+			t.Fatalf("a lone instance owns %d shards, want all %d", got, ledger.PendingShards)
+		}
+		mustCoordinate(t, b) // all taken: nothing yet
+		if got := len(ownedShards(b)); got != 0 {
+			t.Fatalf("joiner owns %d shards while all are leased, want 0", got)
+		}
+		mustCoordinate(t, a) // gives back down to its fair share
+		mustCoordinate(t, b)
+		checkSplit(t, h, a, b)
+	})
+}
+
+func checkSplit(t *testing.T, h *harness, a, b *Loop) {
+	t.Helper()
+	sa, sb := ownedShards(a), ownedShards(b)
+	if len(sa) != 8 || len(sb) != 8 {
+		t.Fatalf("shards owned: %d and %d, want 8 each", len(sa), len(sb))
+	}
+	if !disjoint(sa, sb) {
+		t.Fatalf("shard sets overlap: %v and %v", sa, sb)
+	}
+	if la, lb := h.coord.LeasesOf(a.cfg.Instance), h.coord.LeasesOf(b.cfg.Instance); !slices.Equal(sa, la) || !slices.Equal(sb, lb) {
+		t.Fatalf("loops' shards %v/%v differ from the leases %v/%v", sa, sb, la, lb)
+	}
+	if a.Stats().OwnedShards != 8 || b.Stats().OwnedShards != 8 {
+		t.Fatalf("Stats.OwnedShards = %d/%d, want 8/8", a.Stats().OwnedShards, b.Stats().OwnedShards)
+	}
+}
+
+func TestCoordinateTakesOverExpiredLeases(t *testing.T) {
+	h := newHarness(t0)
+	a, b := h.member(uuid.New()), h.member(uuid.New())
+	for _, l := range []*Loop{a, b} {
+		h.coord.Heartbeat(context.Background(), l.cfg.Instance, testTTL)
+	}
+	mustCoordinate(t, a)
+	mustCoordinate(t, b)
+	checkSplit(t, h, a, b)
+	aShards := ownedShards(a)
+	start := h.clock.Now()
+
+	// a stops; b keeps coordinating every 5 s.
+	tookAll := time.Duration(-1)
+	for i := 0; i < 6 && tookAll < 0; i++ {
+		now := h.clock.Advance(5 * time.Second)
+		mustCoordinate(t, b)
+		held := ownedShards(b)
+		if now.Sub(start) < testTTL && !disjoint(held, aShards) {
+			t.Fatalf("at +%s, before a's leases expired, b holds some of a's shards: %v", now.Sub(start), held)
+		}
+		if len(held) == ledger.PendingShards {
+			tookAll = now.Sub(start)
+		}
+	}
+	if tookAll < 0 {
+		t.Fatalf("b holds %d shards 30 s after a stopped, want all %d", len(ownedShards(b)), ledger.PendingShards)
+	}
+	if tookAll > testTTL+5*time.Second {
+		t.Errorf("b took all shards only at +%s, want by the first coordinate after the %s TTL", tookAll, testTTL)
+	}
+
+	// a comes back: its leases are gone; the group rebalances to 8/8.
+	mustCoordinate(t, a)
+	if got := ownedShards(a); len(got) != 0 {
+		t.Fatalf("returning instance still believes it holds %v", got)
+	}
+	mustCoordinate(t, b)
+	mustCoordinate(t, a)
+	checkSplit(t, h, a, b)
+}
+
+func TestCoordinateRebalancesWhenThirdJoins(t *testing.T) {
+	h := newHarness(t0)
+	a, b, c := h.member(uuid.New()), h.member(uuid.New()), h.member(uuid.New())
+	for _, l := range []*Loop{a, b} {
+		h.coord.Heartbeat(context.Background(), l.cfg.Instance, testTTL)
+	}
+	mustCoordinate(t, a)
+	mustCoordinate(t, b)
+	checkSplit(t, h, a, b)
+
+	mustCoordinate(t, c) // 3 members, fair share 6; nothing free yet
+	if got := len(ownedShards(c)); got != 0 {
+		t.Fatalf("newcomer owns %d shards while all are leased, want 0", got)
+	}
+	h.clock.Advance(2 * time.Second)
+	mustCoordinate(t, a)
+	mustCoordinate(t, b)
+	if la, lb := len(ownedShards(a)), len(ownedShards(b)); la != 6 || lb != 6 {
+		t.Fatalf("after the third joined: a holds %d, b %d; want each down to its fair share 6", la, lb)
+	}
+	mustCoordinate(t, c)
+	sa, sb, sc := ownedShards(a), ownedShards(b), ownedShards(c)
+	if len(sc) != 4 {
+		t.Errorf("newcomer took %d shards, want the 4 given back", len(sc))
+	}
+	if !disjoint(sa, sb, sc) || len(sa)+len(sb)+len(sc) != ledger.PendingShards {
+		t.Errorf("shards %v / %v / %v: want a disjoint cover of all %d", sa, sb, sc, ledger.PendingShards)
+	}
+	for _, l := range []*Loop{a, b, c} {
+		if got, want := ownedShards(l), h.coord.LeasesOf(l.cfg.Instance); !slices.Equal(got, want) {
+			t.Errorf("instance %s believes it holds %v, leases say %v", l.cfg.Instance, got, want)
+		}
+	}
+}
+
+func TestLeaveReleasesLeasesAndMembership(t *testing.T) {
+	h := newHarness(t0)
+	a, b := h.member(uuid.New()), h.member(uuid.New())
+	for _, l := range []*Loop{a, b} {
+		h.coord.Heartbeat(context.Background(), l.cfg.Instance, testTTL)
+	}
+	mustCoordinate(t, a)
+	mustCoordinate(t, b)
+	checkSplit(t, h, a, b)
+
+	a.leave()
+	if got := h.coord.LeasesOf(a.cfg.Instance); len(got) != 0 {
+		t.Errorf("after leave, a still holds leases %v", got)
+	}
+	if h.coord.IsMember(a.cfg.Instance) {
+		t.Errorf("after leave, a is still a member")
+	}
+	if a.Stats().OwnedShards != 0 {
+		t.Errorf("after leave, Stats.OwnedShards = %d", a.Stats().OwnedShards)
+	}
+	// b takes everything at once, without waiting for a TTL.
+	mustCoordinate(t, b)
+	if got := len(ownedShards(b)); got != ledger.PendingShards {
+		t.Errorf("after a left, b holds %d shards, want %d", got, ledger.PendingShards)
+	}
+}
+
+func TestPassCoversOwnedShards(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	a, b := h.member(uuid.New()), h.member(uuid.New())
+	for _, l := range []*Loop{a, b} {
+		h.coord.Heartbeat(context.Background(), l.cfg.Instance, testTTL)
+	}
+	mustCoordinate(t, a)
+	mustCoordinate(t, b)
+	var recs []ledger.Record
+	for s := 0; s < ledger.PendingShards; s++ {
+		r, _ := h.ledger.AddPending(s, t0.Add(-10*time.Minute))
+		recs = append(recs, r)
+	}
+	ra, err := a.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Shards != 8 || ra.Finished != 8 {
+		t.Errorf("a's pass = %+v, want 8 shards, 8 finished", ra)
+	}
+	for _, r := range recs {
+		mine := slices.Contains(ownedShards(a), ledger.ShardOf(r.RequestID))
+		rec, _ := h.ledger.Record(r.Key)
+		if mine != (rec.State == ledger.Complete) {
+			t.Errorf("request in shard %d (a's: %v) is %s", ledger.ShardOf(r.RequestID), mine, rec.State)
+		}
+	}
+	if _, err := b.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		wantState(t, h, r.Key, ledger.Complete)
+	}
+}
+
+func TestRunCoordinatesPassesAndLeaves(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	var recs []ledger.Record
+	for s := 0; s < ledger.PendingShards; s++ {
+		r, _ := h.ledger.AddPending(s, t0.Add(-10*time.Minute))
+		recs = append(recs, r)
+	}
+	l := h.loop(Config{Instance: uuid.New(), LeaseTTL: testTTL, Interval: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Stats().Finished < int64(len(recs)) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := l.Stats(); st.Finished != int64(len(recs)) || st.OwnedShards != ledger.PendingShards {
+		t.Errorf("Stats while running = %+v, want all %d shards owned and %d finished", st, ledger.PendingShards, len(recs))
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil on cancellation", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancellation")
+	}
+	if got := h.coord.LeasesOf(l.cfg.Instance); len(got) != 0 {
+		t.Errorf("after Run, leases %v still held", got)
+	}
+	if h.coord.IsMember(l.cfg.Instance) {
+		t.Errorf("after Run, still a member")
+	}
+	for _, r := range recs {
+		wantState(t, h, r.Key, ledger.Complete)
+	}
+}
+
+// ------------------------------------------------------------------ concurrency
+
+func TestConcurrentPassesCompleteEachRequestOnce(t *testing.T) {
+	const (
+		shard    = 11
+		requests = 50
+		rounds   = 10
+	)
+	for round := 0; round < rounds; round++ {
+		h := newHarness(t0.Add(30 * time.Second))
+		h.ledger.yield = true
+		var recs []ledger.Record
+		for i := 0; i < requests; i++ {
+			r, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute).Add(time.Duration(i)*time.Second))
+			recs = append(recs, r)
+		}
+		loops := []*Loop{h.loop(Config{Instance: uuid.New()}), h.loop(Config{Instance: uuid.New()})}
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			errs  = make([]error, len(loops))
+		)
+		for i, l := range loops {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = l.PassShards(context.Background(), []int{shard})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: loop %d: %v", round, i, err)
+			}
+		}
+		for _, r := range recs {
+			wantState(t, h, r.Key, ledger.Complete)
+			if n := h.ledger.Completions(r.RequestID); n != 1 {
+				t.Fatalf("round %d: request %s completed %d times, want exactly 1", round, r.RequestID, n)
+			}
+			wantNoEntries(t, h, r.Key)
+		}
+		if f := loops[0].Stats().Finished + loops[1].Stats().Finished; f < requests {
+			t.Fatalf("round %d: loops report %d finished, want at least %d", round, f, requests)
+		}
+		if n := h.fin.TotalCalls(); n < requests {
+			t.Fatalf("round %d: %d finisher calls, want at least %d", round, n, requests)
+		}
+	}
+}
+
+// ------------------------------------------------------------------ config
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c.Instance == uuid.Nil || c.Grace != 30*time.Second || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second ||
+		c.MaxAttempts != 5 || c.BackoffBase != 5*time.Second || c.BackoffMax != 5*time.Minute ||
+		c.Margin != 2*time.Minute || c.InitialLookback != time.Hour {
+		t.Errorf("defaults = %+v", c)
+	}
+	id := uuid.New()
+	c = Config{Instance: id, Grace: time.Minute, MaxAttempts: 3}.withDefaults()
+	if c.Instance != id || c.Grace != time.Minute || c.MaxAttempts != 3 {
+		t.Errorf("set fields overridden: %+v", c)
+	}
+}
