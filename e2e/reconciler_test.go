@@ -336,4 +336,3 @@ func forEach(t *testing.T, reqs []*ordersv1.CreateOrderRequest, parallel int, f 
 		t.Fatalf("%d of %d failed; first: %v", len(errs), len(reqs), errs[0])
 	}
 }
-

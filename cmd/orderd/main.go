@@ -37,8 +37,8 @@ import (
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
-	"github.com/atlasmart/orderd/reconciler"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+	"github.com/atlasmart/orderd/reconciler"
 )
 
 func main() {
