@@ -21,7 +21,7 @@ export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe migrate generate generate-check lint fuzz clean bench-reconciler
+	cluster-wipe migrate generate generate-check lint fuzz clean bench-reconciler bench bench-soak
 
 all: build
 
@@ -83,3 +83,21 @@ clean:
 # and among 100,000 COMPLETE requests; prints both times and their ratio.
 bench-reconciler:
 	$(GO) test ./e2e/ -run '^$$' -bench BenchmarkReconcilerFindPending -benchtime 1x -timeout 60m
+
+# Benchmarks (issue 6): orderd against its own CQL (direct, naive), the
+# replay path, a mixed load, and the claim LWT with paxos v1 against v2 (the
+# local cluster is restarted between them). Writes docs/benchmarks.md and
+# docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
+BENCH_REQUESTS ?= 2000
+bench: build
+	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,replay,mix,lwt -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
+	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
+	$(CLUSTER) down && $(CLUSTER) up
+	$(BIN)/orderbench report -out docs/benchmarks.md -plot docs/benchmark-latency.svg $(BIN)/bench-main.json $(BIN)/bench-lwt-v1.json $(wildcard $(BIN)/bench-soak.json)
+
+# orderd's memory over a long run: 5 minutes at 64 streams, RSS at start and end.
+bench-soak: build
+	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases soak -soak 5m -json $(BIN)/bench-soak.json

@@ -95,6 +95,7 @@ const (
 	takeLock         = `INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 120`
 	releaseLock      = `DELETE FROM %s.schema_lock WHERE id = 'migrate' IF owner = ?`
 	lockWait         = 2 * time.Second
+	ddlAttempts      = 4
 	lockMaxWaitTotal = 3 * time.Minute
 )
 
@@ -280,14 +281,28 @@ func lock(ctx context.Context, s *gocql.Session, keyspace string) (func(), error
 	}
 }
 
+// execDDL runs one idempotent DDL statement (IF NOT EXISTS) and waits for
+// schema agreement. Just after a node restarts, the cluster may still be
+// exchanging schema and refuse DDL (e.g. "Unknown CF"): it waits for
+// agreement and tries again, a few times.
 func execDDL(ctx context.Context, s *gocql.Session, stmt string) error {
-	if err := s.Query(stmt).ExecContext(ctx); err != nil {
-		return err
+	var err error
+	for attempt := 1; attempt <= ddlAttempts; attempt++ {
+		if err = s.AwaitSchemaAgreement(ctx); err != nil {
+			err = fmt.Errorf("wait for schema agreement: %w", err)
+		} else if err = s.Query(stmt).ExecContext(ctx); err == nil {
+			if err = s.AwaitSchemaAgreement(ctx); err != nil {
+				return fmt.Errorf("wait for schema agreement: %w", err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 2 * time.Second):
+		}
 	}
-	if err := s.AwaitSchemaAgreement(ctx); err != nil {
-		return fmt.Errorf("wait for schema agreement: %w", err)
-	}
-	return nil
+	return err
 }
 
 func maxKey(m map[int]string) int {

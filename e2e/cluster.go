@@ -88,6 +88,9 @@ func openLocal(ctx context.Context, log io.Writer) (Cluster, error) {
 	lc := &localCluster{Cluster: c}
 	if c.Reachable(ctx) {
 		fmt.Fprintf(log, "e2e: reusing the local cluster already running on %v\n", c.ContactPoints())
+		if err := c.WaitSchemaAgreement(ctx); err != nil {
+			return nil, err
+		}
 		return lc, nil
 	}
 	took, err := c.Up(ctx)

@@ -24,12 +24,13 @@ import (
 
 // orderdProcess is one running orderd binary.
 type orderdProcess struct {
-	addr   string
-	cmd    *exec.Cmd
-	output *syncBuffer
-	exited chan struct{} // closed when the process has exited
-	conn   *grpc.ClientConn
-	client ordersv1.OrderServiceClient
+	addr        string
+	metricsAddr string // its Prometheus /metrics listener
+	cmd         *exec.Cmd
+	output      *syncBuffer
+	exited      chan struct{} // closed when the process has exited
+	conn        *grpc.ClientConn
+	client      ordersv1.OrderServiceClient
 }
 
 type syncBuffer struct {
@@ -57,12 +58,23 @@ func launchOrderd(env ...string) (*orderdProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &orderdProcess{addr: addr, output: &syncBuffer{}, exited: make(chan struct{})}
+	return launchOrderdAt(addr, env...)
+}
+
+// launchOrderdAt is launchOrderd on a given address (to replace a process
+// that died, behind the same address its clients use).
+func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p := &orderdProcess{addr: addr, metricsAddr: metricsAddr, output: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(orderdBinary, "serve")
 	p.cmd.Env = append(os.Environ(),
 		"ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","),
 		"ORDERD_KEYSPACE="+keyspace,
 		"ORDERD_GRPC_ADDR="+addr,
+		"ORDERD_METRICS_ADDR="+metricsAddr,
 		"ORDERD_LOG_FORMAT=text",
 	)
 	p.cmd.Env = append(p.cmd.Env, env...)

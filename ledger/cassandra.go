@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/fault"
 )
 
@@ -50,7 +51,25 @@ type Config struct {
 	// due, i.e. when a reconciler may presume it abandoned. It must exceed the
 	// handler's deadline; default 30 s.
 	DueAfter time.Duration
+	// OnSettle, if set, is told how every write with an unknown outcome was
+	// settled (for logs and metrics); cause is the error that made it unknown.
+	OnSettle func(op string, outcome SettleOutcome, cause error)
+	// Failpoints may arm FailpointClaimResponseLost; nil in production.
+	Failpoints *failpoint.Set
 }
+
+// SettleOutcome is what the LOCAL_SERIAL read found after an unknown outcome.
+type SettleOutcome string
+
+const (
+	SettledApplied    SettleOutcome = "applied"     // the write had applied
+	SettledNotApplied SettleOutcome = "not_applied" // it had not (or another attempt's had)
+	Unsettled         SettleOutcome = "unsettled"   // the read failed too: the caller answers OUTCOME_UNKNOWN
+)
+
+// FailpointClaimResponseLost makes an applied claim look like a timeout, so
+// the serial read that settles unknown outcomes can be tested for real.
+const FailpointClaimResponseLost = "claim-response-lost"
 
 // CassandraStore is the Store on a Cassandra session whose keyspace holds
 // write_requests_by_id.
@@ -75,6 +94,9 @@ func NewCassandraStore(s *gocql.Session, cfg Config) (*CassandraStore, error) {
 	}
 	if cfg.DueAfter == 0 {
 		cfg.DueAfter = 30 * time.Second
+	}
+	if cfg.OnSettle == nil {
+		cfg.OnSettle = func(string, SettleOutcome, error) {}
 	}
 	return &CassandraStore{s: s, cfg: cfg, now: time.Now}, nil
 }
@@ -111,6 +133,12 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 			rec.Tenant, rec.Operation, rec.RequestID.String(), rec.EntityID.String(), rec.Fingerprint, rec.Command,
 			rec.CreatedAt, rec.Attempts, rec.ClaimToken.String(), c.ttl(rec.CreatedAt),
 		).MapScanCASContext(ctx, existing)
+		if err == nil && applied {
+			// Tests make the response of an applied claim go missing here.
+			if ferr := c.cfg.Failpoints.Eval(FailpointClaimResponseLost); ferr != nil {
+				err = &fault.Error{Kind: fault.OutcomeUnknown, Reason: "OUTCOME_UNKNOWN", Message: "claim response lost", Cause: ferr}
+			}
+		}
 		if err == nil {
 			if applied {
 				rec.State = Pending
@@ -119,7 +147,9 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 			cur, err := fromMap(existing)
 			return false, cur, err
 		}
-		err = cassandra.WriteError("claim request", err)
+		if _, known := fault.As(err); !known {
+			err = cassandra.WriteError("claim request", err)
+		}
 		if fault.KindOf(err) != fault.OutcomeUnknown {
 			return false, Record{}, err
 		}
@@ -127,10 +157,14 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 		cur, gerr := c.settle(ctx, rec.Key)
 		switch {
 		case gerr == nil:
-			return cur.ClaimToken == rec.ClaimToken, cur, nil
+			won := cur.ClaimToken == rec.ClaimToken
+			c.cfg.OnSettle("claim", map[bool]SettleOutcome{true: SettledApplied, false: SettledNotApplied}[won], err)
+			return won, cur, nil
 		case errors.Is(gerr, ErrNotFound) && attempt < c.cfg.SettleAttempts:
+			c.cfg.OnSettle("claim", SettledNotApplied, err)
 			continue // definitely not applied: claim again
 		default:
+			c.cfg.OnSettle("claim", Unsettled, err)
 			return false, Record{}, err
 		}
 	}
@@ -176,32 +210,50 @@ func (c *CassandraStore) read(ctx context.Context, key Key, cl gocql.Consistency
 	return fromMap(row)
 }
 
-// Complete implements Store.
+// Complete implements Store. An unknown outcome is settled by a
+// LOCAL_SERIAL read; if that shows the request still PENDING, the update
+// definitely did not apply and is sent again (it is conditional, so
+// repeating it is safe), a bounded number of times.
 func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byte, at time.Time) (Record, error) {
-	cur := map[string]any{}
-	applied, err := c.s.Query(completeCQL, c.ttl(rec.CreatedAt), at, outcome,
-		rec.Tenant, rec.Operation, rec.RequestID.String()).MapScanCASContext(ctx, cur)
-	if err != nil {
+	for attempt := 1; ; attempt++ {
+		cur := map[string]any{}
+		applied, err := c.s.Query(completeCQL, c.ttl(rec.CreatedAt), at, outcome,
+			rec.Tenant, rec.Operation, rec.RequestID.String()).MapScanCASContext(ctx, cur)
+		if err == nil && applied {
+			rec.State, rec.CompletedAt, rec.Outcome = Complete, at, outcome
+			// Best effort: the claimer's entry is settled; a leftover is
+			// dropped by the reconciler when it falls due.
+			_ = c.RemoveEntry(ctx, c.entryFor(rec))
+			return rec, nil
+		}
+		if err == nil {
+			// Not PENDING any more (completed by a racing attempt, or gone):
+			// the IF clause returned only the state, so read the whole row.
+			return c.Get(ctx, rec.Key)
+		}
 		err = cassandra.WriteError("complete request", err)
 		if fault.KindOf(err) != fault.OutcomeUnknown {
 			return Record{}, err
 		}
 		now, gerr := c.settle(ctx, rec.Key)
-		if gerr != nil {
+		switch {
+		case gerr != nil:
+			c.cfg.OnSettle("complete", Unsettled, err)
 			return Record{}, err
+		case now.State == Complete:
+			c.cfg.OnSettle("complete", SettledApplied, err)
+			return now, nil
+		case now.State == Pending && attempt < c.cfg.SettleAttempts:
+			c.cfg.OnSettle("complete", SettledNotApplied, err)
+			continue
+		case now.State == Pending:
+			c.cfg.OnSettle("complete", SettledNotApplied, err)
+			return Record{}, &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE", RetryAfter: time.Second,
+				Message: "the database is unavailable; retry with the same request_id", Cause: err}
+		default:
+			return now, nil
 		}
-		return now, nil
 	}
-	if applied {
-		rec.State, rec.CompletedAt, rec.Outcome = Complete, at, outcome
-		// Best effort: the claimer's entry is settled; a leftover is dropped
-		// by the reconciler when it falls due.
-		_ = c.RemoveEntry(ctx, c.entryFor(rec))
-		return rec, nil
-	}
-	// Not PENDING any more (completed by a racing attempt, or gone): the
-	// IF clause returned only the state, so read the whole row.
-	return c.Get(ctx, rec.Key)
 }
 
 // MarkFailed moves a PENDING request to FAILED (the dead letter) with the

@@ -64,50 +64,65 @@ func NewStore(s *gocql.Session, failpoints *failpoint.Set) *Store {
 	return &Store{s: s, failpoints: failpoints}
 }
 
+// Tables lists the projection tables in the order design doc 000 §2 writes
+// them one after another.
+var Tables = []string{OrdersByCustomer, EventsByOrder, OrdersByID}
+
 // Write projects o into every table, concurrently. It returns nil only when
 // every write is confirmed at LOCAL_QUORUM; otherwise a *fault.Error
 // (Unavailable or OutcomeUnknown), and the whole Write may be replayed.
 func (p *Store) Write(ctx context.Context, o order.Order) error {
-	total, err := decimal(o.Total)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, table := range Tables {
+		g.Go(func() error { return p.WriteOne(gctx, o, table) })
+	}
+	return g.Wait()
+}
+
+// WriteOne projects o into one table (one of Tables).
+func (p *Store) WriteOne(ctx context.Context, o order.Order, table string) error {
+	stmt, args, err := upsertFor(o, table)
 	if err != nil {
 		return err
 	}
+	if err := p.failpoints.Eval(failpoint.ProjectionPrefix + table); err != nil {
+		return err
+	}
+	err = p.s.Query(stmt, args...).WithTimestamp(o.CreatedAt.UnixMicro()).Idempotent(true).ExecContext(ctx)
+	if err != nil {
+		return cassandra.WriteError("write "+table, err)
+	}
+	return p.failpoints.Eval(failpoint.AfterProjectionPrefix + table)
+}
+
+// upsertFor is the statement and values that project o into table; every
+// value comes from the order.
+func upsertFor(o order.Order, table string) (string, []any, error) {
+	total, err := decimal(o.Total)
+	if err != nil {
+		return "", nil, err
+	}
 	month, err := time.Parse(time.DateOnly, o.Month)
 	if err != nil {
-		return fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
+		return "", nil, fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
 	}
-	lines := make([]lineUDT, len(o.Lines))
-	for i, l := range o.Lines {
-		price, err := decimal(l.UnitPrice)
-		if err != nil {
-			return err
-		}
-		lines[i] = lineUDT{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: price}
-	}
-	ts := o.CreatedAt.UnixMicro()
-	writes := []struct {
-		table string
-		stmt  string
-		args  []any
-	}{
-		{OrdersByCustomer, upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(), o.CreatedAt, o.CreatedAt}},
-		{OrdersByID, upsertByIDCQL, []any{o.Tenant, o.ID.String(), o.CustomerID, month, o.Status, total, o.Currency, o.RequestID.String(), lines, o.CreatedAt, o.CreatedAt}},
-		{EventsByOrder, upsertEventCQL, []any{o.Tenant, o.ID.String(), o.RequestID.String(), EventOrderCreated, "order created by request " + o.RequestID.String(), o.CreatedAt}},
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for _, w := range writes {
-		g.Go(func() error {
-			if err := p.failpoints.Eval(failpoint.ProjectionPrefix + w.table); err != nil {
-				return err
-			}
-			err := p.s.Query(w.stmt, w.args...).WithTimestamp(ts).Idempotent(true).ExecContext(gctx)
+	switch table {
+	case OrdersByCustomer:
+		return upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(), o.CreatedAt, o.CreatedAt}, nil
+	case OrdersByID:
+		lines := make([]lineUDT, len(o.Lines))
+		for i, l := range o.Lines {
+			price, err := decimal(l.UnitPrice)
 			if err != nil {
-				return cassandra.WriteError("write "+w.table, err)
+				return "", nil, err
 			}
-			return p.failpoints.Eval(failpoint.AfterProjectionPrefix + w.table)
-		})
+			lines[i] = lineUDT{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: price}
+		}
+		return upsertByIDCQL, []any{o.Tenant, o.ID.String(), o.CustomerID, month, o.Status, total, o.Currency, o.RequestID.String(), lines, o.CreatedAt, o.CreatedAt}, nil
+	case EventsByOrder:
+		return upsertEventCQL, []any{o.Tenant, o.ID.String(), o.RequestID.String(), EventOrderCreated, "order created by request " + o.RequestID.String(), o.CreatedAt}, nil
 	}
-	return g.Wait()
+	return "", nil, fmt.Errorf("no projection table %q", table)
 }
 
 // ErrNotFound: no such order.

@@ -7,7 +7,8 @@
 //	cassandra-local cql ["STATEMENT"]   (no statement: read statements from stdin)
 //
 // Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_VERSION
-// (newest 5.0.x), CASSANDRA_HEAP_MB (1024), ORDERD_CLUSTER_DIR (.cluster),
+// (newest 5.0.x), CASSANDRA_HEAP_MB (1024), CASSANDRA_PAXOS_VARIANT (v2),
+// ORDERD_CLUSTER_DIR (.cluster),
 // ORDERD_CACHE_DIR (~/.cache/orderd).
 package main
 
@@ -33,6 +34,8 @@ const usage = `usage: cassandra-local COMMAND
   start-node N    start node N and wait until it is Up/Normal
   logs N          print node N's system.log path and its last 50 lines
   cql [STMT]      run CQL (from the argument, or ';'-terminated from stdin)
+  nodetool N ARGS run nodetool against node N (e.g. nodetool 1 describecluster)
+  schema-agree    wait until all running nodes agree on the schema (resetting stragglers)
   wipe            stop every node and delete data, logs and configuration`
 
 func main() {
@@ -78,6 +81,19 @@ func run() error {
 		return err
 	case "cql":
 		return runCQL(ctx, c.ContactPoints(), args)
+	case "schema-agree":
+		return c.WaitSchemaAgreement(ctx)
+	case "nodetool":
+		if len(args) < 1 {
+			return errors.New("usage: nodetool N ARGS...")
+		}
+		i, err := nodeArg(args[:1])
+		if err != nil {
+			return err
+		}
+		out, err := c.Nodetool(ctx, i, args[1:]...)
+		fmt.Print(out)
+		return err
 	case "stop-node", "kill-node", "start-node", "logs":
 		i, err := nodeArg(args)
 		if err != nil {
@@ -100,9 +116,10 @@ func run() error {
 
 func configFromEnv() (local.Config, error) {
 	cfg := local.Config{
-		Version:  os.Getenv("CASSANDRA_VERSION"),
-		StateDir: os.Getenv("ORDERD_CLUSTER_DIR"),
-		CacheDir: os.Getenv("ORDERD_CACHE_DIR"),
+		Version:      os.Getenv("CASSANDRA_VERSION"),
+		PaxosVariant: os.Getenv("CASSANDRA_PAXOS_VARIANT"),
+		StateDir:     os.Getenv("ORDERD_CLUSTER_DIR"),
+		CacheDir:     os.Getenv("ORDERD_CACHE_DIR"),
 	}
 	for name, dst := range map[string]*int{"CASSANDRA_NODES": &cfg.Nodes, "CASSANDRA_HEAP_MB": &cfg.HeapMB} {
 		if v := os.Getenv(name); v != "" {

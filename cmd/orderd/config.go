@@ -36,6 +36,12 @@ type config struct {
 	reconcileBackoff     time.Duration
 	reconcileBackoffMax  time.Duration
 
+	verifyAcks string
+
+	metricsAddr         string
+	metricsAddrExplicit bool // set by flag or environment, not the default
+	tracing             string
+
 	envErrs []string // ORDERD_* values that did not parse
 }
 
@@ -60,7 +66,15 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.DurationVar(&c.reconcileBackoff, "reconcile-backoff", c.envDuration("ORDERD_RECONCILE_BACKOFF", 5*time.Second), "first backoff between attempts of one request (doubles, with jitter)")
 		fs.DurationVar(&c.reconcileBackoffMax, "reconcile-backoff-max", c.envDuration("ORDERD_RECONCILE_BACKOFF_MAX", 5*time.Minute), "longest backoff between attempts")
 	}
+	if cmd == "verify" {
+		fs.StringVar(&c.verifyAcks, "acks", "", "JSON lines of acknowledged outcomes (from orderload -acks) to check against the rows")
+	}
+	if cmd == "serve" || cmd == "reconcile" {
+		fs.StringVar(&c.metricsAddr, "metrics-addr", env("ORDERD_METRICS_ADDR", "127.0.0.1:9090"), "HTTP listen address of /metrics (Prometheus); empty disables")
+		_, c.metricsAddrExplicit = os.LookupEnv("ORDERD_METRICS_ADDR")
+	}
 	if cmd == "serve" {
+		fs.StringVar(&c.tracing, "tracing", env("ORDERD_TRACING", "off"), "OpenTelemetry tracing: off, stdout (spans on stderr) or otlp (OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT)")
 		fs.BoolVar(&c.reconcilerOn, "reconciler", c.envBool("ORDERD_RECONCILER", true), "run the reconciler inside serve")
 		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
 		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "deadline of a call whose client set none")
@@ -141,6 +155,11 @@ func (c *config) validate() error {
 	}
 	if c.reconcileGrace > 0 && c.requestTimeout > 0 && c.reconcileGrace <= c.requestTimeout {
 		return fmt.Errorf("reconcile-grace (%s) must exceed request-timeout (%s): the reconciler would race requests still in their handler", c.reconcileGrace, c.requestTimeout)
+	}
+	switch c.tracing {
+	case "", "off", "stdout", "otlp":
+	default:
+		return fmt.Errorf("tracing %q: use off, stdout or otlp", c.tracing)
 	}
 	if len(c.contactPoints()) == 0 {
 		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")

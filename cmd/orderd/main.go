@@ -4,14 +4,18 @@
 //	orderd reconcile            run only the reconciler
 //	orderd migrate              create or update the keyspace's schema, then exit
 //	orderd requeue REQUEST_ID   give a FAILED request another round of attempts
+//	orderd verify [-acks FILE]  check the keyspace's invariants; non-zero exit on any violation
 //
 // Every setting is a flag with an ORDERD_* environment variable of the same
 // name as its default source; `orderd serve -h` lists them.
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,6 +37,8 @@ import (
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/grpcapi"
+	"github.com/atlasmart/orderd/internal/invariant"
+	"github.com/atlasmart/orderd/internal/metrics"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
@@ -58,6 +64,11 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "metrics-addr" {
+			cfg.metricsAddrExplicit = true
+		}
+	})
 	if err := cfg.validate(); err != nil {
 		return err
 	}
@@ -76,8 +87,10 @@ func run(args []string) error {
 		return migrate(ctx, cfg, log)
 	case "requeue":
 		return requeue(ctx, cfg, fs.Args(), log)
+	case "verify":
+		return verify(ctx, cfg, log)
 	default:
-		return fmt.Errorf("unknown command %q: use serve, reconcile, migrate or requeue", cmd)
+		return fmt.Errorf("unknown command %q: use serve, reconcile, migrate, requeue or verify", cmd)
 	}
 }
 
@@ -87,9 +100,12 @@ type app struct {
 	ledger      *ledger.CassandraStore
 	projections *projection.Store
 	workflow    *workflow.Service
+	metrics     *metrics.Metrics // nil when not exported
 }
 
-func newApp(ctx context.Context, cfg *config, log *slog.Logger) (*app, error) {
+// newApp wires the core; obs (nil for none) observes the session, the
+// workflow and the ledger's unknown outcomes.
+func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observability) (*app, error) {
 	failpoints, err := failpoint.Parse(cfg.failpoints)
 	if err != nil {
 		return nil, err
@@ -97,38 +113,74 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger) (*app, error) {
 	if failpoints != nil {
 		log.Warn("failpoints armed: this process will fail on purpose", "failpoints", cfg.failpoints)
 	}
-	session, err := connect(ctx, cfg, cfg.keyspace, log)
+	var m *metrics.Metrics
+	if obs != nil {
+		m = obs.metrics
+	}
+	session, err := connectObserved(ctx, cfg, cfg.keyspace, log, obs.cqlObserver())
 	if err != nil {
 		return nil, err
 	}
-	store, err := ledger.NewCassandraStore(session, ledger.Config{Retention: cfg.retention, DueAfter: cfg.reconcileGrace})
+	store, err := ledger.NewCassandraStore(session, ledger.Config{
+		Retention: cfg.retention, DueAfter: cfg.reconcileGrace, Failpoints: failpoints,
+		OnSettle: func(op string, outcome ledger.SettleOutcome, cause error) {
+			log.Warn("write outcome was unknown; settled by a LOCAL_SERIAL read", "op", op, "settled", string(outcome), "cause", cause)
+			m.UnknownOutcome(op, outcome)
+		},
+	})
 	if err != nil {
 		session.Close()
 		return nil, err
 	}
 	projections := projection.NewStore(session, failpoints)
-	wf := workflow.New(workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter}, store, projections, failpoints, log)
-	return &app{session: session, ledger: store, projections: projections, workflow: wf}, nil
+	wcfg := workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter}
+	if m != nil {
+		wcfg.Observer = m
+	}
+	wf := workflow.New(wcfg, store, projections, failpoints, log)
+	return &app{session: session, ledger: store, projections: projections, workflow: wf, metrics: m}, nil
 }
 
-func (a *app) reconciler(cfg *config, log *slog.Logger) *reconciler.Loop {
+// reconciler returns the process's reconciler loop, its stats exported.
+func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error) {
 	finish := func(ctx context.Context, rec ledger.Record) error {
 		_, err := a.workflow.Finish(ctx, rec)
 		return err
 	}
-	return reconciler.New(reconciler.Config{
+	loop := reconciler.New(reconciler.Config{
 		Grace: cfg.reconcileGrace, Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
 		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax,
 	}, a.ledger, finish, reconciler.NewCassandraCoordinator(a.session), log)
+	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
+		return nil, err
+	}
+	return loop, nil
 }
 
 func reconcile(ctx context.Context, cfg *config, log *slog.Logger) error {
-	a, err := newApp(ctx, cfg, log)
+	obs, err := newObservability(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer obs.shutdown(log)
+	a, err := newApp(ctx, cfg, log, obs)
 	if err != nil {
 		return err
 	}
 	defer a.session.Close()
-	return a.reconciler(cfg, log).Run(ctx)
+	loop, err := a.reconciler(cfg, log)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	gctx, stop := context.WithCancel(gctx)
+	defer stop()
+	g.Go(func() error {
+		defer stop() // the loop is done: so is the metrics server
+		return loop.Run(gctx)
+	})
+	obs.serveMetrics(gctx, g, log)
+	return g.Wait()
 }
 
 func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) error {
@@ -139,7 +191,7 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 	if err != nil {
 		return fmt.Errorf("request id %q: %w", args[0], err)
 	}
-	a, err := newApp(ctx, cfg, log)
+	a, err := newApp(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}
@@ -149,6 +201,40 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 		return fmt.Errorf("requeue %s: %w", id, err)
 	}
 	log.Info("requeued", "request_id", id, "state", string(rec.State), "attempts", rec.Attempts)
+	return nil
+}
+
+func verify(ctx context.Context, cfg *config, log *slog.Logger) error {
+	var acks []invariant.Ack
+	if cfg.verifyAcks != "" {
+		raw, err := os.ReadFile(cfg.verifyAcks)
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		for dec.More() {
+			var a invariant.Ack
+			if err := dec.Decode(&a); err != nil {
+				return fmt.Errorf("read acks %s: %w", cfg.verifyAcks, err)
+			}
+			acks = append(acks, a)
+		}
+	}
+	cfg.cqlTimeout = max(cfg.cqlTimeout, 30*time.Second)
+	session, err := connect(ctx, cfg, cfg.keyspace, log)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	rep, err := invariant.Check(ctx, session, invariant.Config{Grace: cfg.reconcileGrace, Retention: cfg.retention, Acks: acks})
+	if err != nil {
+		return err
+	}
+	fmt.Print(rep.String())
+	if !rep.OK() {
+		return fmt.Errorf("%d invariant violations in keyspace %s", len(rep.Violations), cfg.keyspace)
+	}
+	fmt.Printf("keyspace %s: all invariants hold\n", cfg.keyspace)
 	return nil
 }
 
@@ -169,7 +255,12 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
 }
 
 func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
-	a, err := newApp(ctx, cfg, log)
+	obs, err := newObservability(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer obs.shutdown(log) // after the gRPC server stopped: flushes its last spans
+	a, err := newApp(ctx, cfg, log, obs)
 	if err != nil {
 		return err
 	}
@@ -180,7 +271,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w", cfg.grpcAddr, err)
 	}
-	srv := grpc.NewServer(grpc.UnaryInterceptor(deadlineInterceptor(cfg.requestTimeout)))
+	srv := grpc.NewServer(obs.grpcOptions(deadlineInterceptor(cfg.requestTimeout))...)
 	ordersv1.RegisterOrderServiceServer(srv, grpcapi.New(wf, projections, log))
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
@@ -189,12 +280,19 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return session.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ExecContext(ctx)
 	}, 2*time.Second, log)
 
+	var loop *reconciler.Loop
+	if cfg.reconcilerOn {
+		if loop, err = a.reconciler(cfg, log); err != nil {
+			return err
+		}
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return probe.Run(gctx) })
-	if cfg.reconcilerOn {
-		loop := a.reconciler(cfg, log)
+	if loop != nil {
 		g.Go(func() error { return loop.Run(gctx) })
 	}
+	obs.serveMetrics(gctx, g, log)
 	g.Go(func() error {
 		log.Info("serving", "grpc_addr", lis.Addr().String(), "keyspace", cfg.keyspace, "tenant", cfg.tenant)
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -235,9 +333,15 @@ func deadlineInterceptor(d time.Duration) grpc.UnaryServerInterceptor {
 // connect opens a session, retrying for cfg.connectWait so that orderd can
 // start alongside a cluster that is still coming up.
 func connect(ctx context.Context, cfg *config, keyspace string, log *slog.Logger) (*gocql.Session, error) {
+	return connectObserved(ctx, cfg, keyspace, log, nil)
+}
+
+// connectObserved is connect with a QueryObserver (nil for none) on the session.
+func connectObserved(ctx context.Context, cfg *config, keyspace string, log *slog.Logger, observer gocql.QueryObserver) (*gocql.Session, error) {
 	deadline := time.Now().Add(cfg.connectWait)
 	for {
-		s, err := cassandra.NewSession(cassandra.Config{Hosts: cfg.contactPoints(), LocalDC: cfg.localDC, Keyspace: keyspace, Timeout: cfg.cqlTimeout})
+		s, err := cassandra.NewSession(cassandra.Config{Hosts: cfg.contactPoints(), LocalDC: cfg.localDC, Keyspace: keyspace, Timeout: cfg.cqlTimeout,
+			QueryObserver: observer})
 		if err == nil {
 			return s, nil
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type Config struct {
 	StateDir string
 	// HeapMB is each node's Java heap; default 1024.
 	HeapMB int
+	// PaxosVariant is the LWT protocol, v1 or v2; default v2. It applies
+	// from the next start of each node.
+	PaxosVariant string
 	// StartTimeout bounds the wait for one start of the whole cluster or one
 	// node; default 4 minutes.
 	StartTimeout time.Duration
@@ -67,6 +71,13 @@ func (c *Config) setDefaults() error {
 	c.StateDir = abs
 	if c.HeapMB == 0 {
 		c.HeapMB = 1024
+	}
+	switch c.PaxosVariant {
+	case "":
+		c.PaxosVariant = "v2"
+	case "v1", "v2":
+	default:
+		return fmt.Errorf("paxos variant %q: use v1 or v2", c.PaxosVariant)
 	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 4 * time.Minute
@@ -210,7 +221,10 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	if err := c.startNode(ctx, i); err != nil {
 		return err
 	}
-	return c.waitAllNormal(ctx)
+	if err := c.waitAllNormal(ctx); err != nil {
+		return err
+	}
+	return c.WaitSchemaAgreement(ctx)
 }
 
 // StopNode stops node i gracefully: SIGTERM runs Cassandra's shutdown hook,
@@ -291,6 +305,88 @@ func (c *Cluster) waitAllNormal(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// Nodetool runs nodetool with args against node i.
+func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, error) {
+	if err := c.checkIndex(i); err != nil {
+		return "", err
+	}
+	return c.nodetool(ctx, i, args...)
+}
+
+// schemaVersionLine is one "<version>: [addresses]" line of describecluster.
+var schemaVersionLine = regexp.MustCompile(`(?m)^\s+([0-9a-f-]{36}): \[([^\]]*)\]`)
+
+// WaitSchemaAgreement waits until every running node reports the same
+// schema version. Just after a node restarts, a DDL statement racing its
+// catch-up can leave it on a version of its own that it never leaves (seen
+// here; nodetool resetlocalschema does not help, a restart does). After 30 s
+// of disagreement the nodes outside the largest group are restarted, as an
+// operator would.
+func (c *Cluster) WaitSchemaAgreement(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	reset := time.Now().Add(30 * time.Second)
+	for {
+		first := 0
+		for i := 1; i <= c.cfg.Nodes && first == 0; i++ {
+			if c.Running(i) {
+				first = i
+			}
+		}
+		if first == 0 {
+			return errors.New("no node is running")
+		}
+		out, err := c.nodetool(ctx, first, "describecluster")
+		if err == nil {
+			versions := schemaVersionLine.FindAllStringSubmatch(out, -1)
+			if len(versions) == 1 {
+				return nil
+			}
+			if len(versions) > 1 && time.Now().After(reset) {
+				// Reset every node outside the largest group.
+				best := 0
+				for k, v := range versions {
+					if strings.Count(v[2], ",") > strings.Count(versions[best][2], ",") {
+						best = k
+					}
+				}
+				for k, v := range versions {
+					if k == best {
+						continue
+					}
+					for _, addr := range strings.Split(v[2], ",") {
+						addr = strings.TrimSpace(addr)
+						for i := 1; i <= c.cfg.Nodes; i++ {
+							if addr == c.Address(i) && c.Running(i) {
+								c.logf("node %d disagrees on the schema (%s); restarting it", i, v[1])
+								if err := c.restart(ctx, i); err != nil {
+									return fmt.Errorf("restart node %d to repair its schema: %w", i, err)
+								}
+							}
+						}
+					}
+				}
+				reset = time.Now().Add(45 * time.Second)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nodes never agreed on the schema: %w; last describecluster:\n%s", ctx.Err(), out)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *Cluster) restart(ctx context.Context, i int) error {
+	if err := c.node(i).stop(ctx, 90*time.Second); err != nil {
+		return err
+	}
+	if err := c.startNode(ctx, i); err != nil {
+		return err
+	}
+	return c.waitAllNormal(ctx)
 }
 
 func (c *Cluster) checkIndex(i int) error {

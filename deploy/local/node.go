@@ -117,7 +117,12 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	if n.pid() > 0 {
 		return n.waitNative(ctx)
 	}
-	if err := n.checkPortsFree(); err != nil {
+	// A node stopped a moment ago may still be releasing its ports.
+	err := n.checkPortsFree()
+	for deadline := time.Now().Add(15 * time.Second); err != nil && time.Now().Before(deadline); err = n.checkPortsFree() {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
 		return err
 	}
 	if err := n.writeConfig(); err != nil {
@@ -244,6 +249,7 @@ func (n *node) writeConfig() error {
 		"Seeds":        strings.Join(seeds, ","),
 		"InitialToken": initialToken(n.index, n.c.cfg.Nodes),
 		"HeapMB":       n.c.cfg.HeapMB,
+		"PaxosVariant": n.c.cfg.PaxosVariant,
 		"JMXPort":      jmxPort(n.index),
 		"LibDir":       n.c.lib,
 		"JammJar":      jamm,

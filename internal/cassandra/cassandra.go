@@ -17,7 +17,6 @@
 package cassandra
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -43,6 +42,10 @@ type Config struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds each connection attempt; default 5 s.
 	ConnectTimeout time.Duration
+	// QueryObserver, if set, is told of every statement attempt (its text,
+	// context, timing and error): metrics and tracing hook in here
+	// (metrics.NewCQLObserver) without the stores knowing.
+	QueryObserver gocql.QueryObserver
 }
 
 // WithDefaults fills zero fields.
@@ -80,6 +83,9 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 	// Retries apply only to statements marked Idempotent(true).
 	cluster.RetryPolicy = &gocql.ExponentialBackoffRetryPolicy{NumRetries: 2, Min: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	cluster.ReconnectInterval = 2 * time.Second
+	if cfg.QueryObserver != nil {
+		cluster.QueryObserver = cfg.QueryObserver
+	}
 	session, err := cluster.CreateSession()
 	if err != nil {
 		return nil, &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE",
@@ -89,30 +95,34 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 }
 
 // WriteError converts an error from a write. It keeps "definitely not
-// written" (Unavailable) apart from "may have been written" (OutcomeUnknown).
+// written" (Unavailable) apart from "may have been written"
+// (OutcomeUnknown). Any failure on the way to or from the server that is not
+// known to have stopped the request before it was sent (a reset connection,
+// a timeout) may have applied; only what the server refused or cannot accept
+// (syntax, invalid query, bad values) is Internal.
 func WriteError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	kind := fault.Internal
+	kind := fault.OutcomeUnknown
 	switch {
 	case definitelyNotApplied(err):
 		kind = fault.Unavailable
-	case mayHaveApplied(err):
-		kind = fault.OutcomeUnknown
+	case isBug(err):
+		kind = fault.Internal
 	}
 	return convert(op, kind, err)
 }
 
-// ReadError converts an error from a read: any transient failure is
+// ReadError converts an error from a read: any failure that is not a bug is
 // Unavailable, since a read changes nothing.
 func ReadError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	kind := fault.Internal
-	if definitelyNotApplied(err) || mayHaveApplied(err) || isReadTimeout(err) {
-		kind = fault.Unavailable
+	kind := fault.Unavailable
+	if isBug(err) {
+		kind = fault.Internal
 	}
 	return convert(op, kind, err)
 }
@@ -130,26 +140,33 @@ func convert(op string, kind fault.Kind, err error) error {
 	return fe
 }
 
+// definitelyNotApplied: the request never reached a replica (no
+// connection, no stream) or the coordinator refused it before writing
+// (Unavailable, overloaded, bootstrapping).
 func definitelyNotApplied(err error) bool {
 	var unavailable *gocql.RequestErrUnavailable
 	var overloaded *gocql.RequestErrOverloaded
 	var bootstrapping *gocql.RequestErrBootstrapping
 	return errors.As(err, &unavailable) || errors.As(err, &overloaded) || errors.As(err, &bootstrapping) ||
 		errors.Is(err, gocql.ErrNoConnections) || errors.Is(err, gocql.ErrSessionClosed) ||
-		errors.Is(err, gocql.ErrUnavailable) || errors.Is(err, gocql.ErrNoStreams) || errors.Is(err, gocql.ErrNoHosts) || errors.Is(err, gocql.ErrNoConnectionsStarted)
+		errors.Is(err, gocql.ErrUnavailable) || errors.Is(err, gocql.ErrNoStreams) || errors.Is(err, gocql.ErrNoHosts) ||
+		errors.Is(err, gocql.ErrNoConnectionsStarted)
 }
 
-func mayHaveApplied(err error) bool {
-	var writeTimeout *gocql.RequestErrWriteTimeout
-	var casUnknown *gocql.RequestErrCASWriteUnknown
-	var writeFailure *gocql.RequestErrWriteFailure
-	return errors.As(err, &writeTimeout) || errors.As(err, &casUnknown) || errors.As(err, &writeFailure) ||
-		errors.Is(err, gocql.ErrTimeoutNoResponse) || errors.Is(err, gocql.ErrConnectionClosed) || errors.Is(err, gocql.ErrTooManyTimeouts) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-}
-
-func isReadTimeout(err error) bool {
-	var readTimeout *gocql.RequestErrReadTimeout
-	var readFailure *gocql.RequestErrReadFailure
-	return errors.As(err, &readTimeout) || errors.As(err, &readFailure)
+// isBug: the server answered that the statement itself is wrong, or the
+// driver could not encode or decode a value. Retrying cannot help.
+func isBug(err error) bool {
+	var (
+		syntax       *gocql.RequestErrSyntax
+		invalid      *gocql.RequestErrInvalid
+		config       *gocql.RequestErrConfig
+		unauthorized *gocql.RequestErrUnauthorized
+		credentials  *gocql.RequestErrCredentials
+		function     *gocql.RequestErrFunctionFailure
+		marshal      gocql.MarshalError
+		unmarshal    gocql.UnmarshalError
+	)
+	return errors.As(err, &syntax) || errors.As(err, &invalid) || errors.As(err, &config) ||
+		errors.As(err, &unauthorized) || errors.As(err, &credentials) || errors.As(err, &function) ||
+		errors.As(err, &marshal) || errors.As(err, &unmarshal) || errors.Is(err, gocql.ErrQueryArgLength)
 }

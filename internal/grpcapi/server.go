@@ -7,6 +7,7 @@ package grpcapi
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -61,7 +62,9 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 	}
 	res, err := s.wf.CreateOrder(ctx, in)
 	if err != nil {
-		return nil, s.Status(ctx, "CreateOrder", err, slog.String("request_id", req.GetRequestId()))
+		// The refusal names the request, never its payload (customer, amounts).
+		return nil, s.Status(ctx, "CreateOrder", err, slog.String("request_id", clip(req.GetRequestId())),
+			slog.String("tenant", s.wf.Tenant()), slog.String("outcome", string(workflow.OutcomeOf(err))))
 	}
 	replayed := "false"
 	if res.Replayed {
@@ -70,7 +73,8 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 	if err := grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, replayed)); err != nil {
 		s.log.Warn("could not set response header", "error", err)
 	}
-	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "order_id", res.Order.ID, "replayed", res.Replayed)
+	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "outcome", string(res.Outcome),
+		"order_id", res.Order.ID, "replayed", res.Replayed)
 	return &ordersv1.CreateOrderResponse{Order: toProto(res.Order), Replayed: res.Replayed}, nil
 }
 
@@ -147,6 +151,16 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 		out.Orders = append(out.Orders, toProto(o))
 	}
 	return out, nil
+}
+
+// clip bounds a client-chosen value before it is logged: an invalid
+// request_id can be any string.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "..."
 }
 
 func parseUUID(field, s string) (uuid.UUID, error) {

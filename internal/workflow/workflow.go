@@ -43,6 +43,9 @@ type Config struct {
 	// PollInterval is the first pause between reads while waiting; it doubles
 	// up to 8 times that; default 25 ms.
 	PollInterval time.Duration
+	// Observer is told how every CreateOrder attempt ended (for metrics);
+	// nil observes nothing.
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -58,8 +61,68 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = 25 * time.Millisecond
 	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
 	return c
 }
+
+// Outcome names how one CreateOrder attempt ended, for metrics and logs.
+type Outcome string
+
+const (
+	OutcomeNew            Outcome = "new"             // this attempt claimed the request and created the order
+	OutcomeReplayed       Outcome = "replayed"        // answered with the outcome an earlier attempt recorded
+	OutcomeTakeover       Outcome = "takeover"        // a duplicate found the request PENDING and finished it itself
+	OutcomeConflict       Outcome = "conflict"        // the request id is bound to another command (REQUEST_ID_REUSED)
+	OutcomeInProgress     Outcome = "in_progress"     // another attempt holds the request
+	OutcomeFailedRequest  Outcome = "failed_request"  // the request is dead-lettered (REQUEST_FAILED)
+	OutcomeUnavailable    Outcome = "unavailable"     // not done (yet): the cluster refused or a write failed
+	OutcomeOutcomeUnknown Outcome = "outcome_unknown" // a write may have applied and could not be settled
+	OutcomeInvalid        Outcome = "invalid"         // bad input; nothing written
+	OutcomeInternal       Outcome = "internal"        // anything else (a bug)
+)
+
+// Outcomes lists every Outcome.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeNew, OutcomeReplayed, OutcomeTakeover, OutcomeConflict, OutcomeInProgress,
+		OutcomeFailedRequest, OutcomeUnavailable, OutcomeOutcomeUnknown, OutcomeInvalid, OutcomeInternal}
+}
+
+// OutcomeOf names the outcome of an attempt that ended with err.
+func OutcomeOf(err error) Outcome {
+	switch fault.KindOf(err) {
+	case fault.Invalid:
+		return OutcomeInvalid
+	case fault.Conflict:
+		return OutcomeConflict
+	case fault.InProgress:
+		return OutcomeInProgress
+	case fault.Failed:
+		return OutcomeFailedRequest
+	case fault.Unavailable:
+		return OutcomeUnavailable
+	case fault.OutcomeUnknown:
+		return OutcomeOutcomeUnknown
+	}
+	return OutcomeInternal
+}
+
+// Observer is told what the workflow decided. Implementations must be cheap
+// and safe for concurrent use; the metrics package provides one.
+type Observer interface {
+	// CreateOutcome is called once per CreateOrder attempt.
+	CreateOutcome(Outcome)
+	// RetryAge is called when an attempt loses the claim to an earlier
+	// attempt of the same command: age is the time since that first claim
+	// (how long clients keep retrying, to compare with the retention).
+	RetryAge(age time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) CreateOutcome(Outcome)  {}
+func (nopObserver) RetryAge(time.Duration) {}
 
 // Service runs the workflow.
 type Service struct {
@@ -85,13 +148,27 @@ type Result struct {
 	// Replayed: the order was created by an earlier attempt of the same
 	// request; this answer is its recorded outcome.
 	Replayed bool
+	// Outcome is OutcomeNew, OutcomeReplayed or OutcomeTakeover; a failed
+	// attempt's is OutcomeOf(err).
+	Outcome Outcome
 }
 
 // CreateOrder runs one attempt of a CreateOrder command. Errors are
 // *fault.Error: Invalid (nothing written), Conflict (request id bound to
 // another command), InProgress (another attempt holds it), Failed (dead
 // letter), Unavailable or OutcomeUnknown (retry with the same request id).
+// Every attempt's outcome is reported to the Config's Observer.
 func (s *Service) CreateOrder(ctx context.Context, in order.Input) (Result, error) {
+	res, err := s.createOrder(ctx, in)
+	outcome := res.Outcome
+	if err != nil {
+		outcome = OutcomeOf(err)
+	}
+	s.cfg.Observer.CreateOutcome(outcome)
+	return res, err
+}
+
+func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, error) {
 	requestID, cmd, err := order.Canonicalize(in)
 	if err != nil {
 		return Result{}, err
@@ -117,12 +194,18 @@ func (s *Service) CreateOrder(ctx context.Context, in order.Input) (Result, erro
 			return Result{}, err
 		}
 		o, err := s.finishNoting(ctx, cur)
-		return Result{Order: o}, err
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
 	if cur.Fingerprint != claim.Fingerprint {
 		return Result{}, &fault.Error{Kind: fault.Conflict, Reason: "REQUEST_ID_REUSED",
 			Message: "request_id " + requestID.String() + " was already used for a different command; use a new request_id for a new intent"}
 	}
+	// A retry of an earlier attempt: how late retries come decides whether
+	// the retention is long enough.
+	s.cfg.Observer.RetryAge(max(0, claim.CreatedAt.Sub(cur.CreatedAt)))
 	return s.duplicate(ctx, cur)
 }
 
@@ -138,7 +221,10 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 		switch cur.State {
 		case ledger.Complete:
 			o, err := order.DecodeOutcome(cur.Outcome)
-			return Result{Order: o, Replayed: true}, err
+			if err != nil {
+				return Result{}, err
+			}
+			return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
 		case ledger.Failed:
 			return Result{}, &fault.Error{Kind: fault.Failed, Reason: "REQUEST_FAILED",
 				Message: "request " + cur.RequestID.String() + " failed permanently and was set aside: " + cur.LastError}
@@ -147,7 +233,10 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 		// deterministic, so once it is old enough this attempt finishes it.
 		if s.now().Sub(cur.CreatedAt) >= s.cfg.TakeoverAfter {
 			o, err := s.finishNoting(ctx, cur)
-			return Result{Order: o, Replayed: true}, err
+			if err != nil {
+				return Result{}, err
+			}
+			return Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}, nil
 		}
 		if s.now().Add(pause).After(waitUntil) {
 			return Result{}, &fault.Error{Kind: fault.InProgress, Reason: "REQUEST_IN_PROGRESS", RetryAfter: s.cfg.TakeoverAfter,

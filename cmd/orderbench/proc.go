@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is USER_HZ, the unit of /proc/PID/stat CPU times (100 on Linux).
+const clockTick = 100
+
+// procCPU is a process's user+system CPU time so far.
+func procCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(raw, ')')
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTick
+}
+
+func selfCPU() time.Duration { return procCPU(os.Getpid()) }
+
+// clusterCPU sums the CPU time of every Cassandra node process on this machine.
+func clusterCPU() time.Duration {
+	var total time.Duration
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte("org.apache.cassandra.service.CassandraDaemon")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		total += procCPU(pid)
+	}
+	return total
+}
+
+// statusKB reads a "Name: N kB" line of /proc/PID/status.
+func statusKB(pid int, name string) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			n, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func rssMB(pid int) float64     { return statusKB(pid, "VmRSS") / 1024 }
+func peakRSSMB(pid int) float64 { return statusKB(pid, "VmHWM") / 1024 }
+
+func machine() string {
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	memGB := statusMemGB()
+	return fmt.Sprintf("%d cores (%s), %.0f GiB, %s/%s, %s", runtime.NumCPU(), model, memGB, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+func statusMemGB() float64 {
+	raw, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			n, _ := strconv.ParseFloat(strings.Fields(v)[0], 64)
+			return n / 1024 / 1024
+		}
+	}
+	return 0
+}

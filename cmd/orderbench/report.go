@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+func printResults(w io.Writer, rs []Result) {
+	fmt.Fprintf(w, "%-8s %-8s %-8s %-9s %5s %6s %5s %10s %8s %8s %8s %10s %10s\n",
+		"label", "phase", "driver", "outcome", "conc", "n", "errs", "req/s", "p50ms", "p95ms", "p99ms", "orderdCPU", "clustCPU")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-8s %-8s %-8s %-9s %5d %6d %5d %10.1f %8.2f %8.2f %8.2f %10.3f %10.3f\n",
+			r.Label, r.Phase, r.Driver, r.Outcome, r.Concurrency, r.Requests, r.Errors, r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.OrderdCPUPer1k, r.ClusterCPUPer1k)
+	}
+}
+
+func reportCmd(args []string) error {
+	fs := flag.NewFlagSet("orderbench report", flag.ContinueOnError)
+	out := fs.String("out", "", "write the markdown report here")
+	plot := fs.String("plot", "", "write the latency-vs-concurrency plot (SVG) here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var runs []Run
+	for _, path := range fs.Args() {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var r Run
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("no result files given")
+	}
+	var b strings.Builder
+	writeReport(&b, runs, *plot)
+	fmt.Print(b.String())
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if *plot != "" {
+		return os.WriteFile(*plot, []byte(latencyPlot(runs)), 0o644)
+	}
+	return nil
+}
+
+func all(runs []Run, keep func(Result) bool) []Result {
+	var out []Result
+	for _, r := range runs {
+		for _, x := range r.Results {
+			if keep(x) {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+func find(rs []Result, driver string, c int) (Result, bool) {
+	for _, r := range rs {
+		if r.Driver == driver && r.Concurrency == c {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+func writeReport(b *strings.Builder, runs []Run, plot string) {
+	fmt.Fprintf(b, "# orderd benchmarks\n\n")
+	fmt.Fprintf(b, "Produced by `make bench` (cmd/orderbench); numbers from one run, side by side. ")
+	fmt.Fprintf(b, "Machine: %s. Cluster: %s, three local nodes (deploy/local), RF 3, LOCAL_QUORUM / LOCAL_SERIAL. ", runs[0].Machine, runs[0].Cassandra)
+	fmt.Fprintf(b, "orderd, the benchmark client and all three Cassandra JVMs share the same cores, so absolute numbers are low and noisy; the ratios are the point.\n\nCommands:\n\n")
+	for _, r := range runs {
+		fmt.Fprintf(b, "- `%s` (%s)\n", r.Command, r.Started.Format("2006-01-02 15:04 UTC"))
+	}
+
+	cmp := all(runs, func(r Result) bool { return r.Phase == "compare" })
+	if len(cmp) > 0 {
+		fmt.Fprintf(b, "\n## New requests: orderd against its own CQL\n\n")
+		fmt.Fprintf(b, "*direct*: the handler's statements issued by the benchmark itself, in the handler's order (due-queue entry, claim LWT, three projections concurrently, COMPLETE LWT, entry delete) — orderd with zero overhead of its own. *naive*: the same statements one after another (design doc 000 §2).\n\n")
+		fmt.Fprintf(b, "| concurrency | driver | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k | client CPU s/1k |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range cmp {
+			fmt.Fprintf(b, "| %d | %s | %.1f | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f |\n", r.Concurrency, r.Driver, r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.OrderdCPUPer1k, r.ClusterCPUPer1k, r.ClientCPUPer1k)
+		}
+		fmt.Fprintf(b, "\nRatios (goal: orderd p50 ≤ 1.10 × direct, throughput ≥ 0.90 × direct, p50 < naive):\n\n")
+		fmt.Fprintf(b, "| concurrency | thr orderd/direct | p50 orderd/direct | p95 orderd/direct | p99 orderd/direct | thr orderd/naive | p50 orderd/naive | p95 orderd/naive | p99 orderd/naive |\n|---|---|---|---|---|---|---|---|---|\n")
+		var levels []int
+		for _, r := range cmp {
+			if !slices.Contains(levels, r.Concurrency) {
+				levels = append(levels, r.Concurrency)
+			}
+		}
+		for _, c := range levels {
+			o, ok1 := find(cmp, "orderd", c)
+			d, ok2 := find(cmp, "direct", c)
+			n, ok3 := find(cmp, "naive", c)
+			if !ok1 || !ok2 || !ok3 {
+				continue
+			}
+			fmt.Fprintf(b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", c,
+				o.Throughput/d.Throughput, o.P50ms/d.P50ms, o.P95ms/d.P95ms, o.P99ms/d.P99ms,
+				o.Throughput/n.Throughput, o.P50ms/n.P50ms, o.P95ms/n.P95ms, o.P99ms/n.P99ms)
+		}
+		if plot != "" {
+			fmt.Fprintf(b, "\n![p50 latency against concurrency](%s)\n", plotName(plot))
+		}
+	}
+	rep := all(runs, func(r Result) bool { return r.Phase == "replay" })
+	if len(rep) == 2 {
+		fmt.Fprintf(b, "\n## Replay path against a new request (orderd, concurrency %d)\n\n", rep[0].Concurrency)
+		fmt.Fprintf(b, "| request | n | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|\n")
+		for _, r := range rep {
+			fmt.Fprintf(b, "| %s | %d | %.2f | %.2f | %.2f |\n", r.Outcome, r.Requests, r.P50ms, r.P95ms, r.P99ms)
+		}
+		fmt.Fprintf(b, "\nreplayed p50 / new p50 = %.2f (goal ≤ 0.5)\n", rep[1].P50ms/rep[0].P50ms)
+	}
+	mix := all(runs, func(r Result) bool { return r.Phase == "mix" })
+	if len(mix) > 0 {
+		fmt.Fprintf(b, "\n## Mixed load through orderd (20%% duplicate retries, 5%% conflicting reuses; concurrency %d)\n\n", mix[0].Concurrency)
+		fmt.Fprintf(b, "| outcome | n | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|\n")
+		for _, r := range mix {
+			fmt.Fprintf(b, "| %s | %d | %.2f | %.2f | %.2f |\n", r.Outcome, r.Requests, r.P50ms, r.P95ms, r.P99ms)
+		}
+		fmt.Fprintf(b, "\nThroughput %.1f calls/s; orderd CPU %.3f s and cluster CPU %.3f s per 1,000 calls.\n", mix[0].Throughput, mix[0].OrderdCPUPer1k, mix[0].ClusterCPUPer1k)
+	}
+	lwt := all(runs, func(r Result) bool { return r.Phase == "lwt" })
+	if len(lwt) > 0 {
+		fmt.Fprintf(b, "\n## Claim LWT latency: paxos_variant v1 against v2\n\nThe cluster was restarted with `CASSANDRA_PAXOS_VARIANT` between the phases.\n\n")
+		fmt.Fprintf(b, "| variant | concurrency | n | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|---|\n")
+		for _, r := range lwt {
+			fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.2f | %.2f | %.2f |\n", r.Label, r.Concurrency, r.Requests, r.Throughput, r.P50ms, r.P95ms, r.P99ms)
+		}
+	}
+	soak := all(runs, func(r Result) bool { return r.Phase == "soak" })
+	for _, r := range soak {
+		fmt.Fprintf(b, "\n## Memory over a long run\n\n%d requests over %.0f s at %d streams (%.1f req/s): orderd RSS %.1f MB at the start, %.1f MB at the end (peak %.1f MB); orderd CPU %.3f s per 1,000 requests.\n",
+			r.Requests, r.Seconds, r.Concurrency, r.Throughput, r.RSSStartMB, r.RSSEndMB, r.OrderdPeakRSSMB, r.OrderdCPUPer1k)
+	}
+}
+
+func plotName(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}

@@ -1,0 +1,465 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/loadgen"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// Result is one measured phase.
+type Result struct {
+	Label       string  `json:"label"`
+	Phase       string  `json:"phase"`
+	Driver      string  `json:"driver"`
+	Outcome     string  `json:"outcome,omitempty"`
+	Concurrency int     `json:"concurrency"`
+	Requests    int     `json:"requests"`
+	Errors      int     `json:"errors"`
+	Seconds     float64 `json:"seconds"`
+	Throughput  float64 `json:"throughput"`
+	P50ms       float64 `json:"p50_ms"`
+	P95ms       float64 `json:"p95_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	// CPU seconds per 1,000 requests: orderd's, the cluster's (all
+	// Cassandra JVMs) and this benchmark process's own.
+	OrderdCPUPer1k  float64 `json:"orderd_cpu_s_per_1k,omitempty"`
+	ClusterCPUPer1k float64 `json:"cluster_cpu_s_per_1k,omitempty"`
+	ClientCPUPer1k  float64 `json:"client_cpu_s_per_1k,omitempty"`
+	OrderdPeakRSSMB float64 `json:"orderd_peak_rss_mb,omitempty"`
+	RSSStartMB      float64 `json:"rss_start_mb,omitempty"`
+	RSSEndMB        float64 `json:"rss_end_mb,omitempty"`
+}
+
+// Run is one orderbench run: its settings and results.
+type Run struct {
+	Command   string    `json:"command"`
+	Machine   string    `json:"machine"`
+	Cassandra string    `json:"cassandra"`
+	Started   time.Time `json:"started"`
+	Results   []Result  `json:"results"`
+}
+
+type runFlags struct {
+	orderd, contactPoints, phases, concurrency, label, jsonOut string
+	requests                                                   int
+	soak                                                       time.Duration
+}
+
+func runCmd(args []string) error {
+	var f runFlags
+	fs := flag.NewFlagSet("orderbench run", flag.ContinueOnError)
+	fs.StringVar(&f.orderd, "orderd", "bin/orderd", "orderd binary to start")
+	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
+	fs.StringVar(&f.phases, "phases", "compare,replay,mix", "phases to run: compare, replay, mix, lwt, soak")
+	fs.StringVar(&f.concurrency, "concurrency", "1,8,32,64", "concurrency levels of the compare phase")
+	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1)")
+	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
+	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
+	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var levels []int
+	for _, s := range strings.Split(f.concurrency, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("concurrency %q", s)
+		}
+		levels = append(levels, n)
+	}
+	ctx := context.Background()
+	hosts := strings.Split(f.contactPoints, ",")
+	keyspace := fmt.Sprintf("bench_%d", time.Now().Unix())
+	env := append(os.Environ(), "ORDERD_CASSANDRA_CONTACT_POINTS="+f.contactPoints, "ORDERD_KEYSPACE="+keyspace, "ORDERD_LOG_LEVEL=warn")
+	migrate := exec.Command(f.orderd, "migrate")
+	migrate.Env = env
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return fmt.Errorf("migrate %s: %w\n%s", keyspace, err, out)
+	}
+	session, err := cassandra.NewSession(cassandra.Config{Hosts: hosts, Keyspace: keyspace})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = session.Query(`DROP KEYSPACE IF EXISTS ` + keyspace).Exec()
+		session.Close()
+	}()
+	store, err := ledger.NewCassandraStore(session, ledger.Config{})
+	if err != nil {
+		return err
+	}
+	proj := projection.NewStore(session, nil)
+
+	od, err := startOrderd(f.orderd, env)
+	if err != nil {
+		return err
+	}
+	defer od.stop()
+
+	run := Run{Command: "orderbench run " + strings.Join(args, " "), Machine: machine(), Cassandra: version(ctx, session), Started: time.Now().UTC()}
+	b := &bench{od: od, store: store, proj: proj, label: f.label}
+	for _, phase := range strings.Split(f.phases, ",") {
+		var rs []Result
+		switch phase {
+		case "compare":
+			rs, err = b.compare(ctx, levels, f.requests)
+		case "replay":
+			rs, err = b.replay(ctx, 32, f.requests)
+		case "mix":
+			rs, err = b.mix(ctx, 64, f.requests)
+		case "lwt":
+			rs, err = b.lwt(ctx, []int{1, 32}, f.requests)
+		case "soak":
+			rs, err = b.soakRun(ctx, 64, f.soak)
+		default:
+			err = fmt.Errorf("unknown phase %q", phase)
+		}
+		if err != nil {
+			return fmt.Errorf("phase %s: %w", phase, err)
+		}
+		run.Results = append(run.Results, rs...)
+	}
+	printResults(os.Stdout, run.Results)
+	if f.jsonOut != "" {
+		raw, _ := json.MarshalIndent(run, "", "  ")
+		return os.WriteFile(f.jsonOut, raw, 0o644)
+	}
+	return nil
+}
+
+type bench struct {
+	od    *orderdProc
+	store *ledger.CassandraStore
+	proj  *projection.Store
+	label string
+}
+
+// op performs one request; i numbers it.
+type op func(ctx context.Context, i int) error
+
+// measure runs n ops at concurrency c and returns latencies and resource use.
+func (b *bench) measure(ctx context.Context, phase, driver string, c, n int, do op) (Result, error) {
+	lat := make([]time.Duration, n)
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	var next atomic.Int64
+	od0, cl0, me0 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				err := do(ctx, i)
+				lat[i] = time.Since(t0)
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	od1, cl1, me1 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
+	slices.Sort(lat)
+	per1k := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
+	r := Result{Label: b.label, Phase: phase, Driver: driver, Concurrency: c, Requests: n, Errors: int(errs.Load()),
+		Seconds: elapsed.Seconds(), Throughput: float64(n) / elapsed.Seconds(),
+		P50ms: ms(loadgen.Percentile(lat, 50)), P95ms: ms(loadgen.Percentile(lat, 95)), P99ms: ms(loadgen.Percentile(lat, 99)),
+		ClusterCPUPer1k: per1k(cl1 - cl0), ClientCPUPer1k: per1k(me1 - me0), OrderdPeakRSSMB: peakRSSMB(b.od.pid())}
+	if driver == "orderd" {
+		r.OrderdCPUPer1k = per1k(od1 - od0)
+	}
+	if err, _ := firstErr.Load().(error); err != nil && r.Errors > n/100 {
+		return r, fmt.Errorf("%s/%s at %d: %d of %d failed, first: %w", phase, driver, c, r.Errors, n, err)
+	}
+	fmt.Fprintf(os.Stderr, "orderbench: %-8s %-7s c=%-3d n=%-5d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms\n",
+		phase, driver, c, n, r.Throughput, r.P50ms, r.P99ms)
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func newRequest(i int) *ordersv1.CreateOrderRequest {
+	return &ordersv1.CreateOrderRequest{RequestId: uuid.NewString(), CustomerId: fmt.Sprintf("bench-%03d", i%100), Total: "12.34", Currency: "EUR"}
+}
+
+// viaOrderd creates one order through orderd.
+func (b *bench) viaOrderd(ctx context.Context, i int) error {
+	_, err := b.od.client.CreateOrder(ctx, newRequest(i))
+	return err
+}
+
+var benchCommand = order.Command{CustomerID: "bench-000", Total: "12.34", Currency: "EUR"}
+
+// claimRecord is the claim the handler would write for a new request.
+func claimRecord() ledger.Record {
+	id := uuid.New()
+	return ledger.Record{
+		Key:         ledger.Key{Tenant: "default", Operation: order.Operation, RequestID: id},
+		EntityID:    order.ID("default", id),
+		Fingerprint: benchFingerprint,
+		Command:     benchEncoded,
+		CreatedAt:   time.Now().UTC().Truncate(time.Millisecond),
+		Attempts:    1,
+		ClaimToken:  uuid.New(),
+	}
+}
+
+var (
+	benchEncoded     = benchCommand.Encode()
+	benchFingerprint = benchCommand.Fingerprint()
+)
+
+// direct issues the handler's CQL in the handler's order from this process.
+func (b *bench) direct(ctx context.Context, _ int) error {
+	won, rec, err := b.store.Claim(ctx, claimRecord())
+	if err != nil || !won {
+		return errors.Join(err, errors.New("claim not won"))
+	}
+	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+	if err := b.proj.Write(ctx, o); err != nil {
+		return err
+	}
+	_, err = b.store.Complete(ctx, rec, o.EncodeOutcome(), time.Now().UTC())
+	return err
+}
+
+// naive issues the same statements one after another (design doc 000 §2).
+func (b *bench) naive(ctx context.Context, _ int) error {
+	won, rec, err := b.store.Claim(ctx, claimRecord())
+	if err != nil || !won {
+		return errors.Join(err, errors.New("claim not won"))
+	}
+	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+	for _, table := range projection.Tables {
+		if err := b.proj.WriteOne(ctx, o, table); err != nil {
+			return err
+		}
+	}
+	_, err = b.store.Complete(ctx, rec, o.EncodeOutcome(), time.Now().UTC())
+	return err
+}
+
+func (b *bench) compare(ctx context.Context, levels []int, requests int) ([]Result, error) {
+	// Warm up every path (connections, prepared statements, JIT).
+	for _, d := range []op{b.viaOrderd, b.direct, b.naive} {
+		if _, err := b.measure(ctx, "warmup", "-", 8, 200, d); err != nil {
+			return nil, err
+		}
+	}
+	var out []Result
+	for _, c := range levels {
+		n := requests
+		if c == 1 {
+			n = max(requests/4, 50)
+		}
+		for _, d := range []struct {
+			name string
+			do   op
+		}{{"orderd", b.viaOrderd}, {"direct", b.direct}, {"naive", b.naive}} {
+			r, err := b.measure(ctx, "compare", d.name, c, n, d.do)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (b *bench) replay(ctx context.Context, c, n int) ([]Result, error) {
+	reqs := make([]*ordersv1.CreateOrderRequest, n)
+	for i := range reqs {
+		reqs[i] = newRequest(i)
+	}
+	newR, err := b.measure(ctx, "replay", "orderd", c, n, func(ctx context.Context, i int) error {
+		_, err := b.od.client.CreateOrder(ctx, reqs[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	newR.Outcome = "new"
+	repR, err := b.measure(ctx, "replay", "orderd", c, n, func(ctx context.Context, i int) error {
+		resp, err := b.od.client.CreateOrder(ctx, reqs[i])
+		if err == nil && !resp.Replayed {
+			err = fmt.Errorf("request %s was not replayed", reqs[i].RequestId)
+		}
+		return err
+	})
+	repR.Outcome = "replayed"
+	return []Result{newR, repR}, err
+}
+
+func (b *bench) mix(ctx context.Context, c, n int) ([]Result, error) {
+	od0, cl0 := procCPU(b.od.pid()), clusterCPU()
+	rep := loadgen.Run(ctx, b.od.client, loadgen.Config{Intents: n, Concurrency: c, DuplicateShare: 0.2, ConflictShare: 0.05, RetryFor: 30 * time.Second})
+	od1, cl1 := procCPU(b.od.pid()), clusterCPU()
+	fmt.Fprint(os.Stderr, rep.String())
+	var out []Result
+	for _, o := range []loadgen.Outcome{loadgen.New, loadgen.Replayed, loadgen.Conflict, loadgen.InProgress, loadgen.Failed} {
+		l := rep.Latency[o]
+		if len(l) == 0 {
+			continue
+		}
+		out = append(out, Result{Label: b.label, Phase: "mix", Driver: "orderd", Outcome: string(o), Concurrency: c, Requests: len(l),
+			Seconds: rep.Elapsed.Seconds(), Throughput: float64(rep.Calls) / rep.Elapsed.Seconds(),
+			P50ms: ms(loadgen.Percentile(l, 50)), P95ms: ms(loadgen.Percentile(l, 95)), P99ms: ms(loadgen.Percentile(l, 99)),
+			OrderdCPUPer1k:  (od1 - od0).Seconds() * 1000 / float64(rep.Calls),
+			ClusterCPUPer1k: (cl1 - cl0).Seconds() * 1000 / float64(rep.Calls)})
+	}
+	if rep.Unacked > 0 || len(rep.Problems) > 0 {
+		return out, fmt.Errorf("mix: %d unacknowledged, problems %v", rep.Unacked, rep.Problems)
+	}
+	return out, nil
+}
+
+func (b *bench) lwt(ctx context.Context, levels []int, n int) ([]Result, error) {
+	var out []Result
+	if _, err := b.measure(ctx, "warmup", "-", 8, 200, b.claimOnly); err != nil {
+		return nil, err
+	}
+	for _, c := range levels {
+		r, err := b.measure(ctx, "lwt", "claim", c, n, b.claimOnly)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (b *bench) claimOnly(ctx context.Context, _ int) error {
+	won, _, err := b.store.Claim(ctx, claimRecord())
+	if err == nil && !won {
+		err = errors.New("claim not won")
+	}
+	return err
+}
+
+func (b *bench) soakRun(ctx context.Context, c int, d time.Duration) ([]Result, error) {
+	// Warm up, then note RSS at the start and the end of d at c streams.
+	if _, err := b.measure(ctx, "warmup", "-", c, 2000, b.viaOrderd); err != nil {
+		return nil, err
+	}
+	start := rssMB(b.od.pid())
+	od0 := procCPU(b.od.pid())
+	deadline := time.Now().Add(d)
+	var reqs, errs atomic.Int64
+	var wg sync.WaitGroup
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				reqs.Add(1)
+				if b.viaOrderd(ctx, i) != nil {
+					errs.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	n := reqs.Load()
+	r := Result{Label: b.label, Phase: "soak", Driver: "orderd", Concurrency: c, Requests: int(n), Errors: int(errs.Load()),
+		Seconds: d.Seconds(), Throughput: float64(n) / d.Seconds(), RSSStartMB: start, RSSEndMB: rssMB(b.od.pid()),
+		OrderdPeakRSSMB: peakRSSMB(b.od.pid()), OrderdCPUPer1k: (procCPU(b.od.pid()) - od0).Seconds() * 1000 / float64(max(n, 1))}
+	fmt.Fprintf(os.Stderr, "orderbench: soak %s at %d streams: %d requests, RSS %.1f MB -> %.1f MB\n", d, c, n, r.RSSStartMB, r.RSSEndMB)
+	return []Result{r}, nil
+}
+
+// orderdProc is the orderd child process under measurement.
+type orderdProc struct {
+	cmd    *exec.Cmd
+	conn   *grpc.ClientConn
+	client ordersv1.OrderServiceClient
+}
+
+func startOrderd(bin string, env []string) (*orderdProc, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(env, "ORDERD_GRPC_ADDR="+addr, "ORDERD_METRICS_ADDR=")
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, err
+	}
+	p := &orderdProc{cmd: cmd, conn: conn, client: ordersv1.NewOrderServiceClient(conn)}
+	health := healthpb.NewHealthClient(conn)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		resp, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("orderd not serving within 60s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (p *orderdProc) pid() int { return p.cmd.Process.Pid }
+
+func (p *orderdProc) stop() {
+	p.conn.Close()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+func version(ctx context.Context, s *gocql.Session) string {
+	var v string
+	_ = s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ScanContext(ctx, &v)
+	return "Apache Cassandra " + v
+}

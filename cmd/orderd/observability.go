@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	"github.com/atlasmart/orderd/internal/metrics"
+)
+
+// observability is what a serving process exports: Prometheus metrics on
+// their own listener and, for serve, OpenTelemetry traces. Every part is
+// nil when off, and everything that takes one treats nil as "record
+// nothing".
+type observability struct {
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	lis     net.Listener             // the /metrics listener
+	tp      *sdktrace.TracerProvider // nil unless tracing is on
+}
+
+// newObservability binds the metrics listener (so a taken port fails the
+// start, not the first scrape) and sets up the tracer provider when
+// tracing is on. The caller must call shutdown.
+func newObservability(ctx context.Context, cfg *config, log *slog.Logger) (*observability, error) {
+	o := &observability{}
+	if cfg.metricsAddr != "" {
+		lis, err := net.Listen("tcp", cfg.metricsAddr)
+		switch {
+		case err == nil:
+			o.lis = lis
+		case !cfg.metricsAddrExplicit && errors.Is(err, syscall.EADDRINUSE):
+			// The default address is per host, and several orderd processes
+			// may share one (tests, serve beside reconcile): such a process
+			// runs without metrics rather than not at all. An address that
+			// was asked for must work.
+			log.Warn("metrics not exported: the default metrics address is taken; set ORDERD_METRICS_ADDR (empty disables)",
+				"metrics_addr", cfg.metricsAddr, "error", err)
+		default:
+			return nil, fmt.Errorf("listen for metrics on %s: %w", cfg.metricsAddr, err)
+		}
+	}
+	if o.lis != nil {
+		o.reg = prometheus.NewRegistry()
+		m, err := metrics.New(o.reg)
+		if err != nil {
+			o.lis.Close()
+			return nil, err
+		}
+		o.metrics = m
+	}
+	tp, err := newTracerProvider(ctx, cfg.tracing)
+	if err != nil {
+		if o.lis != nil {
+			o.lis.Close()
+		}
+		return nil, err
+	}
+	o.tp = tp
+	if tp != nil {
+		log.Info("tracing on", "exporter", cfg.tracing)
+	}
+	return o, nil
+}
+
+// newTracerProvider returns the tracer provider for mode, or nil for off.
+// The OTLP exporter reads the standard OTEL_EXPORTER_OTLP_* variables
+// (endpoint, headers, TLS); the resource reads OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES; the sampler OTEL_TRACES_SAMPLER.
+func newTracerProvider(ctx context.Context, mode string) (*sdktrace.TracerProvider, error) {
+	var (
+		exp sdktrace.SpanExporter
+		err error
+	)
+	switch mode {
+	case "", "off":
+		return nil, nil
+	case "stdout":
+		exp, err = stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
+	case "otlp":
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("tracing %q: use off, stdout or otlp", mode)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing exporter %s: %w", mode, err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "orderd")),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override
+		resource.WithTelemetrySDK(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("tracing resource: %w", err)
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// cqlObserver is the session's QueryObserver, or nil when nothing is observed.
+func (o *observability) cqlObserver() gocql.QueryObserver {
+	if o == nil {
+		return nil
+	}
+	if o.tp == nil {
+		return metrics.NewCQLObserver(o.metrics, nil)
+	}
+	return metrics.NewCQLObserver(o.metrics, o.tp.Tracer(metrics.TracerName))
+}
+
+// grpcOptions are the gRPC server's interceptors and, with tracing, its
+// stats handler; deadline is the interceptor that bounds every call.
+func (o *observability) grpcOptions(deadline grpc.UnaryServerInterceptor) []grpc.ServerOption {
+	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(o.metrics.UnaryServerInterceptor(), deadline)}
+	if o.tp != nil {
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(o.tp),
+			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+			otelgrpc.WithFilter(filters.Not(filters.HealthCheck())),
+		)))
+	}
+	return opts
+}
+
+// serveMetrics serves /metrics in g until ctx ends, then stops the server.
+func (o *observability) serveMetrics(ctx context.Context, g *errgroup.Group, log *slog.Logger) {
+	if o.lis == nil {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler(o.reg))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	g.Go(func() error {
+		log.Info("serving metrics", "metrics_addr", o.lis.Addr().String())
+		if err := srv.Serve(o.lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("metrics server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("metrics server did not stop in time; closing it", "error", err)
+			_ = srv.Close()
+		}
+		return nil
+	})
+}
+
+// shutdown flushes the spans not yet exported and closes a listener that
+// was never served.
+func (o *observability) shutdown(log *slog.Logger) {
+	if o.tp != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := o.tp.Shutdown(ctx); err != nil {
+			log.Warn("could not flush traces", "error", err)
+		}
+	}
+	if o.lis != nil {
+		_ = o.lis.Close() // already closed if it was served
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestMetricsServedAndStopped(t *testing.T) {
+	cfg := &config{metricsAddr: "127.0.0.1:0", tracing: "off"}
+	obs, err := newObservability(context.Background(), cfg, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.shutdown(discard())
+	if obs.metrics == nil || obs.tp != nil {
+		t.Fatalf("metrics %v, tracer provider %v; want metrics only", obs.metrics, obs.tp)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g, gctx := errgroup.WithContext(ctx)
+	obs.serveMetrics(gctx, g, discard())
+
+	resp, err := http.Get("http://" + obs.lis.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `orderd_create_outcomes_total{outcome="new"} 0`) {
+		t.Errorf("/metrics lacks the outcome counters:\n%s", body)
+	}
+
+	cancel()
+	done := make(chan error)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("metrics server: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("metrics server did not stop")
+	}
+}
+
+func TestMetricsAddressTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+
+	// The default address: run without metrics.
+	obs, err := newObservability(context.Background(), &config{metricsAddr: taken.Addr().String()}, discard())
+	if err != nil {
+		t.Fatalf("default address taken: %v; want metrics off and no error", err)
+	}
+	if obs.lis != nil || obs.metrics != nil {
+		t.Error("metrics on although the default address is taken")
+	}
+	// An address asked for: fail.
+	if _, err := newObservability(context.Background(), &config{metricsAddr: taken.Addr().String(), metricsAddrExplicit: true}, discard()); err == nil {
+		t.Error("explicit address taken: no error")
+	}
+	// Empty: off.
+	obs, err = newObservability(context.Background(), &config{metricsAddrExplicit: true}, discard())
+	if err != nil || obs.lis != nil || obs.metrics != nil {
+		t.Errorf("empty address: %v, listener %v; want metrics off", err, obs.lis)
+	}
+	if obs.cqlObserver() != nil {
+		t.Error("a CQL observer with metrics and tracing off")
+	}
+}
+
+func TestTracingModes(t *testing.T) {
+	for _, mode := range []string{"", "off"} {
+		tp, err := newTracerProvider(context.Background(), mode)
+		if tp != nil || err != nil {
+			t.Errorf("tracing %q: %v, %v; want nothing", mode, tp, err)
+		}
+	}
+	tp, err := newTracerProvider(context.Background(), "stdout")
+	if tp == nil || err != nil {
+		t.Fatalf("tracing stdout: %v, %v", tp, err)
+	}
+	obs := &observability{tp: tp}
+	if obs.cqlObserver() == nil {
+		t.Error("no CQL observer with tracing on")
+	}
+	if n := len(obs.grpcOptions(deadlineInterceptor(time.Second))); n != 2 {
+		t.Errorf("%d gRPC server options with tracing, want 2 (interceptors, stats handler)", n)
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Error(err)
+	}
+	if err := (&config{tracing: "jaeger", contactPointsCSV: "h"}).validate(); err == nil {
+		t.Error("tracing=jaeger accepted")
+	}
+}

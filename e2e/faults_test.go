@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/atlasmart/orderd/internal/loadgen"
+	"github.com/atlasmart/orderd/ledger"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// verifyKeyspace runs `orderd verify` on this run's keyspace (with the acks,
+// if any) until it passes or within elapses, and fails the test otherwise.
+// Every fault test ends with it.
+func verifyKeyspace(t *testing.T, acks []loadgenAck, within time.Duration) {
+	t.Helper()
+	args := []string{"verify", "--keyspace", keyspace, "--reconcile-grace", "10s"}
+	if len(acks) > 0 {
+		path := filepath.Join(t.TempDir(), "acks.jsonl")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc := json.NewEncoder(f)
+		for _, a := range acks {
+			if err := enc.Encode(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+		args = append(args, "--acks", path)
+	}
+	var out string
+	_, err := eventually(within, func() error {
+		var err error
+		out, err = runOrderd(context.Background(), args...)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("orderd verify: %v\n%s", err, out)
+	}
+	t.Logf("orderd verify:\n%s", out)
+}
+
+type loadgenAck = struct {
+	Tenant     string `json:"tenant"`
+	RequestID  string `json:"request_id"`
+	OrderID    string `json:"order_id"`
+	CustomerID string `json:"customer_id"`
+	Total      string `json:"total"`
+	Currency   string `json:"currency"`
+}
+
+func acksOf(rep loadgen.Report) []loadgenAck {
+	out := make([]loadgenAck, len(rep.Acks))
+	for i, a := range rep.Acks {
+		out[i] = loadgenAck(a)
+	}
+	return out
+}
+
+func dialClient(t *testing.T, addr string) ordersv1.OrderServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return ordersv1.NewOrderServiceClient(conn)
+}
+
+func checkLoad(t *testing.T, rep loadgen.Report) {
+	t.Helper()
+	t.Logf("load:\n%s", rep.String())
+	for _, code := range []string{"Internal", "InvalidArgument", "Unknown"} {
+		if rep.Codes[code] > 0 {
+			t.Errorf("%d calls answered %s: a well-formed retry must never get it", rep.Codes[code], code)
+		}
+	}
+	if rep.Unacked != 0 || rep.ConflictsAccepted != 0 || rep.Disagreements != 0 || rep.NewAnswers != 0 || len(rep.Problems) != 0 {
+		t.Fatalf("load: %d never acknowledged, %d conflicting reuses accepted, %d disagreements, %d extra new answers, problems %v",
+			rep.Unacked, rep.ConflictsAccepted, rep.Disagreements, rep.NewAnswers, rep.Problems)
+	}
+}
+
+// TestLoadWithOneNodeKilled kills one of three nodes while 2,000 requests
+// (20% duplicates, 5% conflicting reuses) are in flight. Every acknowledged
+// request is present exactly once; failed ones are retried with the same id
+// and then present exactly once; the checker passes.
+func TestLoadWithOneNodeKilled(t *testing.T) {
+	if !cluster.CanControlNodes() {
+		failInCIElseSkip(t, "this cluster offers no node control: "+cluster.Describe())
+	}
+	p := startOrderd(t, fastReconciler...)
+	t.Cleanup(func() {
+		if err := cluster.StartNode(context.Background(), 3); err != nil {
+			t.Errorf("restart node 3: %v", err)
+		}
+	})
+	var once sync.Once
+	var killedAt time.Time
+	rep := loadgen.Run(context.Background(), p.client, loadgen.Config{
+		Intents: 2000, Concurrency: 32, DuplicateShare: 0.2, ConflictShare: 0.05, RetryFor: 90 * time.Second,
+		OnCall: func(calls int) {
+			if calls == 600 {
+				once.Do(func() {
+					killedAt = time.Now()
+					if err := cluster.KillNode(context.Background(), 3); err != nil {
+						t.Errorf("kill node 3: %v", err)
+					}
+				})
+			}
+		},
+	})
+	if killedAt.IsZero() {
+		t.Fatal("node 3 was never killed")
+	}
+	checkLoad(t, rep)
+	verifyKeyspace(t, acksOf(rep), 30*time.Second)
+}
+
+// TestTwoNodesDownFailsFastThenRecovers: with two of three nodes down,
+// CreateOrder fails fast with UNAVAILABLE; nothing half-written is left
+// that cannot be finished; once the nodes are back, the same requests
+// succeed and the checker passes.
+func TestTwoNodesDownFailsFastThenRecovers(t *testing.T) {
+	if !cluster.CanControlNodes() {
+		failInCIElseSkip(t, "this cluster offers no node control: "+cluster.Describe())
+	}
+	p := startOrderd(t, fastReconciler...)
+	t.Cleanup(func() {
+		for _, i := range []int{2, 3} {
+			if err := cluster.StartNode(context.Background(), i); err != nil {
+				t.Errorf("restart node %d: %v", i, err)
+			}
+		}
+	})
+	killed := time.Now()
+	for _, i := range []int{2, 3} {
+		if err := cluster.KillNode(context.Background(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Until the live node's failure detector convicts the dead ones, writes
+	// time out (an unknown outcome); after it, they are refused at once.
+	var sent []*ordersv1.CreateOrderRequest
+	var detected time.Duration
+	_, err := eventually(120*time.Second, func() error {
+		req := newRequest("7.00")
+		sent = append(sent, req)
+		t0 := time.Now()
+		_, _, err := create(t, p.client, req)
+		took := time.Since(t0)
+		st := status.Convert(err)
+		if st.Code() == codes.Unavailable && reason(st) == "CLUSTER_UNAVAILABLE" && took < time.Second {
+			detected = time.Since(killed)
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("CreateOrder never failed fast with two nodes down: %v", err)
+	}
+	var worst time.Duration
+	for range 20 {
+		req := newRequest("8.00")
+		sent = append(sent, req)
+		t0 := time.Now()
+		_, _, err := create(t, p.client, req)
+		took := time.Since(t0)
+		worst = max(worst, took)
+		if st := status.Convert(err); st.Code() != codes.Unavailable {
+			t.Fatalf("with two nodes down: %v, want Unavailable", err)
+		}
+	}
+	t.Logf("two nodes down: detected (first fast UNAVAILABLE) %s after the kill; then 20 calls, slowest %s",
+		detected.Round(time.Millisecond), worst.Round(time.Millisecond))
+
+	for _, i := range []int{2, 3} {
+		if err := cluster.StartNode(context.Background(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The clients retry every request with its own id.
+	for _, req := range sent {
+		if _, err := eventually(60*time.Second, func() error { _, _, err := create(t, p.client, req); return err }); err != nil {
+			t.Fatalf("retry of %s after recovery: %v", req.RequestId, err)
+		}
+	}
+	verifyKeyspace(t, nil, 30*time.Second)
+}
+
+// TestAmbiguousClaimIsSettledAsApplied: the claim LWT applies but its
+// response is lost (failpoint claim-response-lost), so the handler sees an
+// unknown outcome. The LOCAL_SERIAL read finds this attempt's claim token:
+// the request is reported as applied and completed, not failed.
+func TestAmbiguousClaimIsSettledAsApplied(t *testing.T) {
+	p := startOrderd(t, "ORDERD_FAILPOINTS="+ledger.FailpointClaimResponseLost+"=error")
+	req := newRequest("64.00")
+	resp, replayed, err := create(t, p.client, req)
+	if err != nil {
+		t.Fatalf("a claim whose response was lost: %v; want it settled as applied", err)
+	}
+	if resp.Replayed || replayed != "false" {
+		t.Errorf("the settled claim is this attempt's own: replayed=%v header=%q, want false", resp.Replayed, replayed)
+	}
+	assertExactlyOneOrder(t, req, resp.Order, "64.00")
+	log := p.output.String()
+	if !strings.Contains(log, "settled by a LOCAL_SERIAL read") || !strings.Contains(log, "op=claim settled=applied") {
+		t.Errorf("orderd did not report settling the unknown claim outcome as applied:\n%s", log)
+	}
+	verifyKeyspace(t, nil, 30*time.Second)
+}
+
+// TestOrderdKilledMidLoadRecovers SIGKILLs orderd in the middle of a load
+// and starts a new one behind the same address: the clients' retries and
+// the reconciler finish everything, and the checker passes.
+func TestOrderdKilledMidLoadRecovers(t *testing.T) {
+	first := startOrderd(t, fastReconciler...)
+	addr := first.addr
+	client := dialClient(t, addr)
+	var (
+		once      sync.Once
+		second    *orderdProcess
+		secondErr error
+	)
+	rep := loadgen.Run(context.Background(), client, loadgen.Config{
+		Intents: 1000, Concurrency: 32, DuplicateShare: 0.2, RetryFor: 90 * time.Second,
+		OnCall: func(calls int) {
+			if calls == 400 {
+				once.Do(func() {
+					_ = first.cmd.Process.Kill()
+					<-first.exited
+					second, secondErr = launchOrderdAt(addr, fastReconciler...)
+				})
+			}
+		},
+	})
+	if secondErr != nil {
+		t.Fatal(secondErr)
+	}
+	if second == nil {
+		t.Fatal("orderd was never killed")
+	}
+	t.Cleanup(func() {
+		if err := second.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	checkLoad(t, rep)
+	if rep.Codes["Unavailable"] == 0 {
+		t.Errorf("no call failed although orderd was killed mid-load: %v", rep.Codes)
+	}
+	verifyKeyspace(t, acksOf(rep), 30*time.Second)
+}

@@ -1,0 +1,131 @@
+package grpcapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/workflow"
+	"github.com/atlasmart/orderd/ledger"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// memLedger is the smallest ledger.Store the workflow can run on.
+type memLedger struct {
+	mu   sync.Mutex
+	recs map[ledger.Key]ledger.Record
+}
+
+func (l *memLedger) Claim(_ context.Context, rec ledger.Record) (bool, ledger.Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur, ok := l.recs[rec.Key]; ok {
+		return false, cur, nil
+	}
+	rec.State = ledger.Pending
+	l.recs[rec.Key] = rec
+	return true, rec, nil
+}
+
+func (l *memLedger) Get(_ context.Context, key ledger.Key) (ledger.Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur, ok := l.recs[key]; ok {
+		return cur, nil
+	}
+	return ledger.Record{}, ledger.ErrNotFound
+}
+
+func (l *memLedger) Peek(ctx context.Context, key ledger.Key) (ledger.Record, error) {
+	return l.Get(ctx, key)
+}
+
+func (l *memLedger) Complete(_ context.Context, rec ledger.Record, outcome []byte, at time.Time) (ledger.Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.recs[rec.Key]
+	if cur.State == ledger.Pending {
+		cur.State, cur.Outcome, cur.CompletedAt = ledger.Complete, outcome, at
+		l.recs[rec.Key] = cur
+	}
+	return cur, nil
+}
+
+func (l *memLedger) RecordAttempt(context.Context, ledger.Record, string) error { return nil }
+
+type nopProjector struct{}
+
+// headerStream lets a handler called outside a server set headers.
+type headerStream struct{}
+
+func (headerStream) Method() string               { return "/atlasmart.orders.v1.OrderService/CreateOrder" }
+func (headerStream) SetHeader(metadata.MD) error  { return nil }
+func (headerStream) SendHeader(metadata.MD) error { return nil }
+func (headerStream) SetTrailer(metadata.MD) error { return nil }
+
+func (nopProjector) Write(context.Context, order.Order) error { return nil }
+
+// logLines runs fn against a Server whose JSON log it returns, one map per line.
+func logLines(t *testing.T, fn func(s *Server)) []map[string]any {
+	t.Helper()
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	wf := workflow.New(workflow.Config{Tenant: "acme"}, &memLedger{recs: map[ledger.Key]ledger.Record{}}, nopProjector{}, nil, log)
+	fn(New(wf, nil, log))
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestCreateOrderLogsOutcomeWithoutPayload(t *testing.T) {
+	const id = "17000000-0000-0000-0000-000000000500"
+	req := &ordersv1.CreateOrderRequest{RequestId: id, CustomerId: "cust-secret", Total: "77.70", Currency: "EUR"}
+	lines := logLines(t, func(s *Server) {
+		ctx := grpc.NewContextWithServerTransportStream(context.Background(), headerStream{})
+		for _, r := range []*ordersv1.CreateOrderRequest{req, req,
+			{RequestId: id, CustomerId: "cust-secret", Total: "99.90", Currency: "EUR"},
+			{RequestId: strings.Repeat("x", 500), CustomerId: "cust-secret", Total: "-1"}} {
+			_, _ = s.CreateOrder(ctx, r)
+		}
+	})
+	want := []struct{ msg, outcome string }{
+		{"create order", "new"}, {"create order", "replayed"}, {"request refused", "conflict"}, {"request refused", "invalid"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d log lines, want %d: %v", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l["msg"] != w.msg || l["outcome"] != w.outcome || l["tenant"] != "acme" {
+			t.Errorf("line %d: msg %v outcome %v tenant %v; want %q %q acme", i, l["msg"], l["outcome"], l["tenant"], w.msg, w.outcome)
+		}
+		rid, _ := l["request_id"].(string)
+		if i < 3 && rid != id {
+			t.Errorf("line %d: request_id %q, want %s", i, rid, id)
+		}
+		if len(rid) > 70 {
+			t.Errorf("line %d: request_id of %d bytes logged; want it clipped", i, len(rid))
+		}
+		for _, secret := range []string{"cust-secret", "77.70", "99.90"} {
+			raw, _ := json.Marshal(l)
+			if strings.Contains(string(raw), secret) {
+				t.Errorf("line %d logs the payload (%s): %s", i, secret, raw)
+			}
+		}
+	}
+}

@@ -1,0 +1,275 @@
+// Package invariant checks, from the rows of a keyspace, the promises orderd
+// makes (design doc 000): every COMPLETE request has exactly one order in
+// each projection and one event, matching its stored command; every order
+// has its request (unless the request has expired); no request stays PENDING
+// past the grace period; no two requests map to one order; and, given the
+// outcomes a load driver saw acknowledged, every acknowledged order exists
+// exactly once with the acknowledged values.
+//
+// It reads whole tables (paged), so it is a tool for tests and audits, not
+// for the request path.
+package invariant
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+	"gopkg.in/inf.v0"
+
+	"github.com/atlasmart/orderd/internal/order"
+)
+
+// Config says what to hold the rows to.
+type Config struct {
+	// Grace: a request PENDING longer than this is a violation.
+	Grace time.Duration
+	// Retention: an order younger than this must still have its request.
+	// Default 7 days.
+	Retention time.Duration
+	// Acks are the outcomes a client saw acknowledged (may be empty).
+	Acks []Ack
+	// Now is the check's clock; default time.Now.
+	Now func() time.Time
+}
+
+// Ack is one acknowledged CreateOrder outcome, as a client recorded it.
+type Ack struct {
+	Tenant     string `json:"tenant"`
+	RequestID  string `json:"request_id"`
+	OrderID    string `json:"order_id"`
+	CustomerID string `json:"customer_id"`
+	Total      string `json:"total"`
+	Currency   string `json:"currency"`
+}
+
+// Report is what the check found.
+type Report struct {
+	Requests, Complete, Pending, Failed  int
+	OrdersByID, OrdersByCustomer, Events int
+	AcksChecked                          int
+	Violations                           []string
+}
+
+// OK reports whether no invariant is violated.
+func (r Report) OK() bool { return len(r.Violations) == 0 }
+
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "requests: %d (COMPLETE %d, PENDING %d, FAILED %d)\n", r.Requests, r.Complete, r.Pending, r.Failed)
+	fmt.Fprintf(&b, "orders_by_id: %d, orders_by_customer: %d, events: %d\n", r.OrdersByID, r.OrdersByCustomer, r.Events)
+	fmt.Fprintf(&b, "acknowledged outcomes checked: %d\n", r.AcksChecked)
+	fmt.Fprintf(&b, "violations: %d\n", len(r.Violations))
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  - %s\n", v)
+	}
+	return b.String()
+}
+
+type request struct {
+	tenant, state, lastErr string
+	requestID, orderID     uuid.UUID
+	cmd                    order.Command
+	cmdErr                 error
+	created                time.Time
+}
+
+type orderRow struct {
+	tenant, customer, total, currency string
+	requestID                         uuid.UUID
+	month                             string
+	created                           time.Time
+}
+
+type key struct {
+	tenant string
+	id     uuid.UUID
+}
+
+const (
+	selectRequests  = `SELECT tenant, operation, request_id, entity_id, command, state, created_at, last_error FROM write_requests_by_id`
+	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at FROM orders_by_id`
+	selectByCust    = `SELECT tenant, customer_id, order_month, order_id, total, request_id FROM orders_by_customer`
+	selectEvents    = `SELECT tenant, order_id, event_id, event_type FROM order_events_by_order`
+	createOperation = order.Operation
+)
+
+// Check reads the keyspace of s and reports every violation.
+func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	now := cfg.Now()
+	var rep Report
+	var v []string
+
+	// The ledger.
+	requests := map[key]request{}
+	byOrder := map[key][]uuid.UUID{}
+	iter := s.Query(selectRequests).PageSize(1000).IterContext(ctx)
+	var (
+		r               request
+		op              string
+		reqID, entityID gocql.UUID
+		cmdBytes        []byte
+	)
+	for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr) {
+		if op != createOperation {
+			continue
+		}
+		r.requestID, r.orderID = uuid.UUID(reqID), uuid.UUID(entityID)
+		r.cmd, r.cmdErr = order.DecodeCommand(cmdBytes)
+		requests[key{r.tenant, r.requestID}] = r
+		byOrder[key{r.tenant, r.orderID}] = append(byOrder[key{r.tenant, r.orderID}], r.requestID)
+		rep.Requests++
+		switch r.state {
+		case "COMPLETE":
+			rep.Complete++
+		case "PENDING":
+			rep.Pending++
+			if age := now.Sub(r.created); age > cfg.Grace {
+				v = append(v, fmt.Sprintf("request %s PENDING for %s (grace %s)", r.requestID, age.Round(time.Second), cfg.Grace))
+			}
+		case "FAILED":
+			rep.Failed++
+			v = append(v, fmt.Sprintf("request %s FAILED: %s", r.requestID, r.lastErr))
+		}
+		if r.cmdErr != nil {
+			v = append(v, fmt.Sprintf("request %s: stored command unreadable: %v", r.requestID, r.cmdErr))
+		}
+		if want := order.ID(r.tenant, r.requestID); r.orderID != want {
+			v = append(v, fmt.Sprintf("request %s maps to order %s, want the derived id %s", r.requestID, r.orderID, want))
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return rep, fmt.Errorf("read write_requests_by_id: %w", err)
+	}
+	for k, ids := range byOrder {
+		if len(ids) > 1 {
+			v = append(v, fmt.Sprintf("order %s is claimed by %d requests: %v", k.id, len(ids), ids))
+		}
+	}
+
+	// orders_by_id.
+	orders := map[key]orderRow{}
+	iter = s.Query(selectByID).PageSize(1000).IterContext(ctx)
+	var (
+		o     orderRow
+		oid   gocql.UUID
+		month time.Time
+		total *inf.Dec
+	)
+	for iter.Scan(&o.tenant, &oid, &o.customer, &month, &total, &o.currency, &reqID, &o.created) {
+		o.requestID, o.month, o.total = uuid.UUID(reqID), month.Format(time.DateOnly), total.String()
+		orders[key{o.tenant, uuid.UUID(oid)}] = o
+		rep.OrdersByID++
+	}
+	if err := iter.Close(); err != nil {
+		return rep, fmt.Errorf("read orders_by_id: %w", err)
+	}
+
+	// orders_by_customer: count rows per order id.
+	custRows := map[key][]orderRow{}
+	iter = s.Query(selectByCust).PageSize(1000).IterContext(ctx)
+	for iter.Scan(&o.tenant, &o.customer, &month, &oid, &total, &reqID) {
+		o.requestID, o.month, o.total = uuid.UUID(reqID), month.Format(time.DateOnly), total.String()
+		custRows[key{o.tenant, uuid.UUID(oid)}] = append(custRows[key{o.tenant, uuid.UUID(oid)}], o)
+		rep.OrdersByCustomer++
+	}
+	if err := iter.Close(); err != nil {
+		return rep, fmt.Errorf("read orders_by_customer: %w", err)
+	}
+
+	// Events: count ORDER_CREATED per order and check their ids.
+	events := map[key][]uuid.UUID{}
+	iter = s.Query(selectEvents).PageSize(1000).IterContext(ctx)
+	var (
+		tenant, typ string
+		evID        gocql.UUID
+	)
+	for iter.Scan(&tenant, &oid, &evID, &typ) {
+		rep.Events++
+		if typ == "ORDER_CREATED" {
+			events[key{tenant, uuid.UUID(oid)}] = append(events[key{tenant, uuid.UUID(oid)}], uuid.UUID(evID))
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return rep, fmt.Errorf("read order_events_by_order: %w", err)
+	}
+
+	// Every COMPLETE request: one order per table, one event, values from its command.
+	for _, r := range requests {
+		if r.state != "COMPLETE" || r.cmdErr != nil {
+			continue
+		}
+		k := key{r.tenant, r.orderID}
+		o, ok := orders[k]
+		switch {
+		case !ok:
+			v = append(v, fmt.Sprintf("COMPLETE request %s has no orders_by_id row (order %s)", r.requestID, r.orderID))
+		case o.customer != r.cmd.CustomerID || o.total != r.cmd.Total || o.currency != r.cmd.Currency || o.requestID != r.requestID:
+			v = append(v, fmt.Sprintf("order %s (%s %s %s, request %s) does not match request %s's command (%s %s %s)",
+				r.orderID, o.customer, o.total, o.currency, o.requestID, r.requestID, r.cmd.CustomerID, r.cmd.Total, r.cmd.Currency))
+		case o.month != order.MonthOf(r.created):
+			v = append(v, fmt.Sprintf("order %s month %s, want %s from the claim time", r.orderID, o.month, order.MonthOf(r.created)))
+		}
+		if rows := custRows[k]; len(rows) != 1 {
+			v = append(v, fmt.Sprintf("COMPLETE request %s has %d orders_by_customer rows, want 1", r.requestID, len(rows)))
+		} else if rows[0].customer != r.cmd.CustomerID || rows[0].total != r.cmd.Total || rows[0].month != order.MonthOf(r.created) {
+			v = append(v, fmt.Sprintf("orders_by_customer row of order %s does not match request %s", r.orderID, r.requestID))
+		}
+		if ev := events[k]; len(ev) != 1 || ev[0] != r.requestID {
+			v = append(v, fmt.Sprintf("COMPLETE request %s has events %v, want exactly [%s]", r.requestID, ev, r.requestID))
+		}
+	}
+	// Every order has its request, unless that request may have expired.
+	for k, o := range orders {
+		r, ok := requests[key{k.tenant, o.requestID}]
+		switch {
+		case !ok && now.Sub(o.created) <= cfg.Retention:
+			v = append(v, fmt.Sprintf("order %s has no request %s in the ledger", k.id, o.requestID))
+		case !ok: // the request expired by design
+		case r.orderID != k.id:
+			v = append(v, fmt.Sprintf("order %s names request %s, which maps to order %s", k.id, o.requestID, r.orderID))
+		}
+		if len(events[k]) > 1 {
+			v = append(v, fmt.Sprintf("order %s has %d ORDER_CREATED events", k.id, len(events[k])))
+		}
+	}
+	for k := range custRows {
+		if _, ok := orders[k]; !ok {
+			if r, ok := requests[key{k.tenant, custRows[k][0].requestID}]; !ok || r.state == "COMPLETE" {
+				v = append(v, fmt.Sprintf("orders_by_customer has order %s but orders_by_id does not", k.id))
+			}
+		}
+	}
+	// Acknowledged outcomes.
+	for _, a := range cfg.Acks {
+		rep.AcksChecked++
+		id, err := uuid.Parse(a.RequestID)
+		if err != nil {
+			v = append(v, fmt.Sprintf("ack with a bad request id %q", a.RequestID))
+			continue
+		}
+		r, ok := requests[key{a.Tenant, id}]
+		if !ok || r.state != "COMPLETE" {
+			v = append(v, fmt.Sprintf("acknowledged request %s is %v in the ledger, want COMPLETE", a.RequestID, map[bool]string{true: r.state, false: "missing"}[ok]))
+			continue
+		}
+		o, ok := orders[key{a.Tenant, r.orderID}]
+		if !ok || r.orderID.String() != a.OrderID || o.total != a.Total || o.customer != a.CustomerID || o.currency != a.Currency {
+			v = append(v, fmt.Sprintf("acknowledged request %s (order %s, %s %s %s) does not match the stored order %s (%s %s %s)",
+				a.RequestID, a.OrderID, a.CustomerID, a.Total, a.Currency, r.orderID, o.customer, o.total, o.currency))
+		}
+	}
+	sort.Strings(v)
+	rep.Violations = v
+	return rep, nil
+}

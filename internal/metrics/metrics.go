@@ -1,0 +1,132 @@
+package metrics
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/atlasmart/orderd/internal/workflow"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "orderd"
+
+// Buckets, in seconds.
+var (
+	// grpcBuckets span a replayed answer (~1 ms) to a call that waited out
+	// its deadline (default 15 s).
+	grpcBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30}
+	// cqlBuckets span a local read (~0.5 ms) to the driver timeout (5 s).
+	cqlBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10}
+	// retryAgeBuckets span 10 ms to the default retention (7 days), with a
+	// bound at half of it (3.5 days) for the alert in docs/operations.md.
+	retryAgeBuckets = []float64{
+		.01, .05, .1, .5, 1, 5, 15, 60, 5 * 60, 15 * 60, 3600, 6 * 3600, 24 * 3600,
+		2 * 24 * 3600, 3.5 * 24 * 3600, 5 * 24 * 3600, 7 * 24 * 3600,
+	}
+)
+
+// Metrics holds orderd's metric definitions. The zero value is not usable;
+// a nil *Metrics records nothing.
+type Metrics struct {
+	reg             prometheus.Registerer
+	grpcRequests    *prometheus.CounterVec
+	grpcDuration    *prometheus.HistogramVec
+	createOutcomes  *prometheus.CounterVec
+	unknownOutcomes *prometheus.CounterVec
+	cqlDuration     *prometheus.HistogramVec
+	retryAge        prometheus.Histogram
+}
+
+var _ workflow.Observer = (*Metrics)(nil)
+
+// New defines orderd's metrics and registers them, with the Go runtime and
+// process collectors, on reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		reg: reg,
+		grpcRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "grpc_requests_total",
+			Help: "gRPC calls handled, by full method and status code.",
+		}, []string{"method", "code"}),
+		grpcDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "grpc_request_duration_seconds",
+			Help:    "Time to answer a gRPC call, by full method and status code.",
+			Buckets: grpcBuckets,
+		}, []string{"method", "code"}),
+		createOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "create_outcomes_total",
+			Help: "CreateOrder attempts by how the workflow decided them: new, replayed, takeover, conflict, in_progress, failed_request, unavailable, outcome_unknown, invalid, internal.",
+		}, []string{"outcome"}),
+		unknownOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "unknown_outcomes_total",
+			Help: "Ledger writes whose outcome was unknown, by operation and how a LOCAL_SERIAL read settled them (applied, not_applied, unsettled).",
+		}, []string{"op", "settled"}),
+		cqlDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "cql_duration_seconds",
+			Help:    "Time of one CQL statement attempt (each page and each driver retry counts), by statement (<verb>_<table>), whether it is a lightweight transaction, and outcome (ok, error).",
+			Buckets: cqlBuckets,
+		}, []string{"statement", "lwt", "outcome"}),
+		retryAge: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "retry_age_seconds",
+			Help:    "Age of the first attempt of a request when a later attempt of the same command arrives (from the ledger's created_at). Retries later than the retention re-execute.",
+			Buckets: retryAgeBuckets,
+		}),
+	}
+	cs := []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge,
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	// Series that alerts rely on exist from the start, at zero, so that an
+	// increase is visible from the first event.
+	for _, o := range workflow.Outcomes() {
+		m.createOutcomes.WithLabelValues(string(o))
+	}
+	for _, op := range []string{"claim", "complete"} {
+		for _, s := range []ledger.SettleOutcome{ledger.SettledApplied, ledger.SettledNotApplied, ledger.Unsettled} {
+			m.unknownOutcomes.WithLabelValues(op, string(s))
+		}
+	}
+	return m, nil
+}
+
+// Handler serves the metrics gathered by g in the Prometheus exposition format.
+func Handler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+}
+
+// CreateOutcome implements workflow.Observer.
+func (m *Metrics) CreateOutcome(o workflow.Outcome) {
+	if m == nil {
+		return
+	}
+	m.createOutcomes.WithLabelValues(string(o)).Inc()
+}
+
+// RetryAge implements workflow.Observer.
+func (m *Metrics) RetryAge(age time.Duration) {
+	if m == nil {
+		return
+	}
+	m.retryAge.Observe(age.Seconds())
+}
+
+// UnknownOutcome counts one write whose outcome was unknown, by how it was
+// settled; it has the shape of ledger.Config.OnSettle without the cause.
+func (m *Metrics) UnknownOutcome(op string, settled ledger.SettleOutcome) {
+	if m == nil {
+		return
+	}
+	m.unknownOutcomes.WithLabelValues(op, string(settled)).Inc()
+}

@@ -1,0 +1,52 @@
+package metrics
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/atlasmart/orderd/reconciler"
+)
+
+// RegisterReconciler exports a reconciler's counters and gauges, read from
+// stats at every scrape (so the loop itself knows nothing of Prometheus).
+// Call it once per process; on a nil *Metrics it does nothing.
+func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
+	if m == nil {
+		return nil
+	}
+	counter := func(name, help string, f func(reconciler.Stats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "reconciler", Name: name, Help: help},
+			func() float64 { return float64(f(stats())) })
+	}
+	gauge := func(name, help string, f func(reconciler.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "reconciler", Name: name, Help: help},
+			func() float64 { return f(stats()) })
+	}
+	cs := []prometheus.Collector{
+		gauge("pending_requests", "PENDING requests this instance found due in its last pass.",
+			func(s reconciler.Stats) float64 { return float64(s.Pending) }),
+		gauge("oldest_pending_age_seconds", "Age of the oldest PENDING request found due in the last pass (0 if none).",
+			func(s reconciler.Stats) float64 { return s.OldestPending.Seconds() }),
+		gauge("owned_shards", "Due-queue shards whose lease this instance holds (all instances together should hold all 16).",
+			func(s reconciler.Stats) float64 { return float64(s.OwnedShards) }),
+		counter("finished_total", "Requests this instance completed.",
+			func(s reconciler.Stats) int64 { return s.Finished }),
+		counter("retried_total", "Failed attempts rescheduled with backoff.",
+			func(s reconciler.Stats) int64 { return s.Retried }),
+		counter("dead_lettered_total", "Requests moved to FAILED after the maximum attempts.",
+			func(s reconciler.Stats) int64 { return s.DeadLettered }),
+		counter("dropped_entries_total", "Due-queue entries removed because their request was settled, gone or claimed by another attempt.",
+			func(s reconciler.Stats) int64 { return s.Dropped }),
+		counter("passes_total", "Reconciler passes run.",
+			func(s reconciler.Stats) int64 { return s.Passes }),
+		counter("pass_errors_total", "Reconciler passes that ended with an error.",
+			func(s reconciler.Stats) int64 { return s.PassErrors }),
+	}
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return fmt.Errorf("register reconciler metrics: %w", err)
+		}
+	}
+	return nil
+}
