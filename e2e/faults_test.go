@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/loadgen"
 	"github.com/atlasmart/orderd/ledger"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
@@ -23,7 +24,7 @@ import (
 // verifyKeyspace runs `orderd verify` on this run's keyspace (with the acks,
 // if any) until it passes or within elapses, and fails the test otherwise.
 // Every fault test ends with it.
-func verifyKeyspace(t *testing.T, acks []loadgenAck, within time.Duration) {
+func verifyKeyspace(t *testing.T, acks []invariant.Ack, within time.Duration) {
 	t.Helper()
 	args := []string{"verify", "--keyspace", keyspace, "--reconcile-grace", "10s"}
 	if len(acks) > 0 {
@@ -51,23 +52,6 @@ func verifyKeyspace(t *testing.T, acks []loadgenAck, within time.Duration) {
 		t.Fatalf("orderd verify: %v\n%s", err, out)
 	}
 	t.Logf("orderd verify:\n%s", out)
-}
-
-type loadgenAck = struct {
-	Tenant     string `json:"tenant"`
-	RequestID  string `json:"request_id"`
-	OrderID    string `json:"order_id"`
-	CustomerID string `json:"customer_id"`
-	Total      string `json:"total"`
-	Currency   string `json:"currency"`
-}
-
-func acksOf(rep loadgen.Report) []loadgenAck {
-	out := make([]loadgenAck, len(rep.Acks))
-	for i, a := range rep.Acks {
-		out[i] = loadgenAck(a)
-	}
-	return out
 }
 
 func dialClient(t *testing.T, addr string) ordersv1.OrderServiceClient {
@@ -127,7 +111,7 @@ func TestLoadWithOneNodeKilled(t *testing.T) {
 		t.Fatal("node 3 was never killed")
 	}
 	checkLoad(t, rep)
-	verifyKeyspace(t, acksOf(rep), 30*time.Second)
+	verifyKeyspace(t, rep.Acks, 30*time.Second)
 }
 
 // TestTwoNodesDownFailsFastThenRecovers: with two of three nodes down,
@@ -262,5 +246,5 @@ func TestOrderdKilledMidLoadRecovers(t *testing.T) {
 	if rep.Codes["Unavailable"] == 0 {
 		t.Errorf("no call failed although orderd was killed mid-load: %v", rep.Codes)
 	}
-	verifyKeyspace(t, acksOf(rep), 30*time.Second)
+	verifyKeyspace(t, rep.Acks, 30*time.Second)
 }
