@@ -285,15 +285,15 @@ func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
 		return Record{}, err
 	}
 	if rec.State == Failed {
-		applied, err := c.s.Query(requeueCQL, c.ttl(rec.CreatedAt),
-			key.Tenant, key.Operation, key.RequestID.String()).MapScanCASContext(ctx, map[string]any{})
-		if err != nil {
+		// Applied or not (another requeue won), the row read back says what
+		// the request is now.
+		if _, err := c.s.Query(requeueCQL, c.ttl(rec.CreatedAt),
+			key.Tenant, key.Operation, key.RequestID.String()).MapScanCASContext(ctx, map[string]any{}); err != nil {
 			return Record{}, cassandra.WriteError("requeue request", err)
 		}
 		if rec, err = c.Get(ctx, key); err != nil {
 			return Record{}, err
 		}
-		_ = applied // whoever won, the row read back says what it is now
 	}
 	if rec.State != Pending {
 		return rec, nil
