@@ -95,32 +95,17 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 		}
 		fmt.Fprintf(b, "\nRatios (goal: orderd p50 ≤ 1.10 × direct, throughput ≥ 0.90 × direct, p50 < naive):\n\n")
 		fmt.Fprintf(b, "| concurrency | thr orderd/direct | p50 orderd/direct | p95 orderd/direct | p99 orderd/direct | thr orderd/naive | p50 orderd/naive | p95 orderd/naive | p99 orderd/naive |\n|---|---|---|---|---|---|---|---|---|\n")
-		var levels []int
-		for _, r := range cmp {
-			if !slices.Contains(levels, r.Concurrency) {
-				levels = append(levels, r.Concurrency)
-			}
-		}
-		for _, c := range levels {
-			o, ok1 := find(cmp, "orderd", c)
-			d, ok2 := find(cmp, "direct", c)
-			n, ok3 := find(cmp, "naive", c)
-			if !ok1 || !ok2 || !ok3 {
-				continue
-			}
-			fmt.Fprintf(b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", c,
+		sets := bySet(cmp)
+		for _, x := range sets {
+			o, d, n := x.orderd, x.direct, x.naive
+			fmt.Fprintf(b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", x.concurrency,
 				o.Throughput/d.Throughput, o.P50ms/d.P50ms, o.P95ms/d.P95ms, o.P99ms/d.P99ms,
 				o.Throughput/n.Throughput, o.P50ms/n.P50ms, o.P95ms/n.P95ms, o.P99ms/n.P99ms)
 		}
 		fmt.Fprintf(b, "\nGoals, as measured in this run:\n\n")
-		for _, c := range levels {
-			o, ok1 := find(cmp, "orderd", c)
-			d, ok2 := find(cmp, "direct", c)
-			n, ok3 := find(cmp, "naive", c)
-			if !ok1 || !ok2 || !ok3 {
-				continue
-			}
-			fmt.Fprintf(b, "- concurrency %d: p50 within 1.10x of direct %s (%.2f); throughput at least 0.90x of direct %s (%.2f); p50 below naive %s (%.2f)\n", c,
+		for _, x := range sets {
+			o, d, n := x.orderd, x.direct, x.naive
+			fmt.Fprintf(b, "- concurrency %d: p50 within 1.10x of direct %s (%.2f); throughput at least 0.90x of direct %s (%.2f); p50 below naive %s (%.2f)\n", x.concurrency,
 				verdict(o.P50ms <= 1.10*d.P50ms), o.P50ms/d.P50ms, verdict(o.Throughput >= 0.90*d.Throughput), o.Throughput/d.Throughput,
 				verdict(o.P50ms < n.P50ms), o.P50ms/n.P50ms)
 		}
@@ -161,6 +146,30 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 		fmt.Fprintf(b, "\n## Memory over a long run\n\n%d requests over %.0f s at %d streams (%.1f req/s): orderd RSS %.1f MB at the start, %.1f MB at the end (peak %.1f MB); orderd CPU %.3f s per 1,000 requests.\n",
 			r.Requests, r.Seconds, r.Concurrency, r.Throughput, r.RSSStartMB, r.RSSEndMB, r.OrderdPeakRSSMB, r.OrderdCPUPer1k)
 	}
+}
+
+// driverSet is the three drivers' results at one concurrency.
+type driverSet struct {
+	concurrency           int
+	orderd, direct, naive Result
+}
+
+// bySet groups compare results by concurrency, keeping levels that have
+// all three drivers, in the order they were run.
+func bySet(cmp []Result) []driverSet {
+	var out []driverSet
+	for _, r := range cmp {
+		if slices.ContainsFunc(out, func(s driverSet) bool { return s.concurrency == r.Concurrency }) {
+			continue
+		}
+		o, ok1 := find(cmp, "orderd", r.Concurrency)
+		d, ok2 := find(cmp, "direct", r.Concurrency)
+		n, ok3 := find(cmp, "naive", r.Concurrency)
+		if ok1 && ok2 && ok3 {
+			out = append(out, driverSet{r.Concurrency, o, d, n})
+		}
+	}
+	return out
 }
 
 func verdict(ok bool) string {
