@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/atlasmart/orderd/internal/invariant"
@@ -247,4 +249,67 @@ func TestOrderdKilledMidLoadRecovers(t *testing.T) {
 		t.Errorf("no call failed although orderd was killed mid-load: %v", rep.Codes)
 	}
 	verifyKeyspace(t, rep.Acks, 30*time.Second)
+}
+
+// TestHealthNotServingWhileClusterDown: with every node down the health
+// service says NOT_SERVING and CreateOrder answers UNAVAILABLE; once the
+// nodes are back orderd reconnects by itself and serves again.
+func TestHealthNotServingWhileClusterDown(t *testing.T) {
+	if !cluster.CanControlNodes() {
+		failInCIElseSkip(t, "this cluster offers no node control: "+cluster.Describe())
+	}
+	p := startOrderd(t)
+	health := healthpb.NewHealthClient(p.conn)
+	check := func() healthpb.HealthCheckResponse_ServingStatus {
+		resp, err := health.Check(callCtx(t), &healthpb.HealthCheckRequest{Service: ordersv1.OrderService_ServiceDesc.ServiceName})
+		if err != nil {
+			return healthpb.HealthCheckResponse_UNKNOWN
+		}
+		return resp.Status
+	}
+	if s := check(); s != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health before the outage: %v", s)
+	}
+	t.Cleanup(func() {
+		for i := 1; i <= cluster.Nodes(); i++ {
+			if err := cluster.StartNode(context.Background(), i); err != nil {
+				t.Errorf("restart node %d: %v", i, err)
+			}
+		}
+	})
+	for i := 1; i <= cluster.Nodes(); i++ {
+		if err := cluster.KillNode(context.Background(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took, err := eventually(30*time.Second, func() error {
+		if s := check(); s != healthpb.HealthCheckResponse_NOT_SERVING {
+			return fmt.Errorf("health %v", s)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("health with every node down: %v, want NOT_SERVING", err)
+	}
+	t.Logf("every node down: NOT_SERVING after %s", took.Round(time.Millisecond))
+	if _, _, err := create(t, p.client, newRequest("1.00")); status.Code(err) != codes.Unavailable {
+		t.Errorf("CreateOrder with every node down: %v, want Unavailable", err)
+	}
+
+	for i := 1; i <= cluster.Nodes(); i++ {
+		if err := cluster.StartNode(context.Background(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took, err = eventually(90*time.Second, func() error {
+		if s := check(); s != healthpb.HealthCheckResponse_SERVING {
+			return fmt.Errorf("health %v", s)
+		}
+		_, _, err := create(t, p.client, newRequest("2.00"))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("after the nodes came back: %v", err)
+	}
+	t.Logf("nodes back: SERVING and creating orders again after %s", took.Round(time.Millisecond))
 }
