@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,17 +29,9 @@ func verifyKeyspace(t *testing.T, acks []invariant.Ack, within time.Duration) {
 	args := []string{"verify", "--keyspace", keyspace, "--reconcile-grace", "10s"}
 	if len(acks) > 0 {
 		path := filepath.Join(t.TempDir(), "acks.jsonl")
-		f, err := os.Create(path)
-		if err != nil {
+		if err := invariant.WriteAcks(path, acks); err != nil {
 			t.Fatal(err)
 		}
-		enc := json.NewEncoder(f)
-		for _, a := range acks {
-			if err := enc.Encode(a); err != nil {
-				t.Fatal(err)
-			}
-		}
-		f.Close()
 		args = append(args, "--acks", path)
 	}
 	var out string

@@ -11,9 +11,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -207,17 +205,9 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 func verify(ctx context.Context, cfg *config, log *slog.Logger) error {
 	var acks []invariant.Ack
 	if cfg.verifyAcks != "" {
-		raw, err := os.ReadFile(cfg.verifyAcks)
-		if err != nil {
+		var err error
+		if acks, err = invariant.ReadAcks(cfg.verifyAcks); err != nil {
 			return err
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		for dec.More() {
-			var a invariant.Ack
-			if err := dec.Decode(&a); err != nil {
-				return fmt.Errorf("read acks %s: %w", cfg.verifyAcks, err)
-			}
-			acks = append(acks, a)
 		}
 	}
 	cfg.cqlTimeout = max(cfg.cqlTimeout, 30*time.Second)

@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/loadgen"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
@@ -66,7 +66,7 @@ func run() error {
 	rep := loadgen.Run(ctx, ordersv1.NewOrderServiceClient(conn), cfg)
 	fmt.Print(rep.String())
 	if *acks != "" {
-		if err := writeAcks(*acks, rep); err != nil {
+		if err := invariant.WriteAcks(*acks, rep.Acks); err != nil {
 			return err
 		}
 	}
@@ -74,19 +74,4 @@ func run() error {
 		return fmt.Errorf("%d intents never acknowledged, %d problems", rep.Unacked, len(rep.Problems))
 	}
 	return nil
-}
-
-func writeAcks(path string, rep loadgen.Report) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(f)
-	for _, a := range rep.Acks {
-		if err := enc.Encode(a); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	return f.Close()
 }

@@ -230,9 +230,13 @@ func DecodeCommand(b []byte) (Command, error) {
 // If the encoding ever changes (v2), ledger rows fingerprinted under v1 must
 // still compare equal to their retries: compare by re-fingerprinting the
 // stored command, not by comparing the stored string.
-func (c Command) Fingerprint() string {
+func (c Command) Fingerprint() string { return Fingerprint(c.Encode()) }
+
+// Fingerprint is the fingerprint of an encoding made by Command.Encode, for
+// callers that already hold the encoding.
+func Fingerprint(encoded []byte) string {
 	h := sha256.New()
 	h.Write([]byte(Operation + "\n" + fingerprintVersion + "\n"))
-	h.Write(c.Encode())
+	h.Write(encoded)
 	return "sha256:" + fingerprintVersion + ":" + hex.EncodeToString(h.Sum(nil))
 }

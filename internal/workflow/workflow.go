@@ -174,11 +174,12 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 		return Result{}, err
 	}
 	key := s.key(requestID)
+	encoded := cmd.Encode() // stored and fingerprinted: encode once
 	claim := ledger.Record{
 		Key:         key,
 		EntityID:    order.ID(key.Tenant, requestID),
-		Fingerprint: cmd.Fingerprint(),
-		Command:     cmd.Encode(),
+		Fingerprint: order.Fingerprint(encoded),
+		Command:     encoded,
 		// Milliseconds: what a Cassandra timestamp keeps, so the order
 		// built now equals the one rebuilt from the stored row later.
 		CreatedAt:  s.now().UTC().Truncate(time.Millisecond),
