@@ -114,11 +114,11 @@ func runCmd(args []string) error {
 		_ = session.Query(`DROP KEYSPACE IF EXISTS ` + keyspace).Exec()
 		session.Close()
 	}()
-	store, err := ledger.NewCassandraStore(session, ledger.Config{})
+	store, err := ledger.NewCassandraStore(cassandra.Wrap(session), ledger.Config{})
 	if err != nil {
 		return err
 	}
-	proj := projection.NewStore(session, nil)
+	proj := projection.NewStore(cassandra.Wrap(session), nil)
 
 	od, err := startOrderd(f.orderd, env)
 	if err != nil {
@@ -175,13 +175,42 @@ func (b *bench) measure(ctx context.Context, phase, driver string, c, n int, do 
 
 // measureRaw is measure, also returning the sorted latencies.
 func (b *bench) measureRaw(ctx context.Context, phase, driver string, c, n int, do op) (Result, []time.Duration, error) {
-	lat := make([]time.Duration, n)
-	var errs atomic.Int64
-	var firstErr atomic.Value
-	var next atomic.Int64
 	od0, cl0, me0 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
 	start := time.Now()
-	var wg sync.WaitGroup
+	lat, errCount, firstErr := runOps(ctx, c, n, do)
+	elapsed := time.Since(start)
+	od1, cl1, me1 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
+	slices.Sort(lat)
+	per1k := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
+	r := Result{Label: b.label, Phase: phase, Driver: driver, Concurrency: c, Requests: n, Errors: errCount,
+		Seconds: elapsed.Seconds(), Throughput: float64(n) / elapsed.Seconds(),
+		P50ms: ms(loadgen.Percentile(lat, 50)), P95ms: ms(loadgen.Percentile(lat, 95)), P99ms: ms(loadgen.Percentile(lat, 99)),
+		ClusterCPUPer1k: per1k(cl1 - cl0), ClientCPUPer1k: per1k(me1 - me0), OrderdPeakRSSMB: peakRSSMB(b.od.pid())}
+	if driver == "orderd" {
+		r.OrderdCPUPer1k = per1k(od1 - od0)
+	}
+	if firstErr != nil && r.Errors > n/100 {
+		return r, nil, fmt.Errorf("%s/%s at %d: %d of %d failed, first: %w", phase, driver, c, r.Errors, n, firstErr)
+	}
+	fmt.Fprintf(os.Stderr, "orderbench: %-8s %-7s c=%-3d n=%-5d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms\n",
+		phase, driver, c, n, r.Throughput, r.P50ms, r.P99ms)
+	return r, lat, nil
+}
+
+// runOps runs ops 0..n-1 on c goroutines and returns each op's latency (by
+// op number), how many failed and the first error seen.
+//
+// The first error is kept under a mutex, not in an atomic.Value: ops fail
+// with errors of different concrete types (a gRPC status, a *fault.Error, a
+// wrapped error), and atomic.Value panics when a value of another type is
+// swapped into it.
+func runOps(ctx context.Context, c, n int, do op) (lat []time.Duration, failed int, first error) {
+	lat = make([]time.Duration, n)
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+	)
 	for range c {
 		wg.Add(1)
 		go func() {
@@ -195,30 +224,18 @@ func (b *bench) measureRaw(ctx context.Context, phase, driver string, c, n int, 
 				err := do(ctx, i)
 				lat[i] = time.Since(t0)
 				if err != nil {
-					errs.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					mu.Lock()
+					failed++
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	od1, cl1, me1 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
-	slices.Sort(lat)
-	per1k := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
-	r := Result{Label: b.label, Phase: phase, Driver: driver, Concurrency: c, Requests: n, Errors: int(errs.Load()),
-		Seconds: elapsed.Seconds(), Throughput: float64(n) / elapsed.Seconds(),
-		P50ms: ms(loadgen.Percentile(lat, 50)), P95ms: ms(loadgen.Percentile(lat, 95)), P99ms: ms(loadgen.Percentile(lat, 99)),
-		ClusterCPUPer1k: per1k(cl1 - cl0), ClientCPUPer1k: per1k(me1 - me0), OrderdPeakRSSMB: peakRSSMB(b.od.pid())}
-	if driver == "orderd" {
-		r.OrderdCPUPer1k = per1k(od1 - od0)
-	}
-	if err, _ := firstErr.Load().(error); err != nil && r.Errors > n/100 {
-		return r, nil, fmt.Errorf("%s/%s at %d: %d of %d failed, first: %w", phase, driver, c, r.Errors, n, err)
-	}
-	fmt.Fprintf(os.Stderr, "orderbench: %-8s %-7s c=%-3d n=%-5d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms\n",
-		phase, driver, c, n, r.Throughput, r.P50ms, r.P99ms)
-	return r, lat, nil
+	return lat, failed, first
 }
 
 // merge pools rounds of one driver: latencies together, times and CPU added.
