@@ -19,7 +19,17 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
 )
+
+// Session is what the migrator needs of a connection: statements (through
+// the seam a FaultSession can wrap) and the driver's schema agreement wait.
+type Session interface {
+	cassandra.Session
+	AwaitSchemaAgreement(ctx context.Context) error
+}
 
 //go:embed *.cql
 var files embed.FS
@@ -90,10 +100,11 @@ const (
 
 	selectKeyspace   = `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`
 	selectTable      = `SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`
-	selectApplied    = `SELECT version, checksum FROM %s.schema_migrations`
-	insertApplied    = `INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
-	takeLock         = `INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 120`
-	releaseLock      = `DELETE FROM %s.schema_lock WHERE id = 'migrate' IF owner = ?`
+	selectApplied    = `/* migrate.applied */ SELECT version, checksum FROM %s.schema_migrations`
+	insertApplied    = `/* migrate.record */ INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
+	takeLock         = `/* migrate.lock */ INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 120`
+	lockOwner        = `/* migrate.lock_owner */ SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`
+	releaseLock      = `/* migrate.release */ DELETE FROM %s.schema_lock WHERE id = 'migrate' IF owner = ?`
 	lockWait         = 2 * time.Second
 	ddlAttempts      = 4
 	lockMaxWaitTotal = 3 * time.Minute
@@ -160,7 +171,7 @@ func splitStatements(src string) []string {
 
 // Migrate brings keyspace cfg.Keyspace to the newest version. It is
 // idempotent: with everything applied it issues no DDL at all.
-func Migrate(ctx context.Context, s *gocql.Session, cfg Config) (Result, error) {
+func Migrate(ctx context.Context, s Session, cfg Config) (Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return Result{}, err
@@ -198,8 +209,7 @@ func Migrate(ctx context.Context, s *gocql.Session, cfg Config) (Result, error) 
 				return res, fmt.Errorf("schema version %04d_%s: %w", v.Number, v.Name, err)
 			}
 		}
-		q := s.Query(fmt.Sprintf(insertApplied, cfg.Keyspace), v.Number, v.Name, v.Checksum, time.Now().UTC())
-		if _, err := q.MapScanCASContext(ctx, map[string]any{}); err != nil {
+		if err := record(ctx, s, cfg.Keyspace, v, versions); err != nil {
 			return res, fmt.Errorf("record schema version %d: %w", v.Number, err)
 		}
 		cfg.Log.Info("applied schema version", "keyspace", cfg.Keyspace, "version", v.Number, "name", v.Name)
@@ -211,7 +221,7 @@ func Migrate(ctx context.Context, s *gocql.Session, cfg Config) (Result, error) 
 
 // ensureBookkeeping creates the keyspace and the migrator's own tables when
 // they are missing, checking first so that a migrated cluster sees no DDL.
-func ensureBookkeeping(ctx context.Context, s *gocql.Session, cfg Config) error {
+func ensureBookkeeping(ctx context.Context, s Session, cfg Config) error {
 	var name string
 	err := s.Query(selectKeyspace, cfg.Keyspace).ScanContext(ctx, &name)
 	switch {
@@ -235,9 +245,34 @@ func ensureBookkeeping(ctx context.Context, s *gocql.Session, cfg Config) error 
 	return nil
 }
 
-func appliedVersions(ctx context.Context, s *gocql.Session, keyspace string, versions []Version) (map[int]string, error) {
+// record notes v as applied. The insert is an LWT: an unknown outcome is
+// settled by reading the versions back at LOCAL_SERIAL (re-sent if absent;
+// it is IF NOT EXISTS, so re-sending is safe).
+func record(ctx context.Context, s Session, keyspace string, v Version, versions []Version) error {
+	for attempt := 1; ; attempt++ {
+		_, err := s.Query(fmt.Sprintf(insertApplied, keyspace), v.Number, v.Name, v.Checksum, time.Now().UTC()).
+			MapScanCASContext(ctx, map[string]any{})
+		if err == nil {
+			return nil
+		}
+		if err = cassandra.WriteError("record schema version", err); fault.KindOf(err) != fault.OutcomeUnknown || attempt == ddlAttempts {
+			return err
+		}
+		applied, rerr := appliedVersions(ctx, s, keyspace, versions)
+		if rerr != nil {
+			return err
+		}
+		if _, ok := applied[v.Number]; ok {
+			return nil
+		}
+	}
+}
+
+// appliedVersions reads the recorded versions at LOCAL_SERIAL (the table is
+// written only with LWTs; a serial read also finishes any in flight).
+func appliedVersions(ctx context.Context, s Session, keyspace string, versions []Version) (map[int]string, error) {
 	applied := map[int]string{}
-	iter := s.Query(fmt.Sprintf(selectApplied, keyspace)).SerialConsistency(gocql.LocalSerial).IterContext(ctx)
+	iter := s.Query(fmt.Sprintf(selectApplied, keyspace)).Consistency(gocql.LocalSerial).IterContext(ctx)
 	var (
 		v   int
 		sum string
@@ -256,13 +291,29 @@ func appliedVersions(ctx context.Context, s *gocql.Session, keyspace string, ver
 	return applied, nil
 }
 
-func lock(ctx context.Context, s *gocql.Session, keyspace string) (func(), error) {
+// lock takes the migration lease. An unknown outcome of the LWT is settled
+// by reading the lease at LOCAL_SERIAL: this migrator's owner id there means
+// it holds the lease (its response was lost); anything else means it does
+// not, and it waits like any migrator that lost.
+func lock(ctx context.Context, s Session, keyspace string) (func(), error) {
 	owner := uuid.New()
 	deadline := time.Now().Add(lockMaxWaitTotal)
 	for {
 		applied, err := s.Query(fmt.Sprintf(takeLock, keyspace), owner.String(), time.Now().UTC()).MapScanCASContext(ctx, map[string]any{})
 		if err != nil {
-			return nil, fmt.Errorf("take the migration lease: %w", err)
+			if err = cassandra.WriteError("take the migration lease", err); fault.KindOf(err) != fault.OutcomeUnknown {
+				return nil, err
+			}
+			var holder gocql.UUID
+			rerr := s.Query(fmt.Sprintf(lockOwner, keyspace)).Consistency(gocql.LocalSerial).ScanContext(ctx, &holder)
+			switch {
+			case rerr == nil:
+				applied = uuid.UUID(holder) == owner
+			case errors.Is(rerr, gocql.ErrNotFound):
+				applied = false
+			default:
+				return nil, err
+			}
 		}
 		if applied {
 			return func() {
@@ -281,11 +332,37 @@ func lock(ctx context.Context, s *gocql.Session, keyspace string) (func(), error
 	}
 }
 
+// Check returns an error unless every version this binary knows is applied
+// to keyspace. orderd serves (and reconciles) only on a fully migrated
+// keyspace: a version half applied and then re-run must not find requests
+// written in between (0002 re-run would move every reconciler cursor past
+// their due entries).
+func Check(ctx context.Context, s Session, keyspace string) error {
+	versions, err := Versions(keyspace)
+	if err != nil {
+		return err
+	}
+	applied, err := appliedVersions(ctx, s, keyspace, versions)
+	if err != nil {
+		return fmt.Errorf("keyspace %s: %w (run `orderd migrate`)", keyspace, err)
+	}
+	var missing []string
+	for _, v := range versions {
+		if _, ok := applied[v.Number]; !ok {
+			missing = append(missing, fmt.Sprintf("%04d_%s", v.Number, v.Name))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("keyspace %s lacks schema versions %s: run `orderd migrate` first", keyspace, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
 // execDDL runs one idempotent DDL statement (IF NOT EXISTS) and waits for
 // schema agreement. Just after a node restarts, the cluster may still be
 // exchanging schema and refuse DDL (e.g. "Unknown CF"): it waits for
 // agreement and tries again, a few times.
-func execDDL(ctx context.Context, s *gocql.Session, stmt string) error {
+func execDDL(ctx context.Context, s Session, stmt string) error {
 	var err error
 	for attempt := 1; attempt <= ddlAttempts; attempt++ {
 		if err = s.AwaitSchemaAgreement(ctx); err != nil {

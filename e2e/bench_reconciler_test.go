@@ -53,7 +53,7 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			store, err := ledger.NewCassandraStore(s, ledger.Config{DueAfter: time.Second})
+			store, err := ledger.NewCassandraStore(cassandra.Wrap(s), ledger.Config{DueAfter: time.Second})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,9 +62,9 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 			r.generate = time.Since(start)
 
 			var finished atomic.Int64
-			loop := reconciler.New(reconciler.Config{Grace: time.Second, Margin: time.Nanosecond},
+			loop := reconciler.New(reconciler.Config{Margin: time.Nanosecond},
 				store, func(context.Context, ledger.Record) error { finished.Add(1); return nil },
-				reconciler.NewCassandraCoordinator(s), slog.New(slog.NewTextHandler(io.Discard, nil)))
+				reconciler.NewCassandraCoordinator(cassandra.Wrap(s)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			all := make([]int, ledger.PendingShards)
 			for i := range all {
 				all[i] = i

@@ -17,7 +17,6 @@ import (
 
 	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/loadgen"
-	"github.com/atlasmart/orderd/ledger"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -178,11 +177,11 @@ func TestTwoNodesDownFailsFastThenRecovers(t *testing.T) {
 }
 
 // TestAmbiguousClaimIsSettledAsApplied: the claim LWT applies but its
-// response is lost (failpoint claim-response-lost), so the handler sees an
+// response is lost (CQL fault ledger.claim=lose-response), so the handler sees an
 // unknown outcome. The LOCAL_SERIAL read finds this attempt's claim token:
 // the request is reported as applied and completed, not failed.
 func TestAmbiguousClaimIsSettledAsApplied(t *testing.T) {
-	p := startOrderd(t, "ORDERD_FAILPOINTS="+ledger.FailpointClaimResponseLost+"=error")
+	p := startOrderd(t, "ORDERD_CQL_FAULTS=ledger.claim=lose-response")
 	req := newRequest("64.00")
 	resp, replayed, err := create(t, p.client, req)
 	if err != nil {

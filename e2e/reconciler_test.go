@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/ledger"
@@ -141,7 +141,7 @@ func TestDesignDoc000ReconcileDrill(t *testing.T) {
 	beforeState := snapshot(t, got.Order)
 
 	// Replay all the statements once more, as design doc 000 does.
-	s := freshSession(t)
+	s := cassandra.Wrap(freshSession(t))
 	store, err := ledger.NewCassandraStore(s, ledger.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -271,41 +271,6 @@ func TestTwoReconcilersAndAHandlerRace200Pending(t *testing.T) {
 		t.Fatalf("orders_by_customer %d, orders_by_id %d, events %d; want %d each", len(ids), orders, events, n)
 	}
 	t.Logf("200 PENDING requests raced by two reconcilers and the handler: %d orders, %d events", orders, events)
-}
-
-// TestReconcilerDeadLettersThenRequeueCompletes: a request whose projection
-// keeps failing ends FAILED after the configured attempts, visible through
-// GetRequest; requeued after the fault is gone, it completes.
-func TestReconcilerDeadLettersThenRequeueCompletes(t *testing.T) {
-	faulty := startOrderd(t, append([]string{"ORDERD_RECONCILE_MAX_ATTEMPTS=3", "ORDERD_FAILPOINTS=projection.orders_by_id=error"}, fastReconciler...)...)
-	req := newRequest("19.99")
-	if _, _, err := create(t, faulty.client, req); status.Code(err) != codes.Unavailable {
-		t.Fatalf("CreateOrder with orders_by_id failing: %v, want Unavailable", err)
-	}
-	w := waitRequestState(t, faulty.client, req.RequestId, ordersv1.RequestState_REQUEST_STATE_FAILED, 30*time.Second)
-	if w.Attempts < 3 || !strings.Contains(w.LastError, "orders_by_id") {
-		t.Errorf("FAILED request: attempts %d, last_error %q; want >= 3 attempts and the projection's error", w.Attempts, w.LastError)
-	}
-	_, _, err := create(t, faulty.client, req)
-	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || reason(st) != "REQUEST_FAILED" {
-		t.Errorf("retry of a FAILED request: %v, want FailedPrecondition REQUEST_FAILED", err)
-	}
-	if err := faulty.stop(); err != nil {
-		t.Fatal(err)
-	}
-
-	// The fault is removed; an operator requeues the request.
-	out, err := runOrderd(context.Background(), "requeue", "--keyspace", keyspace, req.RequestId)
-	if err != nil {
-		t.Fatalf("orderd requeue: %v\n%s", err, out)
-	}
-	healthy := startOrderd(t, fastReconciler...)
-	waitRequestState(t, healthy.client, req.RequestId, ordersv1.RequestState_REQUEST_STATE_COMPLETE, 30*time.Second)
-	o, err := healthy.client.GetOrder(callCtx(t), &ordersv1.GetOrderRequest{OrderId: order.ID(tenant, uuid.MustParse(req.RequestId)).String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertExactlyOneOrder(t, req, o.Order, "19.99")
 }
 
 // forEach runs f over reqs with the given parallelism and fails the test on

@@ -11,51 +11,67 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/fault"
 )
 
+// Every statement names itself in a leading comment (cassandra.StatementName)
+// so that tests can make it fail and traces can tell it apart.
+//
+// Every write rewrites every cell of the row that can hold a value, with one
+// TTL: the time left until the claim's expiry instant (Record.ExpiresAt).
+// So all cells of a row always expire together; a row can never be left
+// with a state but no fingerprint, or a fingerprint but no state.
+// Every conditional update also names the claim it belongs to
+// (claim_token), so a finisher holding a record of an earlier claim of the
+// same request id (expired since and claimed afresh) cannot change the new one.
 const (
 	columns = `tenant, operation, request_id, entity_id, payload_hash, command, state,
 		created_at, completed_at, outcome, attempts, last_error, claim_token`
 
-	claimCQL = `INSERT INTO write_requests_by_id
+	// The claim's cells, rewritten by every update (bound by claimArgs).
+	claimCells = `entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?`
+
+	claimCQL = `/* ledger.claim */ INSERT INTO write_requests_by_id
 		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token)
-		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?) IF NOT EXISTS USING TTL ?`
-	selectCQL = `SELECT ` + columns + ` FROM write_requests_by_id
+		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL ?`
+	selectCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
-	completeCQL = `UPDATE write_requests_by_id USING TTL ?
-		SET state = 'COMPLETE', completed_at = ?, outcome = ?
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING'`
-	attemptCQL = `UPDATE write_requests_by_id USING TTL ?
-		SET attempts = ?, last_error = ?
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND attempts = ?`
-	failCQL = `UPDATE write_requests_by_id USING TTL ?
-		SET state = 'FAILED', last_error = ?
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING'`
-	requeueCQL = `UPDATE write_requests_by_id USING TTL ?
-		SET state = 'PENDING', attempts = 1
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'FAILED'`
+	completeCQL = `/* ledger.complete */ UPDATE write_requests_by_id USING TTL ?
+		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'COMPLETE', completed_at = ?, outcome = ?
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
+	attemptCQL = `/* ledger.attempt */ UPDATE write_requests_by_id USING TTL ?
+		SET ` + claimCells + `, state = 'PENDING', attempts = ?, last_error = ?
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ? AND attempts = ?`
+	failCQL = `/* ledger.fail */ UPDATE write_requests_by_id USING TTL ?
+		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'FAILED', completed_at = ?
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
+	requeueCQL = `/* ledger.requeue */ UPDATE write_requests_by_id USING TTL ?
+		SET ` + claimCells + `, attempts = 0, last_error = ?, state = 'PENDING', completed_at = null
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'FAILED' AND claim_token = ?`
+	withdrawCQL = `/* ledger.withdraw */ DELETE FROM write_requests_by_id
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
+	// The cluster's clock, for entries an operator's machine schedules.
+	clusterNowCQL = `/* ledger.cluster-now */ SELECT toTimestamp(now()) FROM system.local`
 )
 
 // Config tunes the Cassandra store.
 type Config struct {
 	// Retention is how long a request is remembered after its claim; a retry
-	// after that is a new request (the order id stays the same, so the order
-	// itself is not duplicated). Default 7 days.
+	// after that claims afresh (and finds the order its first claim wrote:
+	// see workflow.Finish). Default 7 days.
 	Retention time.Duration
 	// SettleAttempts bounds the LOCAL_SERIAL reads used to settle one unknown
-	// outcome; default 3.
+	// outcome, and the resends of a conditional update that settled as not
+	// applied; default 3.
 	SettleAttempts int
-	// DueAfter is how long after its claim a request's due-queue entry falls
-	// due, i.e. when a reconciler may presume it abandoned. It must exceed the
-	// handler's deadline; default 30 s.
+	// DueAfter is how long after its claim a request's due entry falls due,
+	// i.e. when a reconciler may presume it abandoned. It must exceed the
+	// handler's deadline; default 30 s. It is the only such setting: the
+	// reconciler acts on entries when they fall due.
 	DueAfter time.Duration
 	// OnSettle, if set, is told how every write with an unknown outcome was
 	// settled (for logs and metrics); cause is the error that made it unknown.
 	OnSettle func(op string, outcome SettleOutcome, cause error)
-	// Failpoints may arm FailpointClaimResponseLost; nil in production.
-	Failpoints *failpoint.Set
 }
 
 // SettleOutcome is what the LOCAL_SERIAL read found after an unknown outcome.
@@ -67,14 +83,10 @@ const (
 	Unsettled         SettleOutcome = "unsettled"   // the read failed too: the caller answers OUTCOME_UNKNOWN
 )
 
-// FailpointClaimResponseLost makes an applied claim look like a timeout, so
-// the serial read that settles unknown outcomes can be tested for real.
-const FailpointClaimResponseLost = "claim-response-lost"
-
-// CassandraStore is the Store on a Cassandra session whose keyspace holds
-// write_requests_by_id.
+// CassandraStore is the Store (and the due queue) on a Cassandra session
+// whose keyspace holds write_requests_by_id and pending_requests.
 type CassandraStore struct {
-	s   *gocql.Session
+	s   cassandra.Session
 	cfg Config
 	now func() time.Time
 }
@@ -82,7 +94,7 @@ type CassandraStore struct {
 var _ Store = (*CassandraStore)(nil)
 
 // NewCassandraStore validates cfg and returns a store on s.
-func NewCassandraStore(s *gocql.Session, cfg Config) (*CassandraStore, error) {
+func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error) {
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
@@ -101,19 +113,38 @@ func NewCassandraStore(s *gocql.Session, cfg Config) (*CassandraStore, error) {
 	return &CassandraStore{s: s, cfg: cfg, now: time.Now}, nil
 }
 
-// ttl is the retention left for a record created at created, in seconds:
-// every write carries it so no cell outlives the row.
-func (c *CassandraStore) ttl(created time.Time) int {
+// DueAfter is how long after its claim a request falls due.
+func (c *CassandraStore) DueAfter() time.Duration { return c.cfg.DueAfter }
+
+// ttl is the whole seconds left until rec's expiry instant, rounded down so
+// that no write ever extends the row past it (at least 1: a row written in
+// its last second expires with it).
+func (c *CassandraStore) ttl(rec Record) int { return c.ttlFrom(rec.CreatedAt) }
+
+// ttlFrom is ttl for a row of a request claimed at created.
+func (c *CassandraStore) ttlFrom(created time.Time) int {
 	left := created.Add(c.cfg.Retention).Sub(c.now())
-	return max(1, int(math.Ceil(left.Seconds())))
+	return max(1, int(math.Floor(left.Seconds())))
+}
+
+func claimArgs(rec Record) []any {
+	return []any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String()}
+}
+
+func keyArgs(k Key) []any { return []any{k.Tenant, k.Operation, k.RequestID.String()} }
+
+// args concatenates bind values.
+func args(parts ...[]any) []any {
+	var out []any
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
 }
 
 // Claim implements Store.
-//
-// Before the LWT it writes the attempt's due-queue entry, so that a crash
-// right after the claim still leaves the request findable; an attempt that
-// loses the claim deletes its entry again.
 func (c *CassandraStore) Claim(ctx context.Context, rec Record) (bool, Record, error) {
+	rec.State, rec.Attempts = Pending, 0
 	entry := c.entryFor(rec)
 	if err := c.enqueue(ctx, entry); err != nil {
 		return false, Record{}, err
@@ -129,27 +160,17 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record) (bool, Record, e
 func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, error) {
 	for attempt := 1; ; attempt++ {
 		existing := map[string]any{}
-		applied, err := c.s.Query(claimCQL,
-			rec.Tenant, rec.Operation, rec.RequestID.String(), rec.EntityID.String(), rec.Fingerprint, rec.Command,
-			rec.CreatedAt, rec.Attempts, rec.ClaimToken.String(), c.ttl(rec.CreatedAt),
+		applied, err := c.s.Query(claimCQL, args(keyArgs(rec.Key),
+			[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), c.ttl(rec)})...,
 		).MapScanCASContext(ctx, existing)
-		if err == nil && applied {
-			// Tests make the response of an applied claim go missing here.
-			if ferr := c.cfg.Failpoints.Eval(FailpointClaimResponseLost); ferr != nil {
-				err = &fault.Error{Kind: fault.OutcomeUnknown, Reason: "OUTCOME_UNKNOWN", Message: "claim response lost", Cause: ferr}
-			}
-		}
 		if err == nil {
 			if applied {
-				rec.State = Pending
 				return true, rec, nil
 			}
 			cur, err := fromMap(existing)
 			return false, cur, err
 		}
-		if _, known := fault.As(err); !known {
-			err = cassandra.WriteError("claim request", err)
-		}
+		err = cassandra.WriteError("claim request", err)
 		if fault.KindOf(err) != fault.OutcomeUnknown {
 			return false, Record{}, err
 		}
@@ -163,6 +184,9 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 		case errors.Is(gerr, ErrNotFound) && attempt < c.cfg.SettleAttempts:
 			c.cfg.OnSettle("claim", SettledNotApplied, err)
 			continue // definitely not applied: claim again
+		case errors.Is(gerr, ErrNotFound):
+			c.cfg.OnSettle("claim", SettledNotApplied, err)
+			return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("claim did not apply in %d tries: %w", attempt, err))
 		default:
 			c.cfg.OnSettle("claim", Unsettled, err)
 			return false, Record{}, err
@@ -200,7 +224,7 @@ func (c *CassandraStore) Peek(ctx context.Context, key Key) (Record, error) {
 
 func (c *CassandraStore) read(ctx context.Context, key Key, cl gocql.Consistency) (Record, error) {
 	row := map[string]any{}
-	err := c.s.Query(selectCQL, key.Tenant, key.Operation, key.RequestID.String()).Consistency(cl).MapScanContext(ctx, row)
+	err := c.s.Query(selectCQL, keyArgs(key)...).Consistency(cl).MapScanContext(ctx, row)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return Record{}, ErrNotFound
 	}
@@ -210,104 +234,221 @@ func (c *CassandraStore) read(ctx context.Context, key Key, cl gocql.Consistency
 	return fromMap(row)
 }
 
-// Complete implements Store. An unknown outcome is settled by a
-// LOCAL_SERIAL read; if that shows the request still PENDING, the update
-// definitely did not apply and is sent again (it is conditional, so
-// repeating it is safe), a bounded number of times.
-func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byte, at time.Time) (Record, error) {
+// update is one conditional update of a claim, with what tells from a row
+// read afterwards whether it applied.
+type update struct {
+	op   string // for errors and OnSettle: "complete", "attempt", ...
+	stmt string
+	args []any
+	key  Key
+	// applied: the row shows the update (or an identical one) applied.
+	applied func(Record) bool
+	// awaits: the row is still as the update's condition wants it, so the
+	// update did not apply and sending it again is safe.
+	awaits func(Record) bool
+}
+
+// run sends u and returns whether it applied and, when it did not, the row
+// as it now is (ErrNotFound if there is none). An unknown outcome is never
+// taken as settled: a LOCAL_SERIAL read decides; a row still awaiting the
+// update gets it again (bounded; then Unavailable, definitely not applied);
+// a read that fails leaves the error OutcomeUnknown.
+func (c *CassandraStore) run(ctx context.Context, u update) (bool, Record, error) {
 	for attempt := 1; ; attempt++ {
-		cur := map[string]any{}
-		applied, err := c.s.Query(completeCQL, c.ttl(rec.CreatedAt), at, outcome,
-			rec.Tenant, rec.Operation, rec.RequestID.String()).MapScanCASContext(ctx, cur)
+		applied, err := c.s.Query(u.stmt, u.args...).MapScanCASContext(ctx, map[string]any{})
 		if err == nil && applied {
-			rec.State, rec.CompletedAt, rec.Outcome = Complete, at, outcome
-			// Best effort: the claimer's entry is settled; a leftover is
-			// dropped by the reconciler when it falls due.
-			_ = c.RemoveEntry(ctx, c.entryFor(rec))
-			return rec, nil
+			return true, Record{}, nil
 		}
 		if err == nil {
-			// Not PENDING any more (completed by a racing attempt, or gone):
-			// the IF clause returned only the state, so read the whole row.
-			return c.Get(ctx, rec.Key)
+			// The IF clause returned only the columns it tested: read the row.
+			cur, err := c.Get(ctx, u.key)
+			return false, cur, err
 		}
-		err = cassandra.WriteError("complete request", err)
+		err = cassandra.WriteError(u.op+" request", err)
 		if fault.KindOf(err) != fault.OutcomeUnknown {
-			return Record{}, err
+			return false, Record{}, err
 		}
-		now, gerr := c.settle(ctx, rec.Key)
+		cur, gerr := c.settle(ctx, u.key)
 		switch {
-		case gerr != nil:
-			c.cfg.OnSettle("complete", Unsettled, err)
-			return Record{}, err
-		case now.State == Complete:
-			c.cfg.OnSettle("complete", SettledApplied, err)
-			return now, nil
-		case now.State == Pending && attempt < c.cfg.SettleAttempts:
-			c.cfg.OnSettle("complete", SettledNotApplied, err)
+		case gerr != nil && !errors.Is(gerr, ErrNotFound):
+			c.cfg.OnSettle(u.op, Unsettled, err)
+			return false, Record{}, err
+		case gerr == nil && u.applied(cur):
+			c.cfg.OnSettle(u.op, SettledApplied, err)
+			return true, cur, nil
+		case gerr == nil && u.awaits(cur) && attempt < c.cfg.SettleAttempts:
+			c.cfg.OnSettle(u.op, SettledNotApplied, err)
 			continue
-		case now.State == Pending:
-			c.cfg.OnSettle("complete", SettledNotApplied, err)
-			return Record{}, &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE", RetryAfter: time.Second,
-				Message: "the database is unavailable; retry with the same request_id", Cause: err}
+		case gerr == nil && u.awaits(cur):
+			c.cfg.OnSettle(u.op, SettledNotApplied, err)
+			return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s did not apply in %d tries: %w", u.op, attempt, err))
 		default:
-			return now, nil
+			c.cfg.OnSettle(u.op, SettledNotApplied, err)
+			return false, cur, gerr
 		}
 	}
 }
 
-// MarkFailed moves a PENDING request to FAILED (the dead letter) with the
-// error that ended its last attempt, and returns the record as it now is.
-func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, lastErr string) (Record, error) {
-	applied, err := c.s.Query(failCQL, c.ttl(rec.CreatedAt), lastErr,
-		rec.Tenant, rec.Operation, rec.RequestID.String()).MapScanCASContext(ctx, map[string]any{})
+// pendingClaim: the row is rec's claim, still PENDING.
+func pendingClaim(rec Record) func(Record) bool {
+	return func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken }
+}
+
+// Complete implements Store.
+func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byte, at time.Time) (Record, error) {
+	done := rec
+	done.State, done.CompletedAt, done.Outcome = Complete, at, outcome
+	applied, cur, err := c.run(ctx, update{
+		op:   "complete",
+		stmt: completeCQL,
+		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts, nullable(rec.LastError), at, outcome},
+			keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		key:     rec.Key,
+		applied: func(cur Record) bool { return cur.State == Complete && cur.ClaimToken == rec.ClaimToken },
+		awaits:  pendingClaim(rec),
+	})
 	if err != nil {
-		err = cassandra.WriteError("mark request failed", err)
-		if now, gerr := c.settle(ctx, rec.Key); gerr == nil {
-			return now, nil
-		}
 		return Record{}, err
 	}
-	if applied {
-		rec.State, rec.LastError = Failed, lastErr
-		return rec, nil
+	if applied && cur.State == Complete {
+		done = cur // settled by a read: the row as stored
+	} else if !applied {
+		return cur, nil
 	}
-	return c.Get(ctx, rec.Key)
+	// Best effort: a leftover entry is dropped by the reconciler when it
+	// falls due and finds the request settled.
+	_ = c.RemoveEntry(ctx, c.entryFor(rec))
+	return done, nil
+}
+
+// RecordAttempt implements Store.
+func (c *CassandraStore) RecordAttempt(ctx context.Context, rec Record, reason string) error {
+	_, _, err := c.run(ctx, update{
+		op:   "attempt",
+		stmt: attemptCQL,
+		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts + 1, reason},
+			keyArgs(rec.Key), []any{rec.ClaimToken.String(), rec.Attempts}),
+		key: rec.Key,
+		applied: func(cur Record) bool {
+			return cur.ClaimToken == rec.ClaimToken && cur.Attempts > rec.Attempts
+		},
+		awaits: func(cur Record) bool { return pendingClaim(rec)(cur) && cur.Attempts == rec.Attempts },
+	})
+	if errors.Is(err, ErrNotFound) {
+		return nil // gone: nothing to note
+	}
+	return err
+}
+
+// MarkFailed moves rec's claim from PENDING to FAILED (the dead letter) with
+// the reason that ended its last attempt, and returns the record as it now
+// is. The caller must only do so when nothing of the work was written (see
+// ErrUnfinishable). An outcome it cannot settle is an error, never a record.
+func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, reason string) (Record, error) {
+	at := c.now().UTC().Truncate(time.Millisecond)
+	failed := rec
+	failed.State, failed.LastError, failed.CompletedAt, failed.Attempts = Failed, reason, at, rec.Attempts+1
+	applied, cur, err := c.run(ctx, update{
+		op:   "fail",
+		stmt: failCQL,
+		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{failed.Attempts, reason, at},
+			keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		key:     rec.Key,
+		applied: func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },
+		awaits:  pendingClaim(rec),
+	})
+	switch {
+	case err != nil:
+		return Record{}, err
+	case applied && cur.State == Failed:
+		return cur, nil
+	case applied:
+		return failed, nil
+	}
+	return cur, nil
+}
+
+// Withdraw implements Store.
+func (c *CassandraStore) Withdraw(ctx context.Context, rec Record) (Record, error) {
+	applied, cur, err := c.run(ctx, update{
+		op:      "withdraw",
+		stmt:    withdrawCQL,
+		args:    args(keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		key:     rec.Key,
+		applied: func(Record) bool { return false }, // a row read back is never our delete
+		awaits:  pendingClaim(rec),
+	})
+	if err == nil && applied || errors.Is(err, ErrNotFound) {
+		_ = c.RemoveEntry(ctx, c.entryFor(rec))
+		return Record{}, ErrNotFound
+	}
+	return cur, err
 }
 
 // Requeue gives a FAILED request another round of attempts: it becomes
-// PENDING with attempts = 1 and a due-queue entry due now. A request that is
-// already PENDING only gets the entry (so a requeue interrupted between its
-// two writes can simply be run again). It returns the record as it now is.
+// PENDING with attempts = 0 and a due entry due now by the cluster's clock.
+// The entry is written first (as a claim writes its entry before the
+// claim), so a requeue interrupted between its two writes leaves at worst an
+// entry the reconciler drops; a request already PENDING only gets the entry.
+// It returns the record as it now is.
 func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
 	rec, err := c.Get(ctx, key)
 	if err != nil {
 		return Record{}, err
 	}
-	if rec.State == Failed {
-		// Applied or not (another requeue won), the row read back says what
-		// the request is now.
-		if _, err := c.s.Query(requeueCQL, c.ttl(rec.CreatedAt),
-			key.Tenant, key.Operation, key.RequestID.String()).MapScanCASContext(ctx, map[string]any{}); err != nil {
-			return Record{}, cassandra.WriteError("requeue request", err)
-		}
-		if rec, err = c.Get(ctx, key); err != nil {
-			return Record{}, err
-		}
-	}
-	if rec.State != Pending {
+	if rec.State == Complete {
 		return rec, nil
 	}
+	now, err := c.clusterNow(ctx)
+	if err != nil {
+		return Record{}, err
+	}
 	e := c.entryFor(rec)
-	e.Due, e.NotBefore = BucketOf(c.now()), c.now()
-	return rec, c.enqueue(ctx, e)
+	e.Due, e.NotBefore = BucketOf(now), now
+	if err := c.enqueue(ctx, e); err != nil {
+		return Record{}, err
+	}
+	if rec.State != Failed {
+		return rec, nil
+	}
+	applied, cur, err := c.run(ctx, update{
+		op:   "requeue",
+		stmt: requeueCQL,
+		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{nullable(rec.LastError)},
+			keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		key:     rec.Key,
+		applied: func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken },
+		awaits:  func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },
+	})
+	switch {
+	case err != nil:
+		return Record{}, err
+	case applied && cur.State == Pending:
+		return cur, nil
+	case applied:
+		rec.State, rec.Attempts, rec.CompletedAt = Pending, 0, time.Time{}
+		return rec, nil
+	}
+	return cur, nil
 }
 
-// RecordAttempt implements Store.
-func (c *CassandraStore) RecordAttempt(ctx context.Context, rec Record, lastErr string) error {
-	_, err := c.s.Query(attemptCQL, c.ttl(rec.CreatedAt), rec.Attempts+1, lastErr,
-		rec.Tenant, rec.Operation, rec.RequestID.String(), rec.Attempts).MapScanCASContext(ctx, map[string]any{})
-	return cassandra.WriteError("record attempt", err)
+// clusterNow is the time by the clock of the node that coordinates the
+// read: entries scheduled from an operator's machine must not depend on
+// its clock (a lagging one would date them before the reconciler's cursor).
+func (c *CassandraStore) clusterNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := c.s.Query(clusterNowCQL).ScanContext(ctx, &now); err != nil {
+		return time.Time{}, cassandra.ReadError("read the cluster's clock", err)
+	}
+	return now.UTC(), nil
+}
+
+// nullable binds "" as null (no cell) rather than an empty string.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func fromMap(m map[string]any) (Record, error) {
@@ -338,8 +479,8 @@ func fromMap(m map[string]any) (Record, error) {
 		r.CompletedAt = time.Time{}
 	}
 	r.Attempts, _ = m["attempts"].(int)
-	if err == nil && r.State == "" {
-		err = errors.New("ledger row without a state")
+	if err == nil && (r.State == "" || r.Fingerprint == "") {
+		err = fmt.Errorf("ledger row %s without a state or fingerprint", r.RequestID)
 	}
 	return r, err
 }

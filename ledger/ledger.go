@@ -16,9 +16,14 @@ const (
 	Pending State = "PENDING"
 	// Complete: the work is done and Outcome is recorded.
 	Complete State = "COMPLETE"
-	// Failed: given up after repeated errors (dead letter); LastError says why.
+	// Failed: set aside before anything of the work was written (its
+	// stored command cannot be finished); LastError holds the reason.
 	Failed State = "FAILED"
 )
+
+// Terminal reports whether no finisher will ever change a request in state s
+// again (only an operator's Requeue moves FAILED back to PENDING).
+func (s State) Terminal() bool { return s == Complete || s == Failed }
 
 // Key is a request's scoped identity.
 type Key struct {
@@ -35,34 +40,58 @@ type Record struct {
 	Command     []byte
 	State       State
 	CreatedAt   time.Time
-	CompletedAt time.Time // zero unless Complete
+	CompletedAt time.Time // zero unless Complete or Failed
 	Outcome     []byte    // nil unless Complete
-	Attempts    int
-	LastError   string
-	ClaimToken  uuid.UUID
+	// Attempts is the number of attempts that ended without finishing the
+	// request (0 while the first is under way or when it succeeded).
+	Attempts int
+	// LastError is the stable reason (fault.Reason) that ended the last
+	// failed attempt; never driver text.
+	LastError  string
+	ClaimToken uuid.UUID
 }
 
-// ErrNotFound: no record for the key (never claimed, or expired).
+// ExpiresAt is when every cell of the row expires: the claim time plus the
+// retention. Every write to the row carries the TTL left until this instant.
+func (r Record) ExpiresAt(retention time.Duration) time.Time { return r.CreatedAt.Add(retention) }
+
+// ErrNotFound: no record for the key (never claimed, withdrawn, or expired).
 var ErrNotFound = errors.New("ledger: no such request")
+
+// ErrUnfinishable marks a finisher's error that no retry can cure and that
+// happened before anything of the work was written (the stored command
+// cannot be decoded): the one case in which a request may be set aside as
+// FAILED without leaving a visible order behind.
+var ErrUnfinishable = errors.New("the stored command cannot be finished")
 
 // Store is the request ledger. Errors other than ErrNotFound are
 // *fault.Error values of kind Unavailable (definitely not applied),
-// OutcomeUnknown (could not be settled) or Internal.
+// OutcomeUnknown (may have applied and could not be settled) or Internal.
+// No method reports a conditional write as settled unless a read showed it.
 type Store interface {
-	// Claim creates rec (state PENDING) unless a record exists for its key.
-	// It returns true and rec when this call created it, or false and the
-	// existing record.
+	// Claim creates rec (state PENDING, attempts 0) unless a record exists for
+	// its key. It returns true and rec when this call created it, or false
+	// and the existing record. Before the claim it writes the attempt's due
+	// entry, so a crash right after the claim leaves the request findable.
 	Claim(ctx context.Context, rec Record) (bool, Record, error)
 	// Get reads a record linearizably (LOCAL_SERIAL), settling any write in
 	// flight. ErrNotFound if there is none.
 	Get(ctx context.Context, key Key) (Record, error)
 	// Peek reads a record at LOCAL_QUORUM: cheap, may miss a write in flight.
 	Peek(ctx context.Context, key Key) (Record, error)
-	// Complete moves a PENDING record to COMPLETE with its outcome and
-	// returns the record as it now is (COMPLETE, by this call or an earlier one,
-	// or whatever state it was found in).
+	// Complete moves rec's claim from PENDING to COMPLETE with its outcome,
+	// removes the claim's due entry, and returns the record as it now is:
+	// COMPLETE (by this call or an earlier one) or whatever terminal state it
+	// was found in. ErrNotFound if the claim is gone (withdrawn or expired).
 	Complete(ctx context.Context, rec Record, outcome []byte, at time.Time) (Record, error)
-	// RecordAttempt notes, on a record still PENDING, one more attempt and the
-	// error that ended the last one. Lost races are ignored: it is bookkeeping.
-	RecordAttempt(ctx context.Context, rec Record, lastErr string) error
+	// RecordAttempt notes on rec's claim, still PENDING, that one more
+	// attempt failed, with its reason. Losing a race to another note or a
+	// state change is not an error: it is bookkeeping.
+	RecordAttempt(ctx context.Context, rec Record, reason string) error
+	// Withdraw deletes rec's claim while it is still PENDING: its command
+	// must never run (the request id's order exists with another command).
+	// The request id is then free again; its due entry is removed.
+	// It returns ErrNotFound when the claim is gone (withdrawn already or
+	// expired) and the current record when it is no longer PENDING.
+	Withdraw(ctx context.Context, rec Record) (Record, error)
 }

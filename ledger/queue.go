@@ -28,12 +28,12 @@ const PendingShards = 16
 const BucketWidth = time.Minute
 
 const (
-	enqueueCQL = `INSERT INTO pending_requests
+	enqueueCQL = `/* queue.enqueue */ INSERT INTO pending_requests
 		(shard, due_bucket, tenant, operation, request_id, claim_token, created_at, not_before)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
-	dequeueCQL = `DELETE FROM pending_requests
+	dequeueCQL = `/* queue.remove */ DELETE FROM pending_requests
 		WHERE shard = ? AND due_bucket = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`
-	dueCQL = `SELECT tenant, operation, request_id, claim_token, created_at, not_before FROM pending_requests
+	dueCQL = `/* queue.due */ SELECT tenant, operation, request_id, claim_token, created_at, not_before FROM pending_requests
 		WHERE shard = ? AND due_bucket = ?`
 )
 
@@ -46,6 +46,14 @@ type DueEntry struct {
 	CreatedAt  time.Time
 	NotBefore  time.Time // the exact time it falls due (Due is its minute)
 }
+
+// SameRow reports whether e and o are the same row of the queue.
+func (e DueEntry) SameRow(o DueEntry) bool {
+	return e.Key == o.Key && e.Shard == o.Shard && e.Due.Equal(o.Due) && e.ClaimToken == o.ClaimToken
+}
+
+// ClaimEntry is the entry rec's claim wrote (the one Complete removes).
+func (c *CassandraStore) ClaimEntry(rec Record) DueEntry { return c.entryFor(rec) }
 
 // ShardOf is the due-queue shard of a request.
 func ShardOf(requestID uuid.UUID) int {
@@ -72,7 +80,7 @@ func (c *CassandraStore) entryFor(rec Record) DueEntry {
 
 func (c *CassandraStore) enqueue(ctx context.Context, e DueEntry) error {
 	err := c.s.Query(enqueueCQL, e.Shard, e.Due, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
-		e.CreatedAt, e.NotBefore, c.ttl(e.CreatedAt)).Idempotent(true).ExecContext(ctx)
+		e.CreatedAt, e.NotBefore, c.ttlFrom(e.CreatedAt)).Idempotent(true).ExecContext(ctx)
 	return cassandra.WriteError("enqueue pending request", err)
 }
 

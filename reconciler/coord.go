@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
 )
 
 // Coordinator is where reconciler instances meet: membership, shard leases
@@ -37,28 +38,29 @@ type Coordinator interface {
 const (
 	group = "orderd"
 
-	heartbeatCQL = `INSERT INTO reconciler_members (grp, instance, seen_at) VALUES (?, ?, ?) USING TTL ?`
-	membersCQL   = `SELECT instance FROM reconciler_members WHERE grp = ?`
-	leaveCQL     = `DELETE FROM reconciler_members WHERE grp = ? AND instance = ?`
+	heartbeatCQL = `/* coord.heartbeat */ INSERT INTO reconciler_members (grp, instance, seen_at) VALUES (?, ?, ?) USING TTL ?`
+	membersCQL   = `/* coord.members */ SELECT instance FROM reconciler_members WHERE grp = ?`
+	leaveCQL     = `/* coord.leave */ DELETE FROM reconciler_members WHERE grp = ? AND instance = ?`
 
 	// reconciler_leases is written only with LWTs.
-	ownersCQL  = `SELECT shard, owner FROM reconciler_leases`
-	acquireCQL = `INSERT INTO reconciler_leases (shard, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
-	renewCQL   = `UPDATE reconciler_leases USING TTL ? SET owner = ?, acquired_at = ? WHERE shard = ? IF owner = ?`
-	releaseCQL = `DELETE FROM reconciler_leases WHERE shard = ? IF owner = ?`
+	ownersCQL  = `/* coord.owners */ SELECT shard, owner FROM reconciler_leases`
+	leaseCQL   = `/* coord.lease */ SELECT owner, acquired_at FROM reconciler_leases WHERE shard = ?`
+	acquireCQL = `/* coord.acquire */ INSERT INTO reconciler_leases (shard, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
+	renewCQL   = `/* coord.renew */ UPDATE reconciler_leases USING TTL ? SET owner = ?, acquired_at = ? WHERE shard = ? IF owner = ?`
+	releaseCQL = `/* coord.release */ DELETE FROM reconciler_leases WHERE shard = ? IF owner = ?`
 
 	// reconciler_cursors is written plainly, by the lease holder only.
-	cursorCQL     = `SELECT bucket FROM reconciler_cursors WHERE shard = ?`
-	saveCursorCQL = `INSERT INTO reconciler_cursors (shard, bucket, updated_at) VALUES (?, ?, ?)`
+	cursorCQL     = `/* coord.cursor */ SELECT bucket FROM reconciler_cursors WHERE shard = ?`
+	saveCursorCQL = `/* coord.save_cursor */ INSERT INTO reconciler_cursors (shard, bucket, updated_at) VALUES (?, ?, ?)`
 )
 
 // CassandraCoordinator is the Coordinator on the keyspace's reconciler tables.
-type CassandraCoordinator struct{ s *gocql.Session }
+type CassandraCoordinator struct{ s cassandra.Session }
 
 var _ Coordinator = (*CassandraCoordinator)(nil)
 
 // NewCassandraCoordinator returns a Coordinator on s.
-func NewCassandraCoordinator(s *gocql.Session) *CassandraCoordinator {
+func NewCassandraCoordinator(s cassandra.Session) *CassandraCoordinator {
 	return &CassandraCoordinator{s: s}
 }
 
@@ -100,28 +102,56 @@ func (c *CassandraCoordinator) Owners(ctx context.Context) (map[int]uuid.UUID, e
 
 // Acquire implements Coordinator.
 func (c *CassandraCoordinator) Acquire(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
-	return c.cas(ctx, "acquire shard lease", acquireCQL, shard, instance.String(), time.Now().UTC(), seconds(ttl))
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	return c.cas(ctx, "acquire shard lease", shard, instance, at, true,
+		acquireCQL, shard, instance.String(), at, seconds(ttl))
 }
 
 // Renew implements Coordinator.
 func (c *CassandraCoordinator) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
-	return c.cas(ctx, "renew shard lease", renewCQL, seconds(ttl), instance.String(), time.Now().UTC(), shard, instance.String())
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	return c.cas(ctx, "renew shard lease", shard, instance, at, true,
+		renewCQL, seconds(ttl), instance.String(), at, shard, instance.String())
 }
 
 // Release implements Coordinator.
 func (c *CassandraCoordinator) Release(ctx context.Context, shard int, instance uuid.UUID) error {
-	_, err := c.cas(ctx, "release shard lease", releaseCQL, shard, instance.String())
+	_, err := c.cas(ctx, "release shard lease", shard, instance, time.Time{}, false,
+		releaseCQL, shard, instance.String())
 	return err
 }
 
-func (c *CassandraCoordinator) cas(ctx context.Context, op, stmt string, args ...any) (bool, error) {
+// cas runs one lease LWT. An unknown outcome is settled by reading the
+// lease at LOCAL_SERIAL (which finishes any round in flight): the lease
+// shows this instance as owner since at → an acquire or renew applied; no
+// lease of this instance → a release applied. Only a read that fails too is
+// an error, and then the lease counts as not held (at worst it expires by
+// its TTL and a shard waits that long).
+func (c *CassandraCoordinator) cas(ctx context.Context, op string, shard int, instance uuid.UUID, at time.Time, take bool, stmt string, args ...any) (bool, error) {
 	applied, err := c.s.Query(stmt, args...).MapScanCASContext(ctx, map[string]any{})
-	if err != nil {
-		// An unknown lease outcome is treated as not held: at worst a shard
-		// is reconciled twice, which Finish makes harmless.
-		return false, cassandra.WriteError(op, err)
+	if err == nil {
+		return applied, nil
 	}
-	return applied, nil
+	err = cassandra.WriteError(op, err)
+	if fault.KindOf(err) != fault.OutcomeUnknown {
+		return false, err
+	}
+	var (
+		owner    gocql.UUID
+		acquired time.Time
+	)
+	rerr := c.s.Query(leaseCQL, shard).Consistency(gocql.LocalSerial).ScanContext(ctx, &owner, &acquired)
+	switch {
+	case errors.Is(rerr, gocql.ErrNotFound):
+		return !take, nil
+	case rerr != nil:
+		return false, err
+	}
+	ours := uuid.UUID(owner) == instance
+	if take {
+		return ours && acquired.Equal(at), nil
+	}
+	return !ours, nil
 }
 
 // Cursor implements Coordinator.

@@ -12,36 +12,46 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/ledger"
 )
 
-// Ledger is what the reconciler needs of the request ledger.
+// Ledger is what the reconciler needs of the request ledger and its due
+// queue (ledger.CassandraStore; ledgertest.Memory in tests).
 type Ledger interface {
 	Get(ctx context.Context, key ledger.Key) (ledger.Record, error)
 	DueEntries(ctx context.Context, shard int, bucket time.Time) ([]ledger.DueEntry, error)
 	Reschedule(ctx context.Context, e ledger.DueEntry, due time.Time) error
 	RemoveEntry(ctx context.Context, e ledger.DueEntry) error
-	MarkFailed(ctx context.Context, rec ledger.Record, lastErr string) (ledger.Record, error)
-	RecordAttempt(ctx context.Context, rec ledger.Record, lastErr string) error
+	// ClaimEntry is the entry rec's claim wrote: the one completing or
+	// withdrawing the claim removes.
+	ClaimEntry(rec ledger.Record) ledger.DueEntry
+	MarkFailed(ctx context.Context, rec ledger.Record, reason string) (ledger.Record, error)
+	RecordAttempt(ctx context.Context, rec ledger.Record, reason string) error
 }
 
-// Finisher does a claimed request's work from its ledger row, idempotently.
+// Finisher does a claimed request's work from its ledger row, idempotently
+// (workflow.Service.Finish). Its errors say what became of the request:
+// kind Conflict (its claim was withdrawn) or Failed (set aside) settle it;
+// one wrapping ledger.ErrUnfinishable means nothing was written and no
+// retry can help; anything else leaves it PENDING for another attempt.
 type Finisher func(ctx context.Context, rec ledger.Record) error
 
 // Config tunes the loop. Zero fields take defaults.
 type Config struct {
 	// Instance identifies this reconciler among others; default random.
 	Instance uuid.UUID
-	// Grace is how old a PENDING request must be before it is presumed
-	// abandoned; it must exceed the handler's deadline. Default 30 s (and the
-	// ledger's DueAfter should be the same).
-	Grace time.Duration
 	// Interval between passes; default 2 s.
 	Interval time.Duration
 	// LeaseTTL is how long a shard lease lives without renewal; default 15 s.
 	LeaseTTL time.Duration
-	// MaxAttempts before a request is moved to FAILED; default 5. The
-	// handler's own attempt counts as the first.
+	// MaxAttempts is how many failed attempts make a request "stuck": it is
+	// then logged at error level and counted in Stats.Stuck at every further
+	// failure, and still retried (with the capped backoff) until it finishes.
+	// It is never set aside as FAILED for failing: its projections may
+	// already be visible, and a FAILED answer would contradict them. Only a
+	// request whose stored command cannot be read (nothing written) is.
+	// Default 5; the handler's failed attempts count too.
 	MaxAttempts int
 	// BackoffBase and BackoffMax bound the exponential backoff between
 	// attempts of one request; defaults 5 s and 5 min.
@@ -63,7 +73,6 @@ func (c Config) withDefaults() Config {
 			*d = v
 		}
 	}
-	def(&c.Grace, 30*time.Second)
 	def(&c.Interval, 2*time.Second)
 	def(&c.LeaseTTL, 15*time.Second)
 	def(&c.BackoffBase, 5*time.Second)
@@ -80,7 +89,8 @@ func (c Config) withDefaults() Config {
 type Stats struct {
 	Finished     int64 // requests this instance completed
 	Retried      int64 // failed attempts rescheduled with backoff
-	DeadLettered int64 // requests moved to FAILED
+	Stuck        int64 // failed attempts of requests already past MaxAttempts
+	DeadLettered int64 // requests moved to FAILED (stored command unreadable)
 	Dropped      int64 // entries of settled or superseded requests removed
 	Passes       int64
 	PassErrors   int64
@@ -103,7 +113,7 @@ type Loop struct {
 	mu    sync.Mutex
 	owned map[int]bool
 
-	finished, retried, deadLettered, dropped, passes, passErrors atomic.Int64
+	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
 	pending, oldestPendingNanos                                  atomic.Int64
 }
 
@@ -120,7 +130,7 @@ func (l *Loop) Stats() Stats {
 	owned := len(l.owned)
 	l.mu.Unlock()
 	return Stats{
-		Finished: l.finished.Load(), Retried: l.retried.Load(), DeadLettered: l.deadLettered.Load(),
+		Finished: l.finished.Load(), Retried: l.retried.Load(), Stuck: l.stuck.Load(), DeadLettered: l.deadLettered.Load(),
 		Dropped: l.dropped.Load(), Passes: l.passes.Load(), PassErrors: l.passErrors.Load(),
 		Pending: l.pending.Load(), OldestPending: time.Duration(l.oldestPendingNanos.Load()), OwnedShards: owned,
 	}
@@ -129,7 +139,7 @@ func (l *Loop) Stats() Stats {
 // Run coordinates and passes every Interval until ctx ends, then releases
 // its leases. It returns nil on cancellation.
 func (l *Loop) Run(ctx context.Context) error {
-	l.log.Info("reconciler started", "grace", l.cfg.Grace.String(), "interval", l.cfg.Interval.String(), "max_attempts", l.cfg.MaxAttempts)
+	l.log.Info("reconciler started", "interval", l.cfg.Interval.String(), "max_attempts", l.cfg.MaxAttempts)
 	t := time.NewTicker(l.cfg.Interval)
 	defer t.Stop()
 	defer l.leave()
@@ -313,19 +323,21 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *Pas
 }
 
 // handle settles one due entry. It reports whether the entry is gone from
-// its bucket (finished, dropped, rescheduled, dead-lettered).
+// its bucket (finished, dropped, rescheduled, dead-lettered). An entry is
+// removed only once its request is definitely settled (COMPLETE, FAILED,
+// withdrawn, expired) or superseded; every error keeps it for the next pass.
 func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res *PassResult, oldest *time.Time) (bool, error) {
-	if now.Before(e.CreatedAt.Add(l.cfg.Grace)) || now.Before(e.NotBefore) {
+	if now.Before(e.NotBefore) {
 		return false, nil // not due yet: a bucket spans a minute
 	}
 	rec, err := l.ledger.Get(ctx, e.Key)
 	if errors.Is(err, ledger.ErrNotFound) {
-		return true, l.drop(ctx, e, res) // expired, or the claim never applied
+		return true, l.drop(ctx, e, res) // expired, withdrawn, or the claim never applied
 	}
 	if err != nil {
 		return false, err
 	}
-	if rec.State != ledger.Pending || rec.ClaimToken != e.ClaimToken {
+	if rec.State.Terminal() || rec.ClaimToken != e.ClaimToken {
 		return true, l.drop(ctx, e, res) // settled, or a losing attempt's entry
 	}
 	res.Pending++
@@ -333,39 +345,75 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 		*oldest = rec.CreatedAt
 	}
 	ferr := l.finish(ctx, rec)
-	if ferr == nil {
+	switch {
+	case ferr == nil:
 		res.Finished++
 		l.finished.Add(1)
 		l.log.Info("reconciled request", "request_id", rec.RequestID, "tenant", rec.Tenant, "age", now.Sub(rec.CreatedAt).String())
-		return true, l.ledger.RemoveEntry(ctx, e)
+		return true, l.removeIfNotClaims(ctx, e, rec)
+	case fault.KindOf(ferr) == fault.Conflict:
+		l.log.Info("withdrew a claim whose request id already has another order", "request_id", rec.RequestID)
+		return true, l.removeIfNotClaims(ctx, e, rec)
+	case fault.KindOf(ferr) == fault.Failed:
+		return true, l.drop(ctx, e, res)
+	case errors.Is(ferr, ledger.ErrUnfinishable):
+		return l.deadLetter(ctx, e, rec, ferr, res)
 	}
-	// The attempt counts only once the ledger has it: if the ledger cannot
-	// be written, the database is the problem and the request must not be
-	// dead-lettered for it.
-	if err := l.ledger.RecordAttempt(ctx, rec, ferr.Error()); err != nil {
+	return l.retryLater(ctx, e, rec, ferr, now, res)
+}
+
+// retryLater notes a failed attempt and reschedules the entry with backoff.
+// The attempt counts only once the ledger has it: if the ledger cannot be
+// written, the database is the problem and the entry stays as it is.
+func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, now time.Time, res *PassResult) (bool, error) {
+	if err := l.ledger.RecordAttempt(ctx, rec, string(fault.ReasonOf(ferr))); err != nil {
 		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
 	}
 	attempts := rec.Attempts + 1
-	if attempts >= l.cfg.MaxAttempts {
-		now, err := l.ledger.MarkFailed(ctx, rec, ferr.Error())
-		if err != nil {
-			return false, fmt.Errorf("dead-letter after %d attempts: %w", attempts, err)
-		}
-		if now.State == ledger.Failed {
-			res.DeadLettered++
-			l.deadLettered.Add(1)
-			l.log.Warn("request failed permanently; set aside as FAILED", "request_id", rec.RequestID, "attempts", attempts, "error", ferr)
-		}
-		return true, l.ledger.RemoveEntry(ctx, e)
-	}
 	due := now.Add(l.backoff(attempts))
 	if err := l.ledger.Reschedule(ctx, e, due); err != nil {
 		return false, err
 	}
 	res.Retried++
 	l.retried.Add(1)
+	if attempts >= l.cfg.MaxAttempts {
+		l.stuck.Add(1)
+		l.log.Error("request still unfinished after repeated attempts; retrying later", "request_id", rec.RequestID,
+			"attempts", attempts, "next", due, "error", ferr)
+		return true, nil
+	}
 	l.log.Info("reconcile attempt failed; retrying later", "request_id", rec.RequestID, "attempts", attempts, "next", due, "error", ferr)
 	return true, nil
+}
+
+// deadLetter sets aside a request whose stored command cannot be finished
+// (nothing of it was written). The entry goes only once the ledger shows
+// the request terminal: an unsettled dead-letter keeps it for the next pass.
+func (l *Loop) deadLetter(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, res *PassResult) (bool, error) {
+	now, err := l.ledger.MarkFailed(ctx, rec, string(fault.ReasonOf(ferr)))
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return true, l.drop(ctx, e, res)
+	case err != nil:
+		return false, fmt.Errorf("dead-letter: %w", err)
+	case !now.State.Terminal():
+		return false, fmt.Errorf("dead-letter: request %s still %s", rec.RequestID, now.State)
+	}
+	if now.State == ledger.Failed {
+		res.DeadLettered++
+		l.deadLettered.Add(1)
+		l.log.Warn("request cannot be finished; set aside as FAILED", "request_id", rec.RequestID, "error", ferr)
+	}
+	return true, l.ledger.RemoveEntry(ctx, e)
+}
+
+// removeIfNotClaims removes e unless it is the entry of rec's claim, which
+// completing or withdrawing the claim has removed already.
+func (l *Loop) removeIfNotClaims(ctx context.Context, e ledger.DueEntry, rec ledger.Record) error {
+	if e.SameRow(l.ledger.ClaimEntry(rec)) {
+		return nil
+	}
+	return l.ledger.RemoveEntry(ctx, e)
 }
 
 func (l *Loop) drop(ctx context.Context, e ledger.DueEntry, res *PassResult) error {

@@ -1,7 +1,7 @@
 // Package cassandra owns orderd's connection to the cluster: one session
 // configured with the driver policies the write path depends on, and the one
 // place where driver errors become fault kinds. Everything else sees
-// *gocql.Session through it and never inspects driver error types.
+// a Session (session.go) through it and never inspects driver error types.
 //
 // Driver policy, deliberately:
 //   - Token-aware routing over DC-aware round robin (replicas of the local DC
@@ -88,8 +88,7 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 	}
 	session, err := cluster.CreateSession()
 	if err != nil {
-		return nil, &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE",
-			Message: "cannot reach the Cassandra cluster", Cause: fmt.Errorf("connect to %s: %w", strings.Join(cfg.Hosts, ","), err)}
+		return nil, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("connect to %s: %w", strings.Join(cfg.Hosts, ","), err))
 	}
 	return session, nil
 }
@@ -128,16 +127,14 @@ func ReadError(op string, err error) error {
 }
 
 func convert(op string, kind fault.Kind, err error) error {
-	fe := &fault.Error{Kind: kind, Cause: fmt.Errorf("%s: %w", op, err)}
+	reason := fault.ReasonInternal
 	switch kind {
 	case fault.Unavailable:
-		fe.Reason, fe.Message, fe.RetryAfter = "CLUSTER_UNAVAILABLE", "the database is unavailable; retry with the same request_id", time.Second
+		reason = fault.ReasonClusterUnavailable
 	case fault.OutcomeUnknown:
-		fe.Reason, fe.Message, fe.RetryAfter = "OUTCOME_UNKNOWN", "the outcome of a write is unknown; retry with the same request_id to settle it", time.Second
-	default:
-		fe.Reason, fe.Message = "INTERNAL", "internal error"
+		reason = fault.ReasonOutcomeUnknown
 	}
-	return fe
+	return fault.New(reason, fmt.Errorf("%s: %w", op, err))
 }
 
 // definitelyNotApplied: the request never reached a replica (no

@@ -87,9 +87,7 @@ func (s *Set) Eval(name string) error {
 	case "sleep":
 		time.Sleep(a.sleep)
 	case "error":
-		return &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE",
-			Message: "the database is unavailable; retry with the same request_id", RetryAfter: time.Second,
-			Cause: fmt.Errorf("failpoint %s: injected error", name)}
+		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("failpoint %s: injected error", name))
 	}
 	return nil
 }

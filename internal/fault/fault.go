@@ -1,7 +1,10 @@
-// Package fault is orderd's small table of error kinds. Every package reports
-// failures a client must tell apart (bad input, a reused request id, work in
-// progress, a cluster that is down, an outcome that may have applied) as a
-// *fault.Error; the gRPC adapter maps each Kind to a status code in one place.
+// Package fault is orderd's one error vocabulary. Every failure a client
+// must tell apart (bad input, a reused request id, work in progress, a
+// cluster that is down, an outcome that may have applied) is a *fault.Error
+// with a stable Reason; each Reason has one Kind (what the caller should do)
+// and, for the retryable ones, a retry delay. Storage and workflow code only
+// pick a reason and attach the cause; the gRPC adapter alone turns a reason
+// into a status code and a client-facing message (internal/grpcapi).
 package fault
 
 import (
@@ -55,29 +58,93 @@ func (k Kind) String() string {
 	}
 }
 
+// Reason is the stable, machine-readable cause of an error: the
+// google.rpc.ErrorInfo reason clients see, and what the ledger records as a
+// request's last_error. Never driver text.
+type Reason string
+
+const (
+	ReasonInvalidArgument    Reason = "INVALID_ARGUMENT"
+	ReasonRequestIDReused    Reason = "REQUEST_ID_REUSED"
+	ReasonRequestFailed      Reason = "REQUEST_FAILED"
+	ReasonRequestInProgress  Reason = "REQUEST_IN_PROGRESS"
+	ReasonRequestNotFound    Reason = "REQUEST_NOT_FOUND"
+	ReasonOrderNotFound      Reason = "ORDER_NOT_FOUND"
+	ReasonClusterUnavailable Reason = "CLUSTER_UNAVAILABLE"
+	ReasonOutcomeUnknown     Reason = "OUTCOME_UNKNOWN"
+	ReasonCommandUnreadable  Reason = "COMMAND_UNREADABLE"
+	ReasonInternal           Reason = "INTERNAL"
+)
+
+// reasons is the one table of what each reason means to a caller.
+var reasons = map[Reason]struct {
+	kind       Kind
+	retryAfter time.Duration
+}{
+	ReasonInvalidArgument:    {kind: Invalid},
+	ReasonRequestIDReused:    {kind: Conflict},
+	ReasonRequestFailed:      {kind: Failed},
+	ReasonRequestInProgress:  {kind: InProgress, retryAfter: time.Second},
+	ReasonRequestNotFound:    {kind: NotFound},
+	ReasonOrderNotFound:      {kind: NotFound},
+	ReasonClusterUnavailable: {kind: Unavailable, retryAfter: time.Second},
+	ReasonOutcomeUnknown:     {kind: OutcomeUnknown, retryAfter: time.Second},
+	ReasonCommandUnreadable:  {kind: Internal},
+	ReasonInternal:           {kind: Internal},
+}
+
+// Reasons lists every reason (for tests that check each has a message).
+func Reasons() []Reason {
+	out := make([]Reason, 0, len(reasons))
+	for r := range reasons {
+		out = append(out, r)
+	}
+	return out
+}
+
 // Violation is one problem with one request field.
 type Violation struct {
 	Field       string
 	Description string
 }
 
-// Error is an error with a Kind. Message is safe to show a client; Cause is
-// for logs only.
+// Error is an error with a Reason (and the Kind that reason has). Cause is
+// for logs only; it never reaches a client.
 type Error struct {
-	Kind Kind
-	// Reason is the google.rpc.ErrorInfo reason, e.g. REQUEST_ID_REUSED.
-	Reason     string
-	Message    string
+	Kind       Kind
+	Reason     Reason
 	Violations []Violation
 	RetryAfter time.Duration
 	Cause      error
 }
 
+// New is the error for reason, caused by cause (may be nil).
+func New(reason Reason, cause error) *Error {
+	r, ok := reasons[reason]
+	if !ok {
+		r.kind = Internal
+	}
+	return &Error{Kind: r.kind, Reason: reason, RetryAfter: r.retryAfter, Cause: cause}
+}
+
+// InvalidArgs is the error for invalid input: nothing was written.
+func InvalidArgs(violations []Violation) *Error {
+	e := New(ReasonInvalidArgument, nil)
+	e.Violations = violations
+	return e
+}
+
+// WithRetryAfter sets how long a client should wait before retrying.
+func (e *Error) WithRetryAfter(d time.Duration) *Error {
+	e.RetryAfter = d
+	return e
+}
+
 func (e *Error) Error() string {
 	if e.Cause != nil {
-		return fmt.Sprintf("%s: %v", e.Message, e.Cause)
+		return fmt.Sprintf("%s: %v", e.Reason, e.Cause)
 	}
-	return e.Message
+	return string(e.Reason)
 }
 
 func (e *Error) Unwrap() error { return e.Cause }
@@ -91,14 +158,19 @@ func KindOf(err error) Kind {
 	return Internal
 }
 
+// ReasonOf returns the Reason of the first *Error in err's chain, or
+// ReasonInternal: what the ledger records as an attempt's last_error.
+func ReasonOf(err error) Reason {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Reason
+	}
+	return ReasonInternal
+}
+
 // As returns the first *Error in err's chain.
 func As(err error) (*Error, bool) {
 	var fe *Error
 	ok := errors.As(err, &fe)
 	return fe, ok
-}
-
-// InvalidArgs builds an Invalid error from violations.
-func InvalidArgs(violations []Violation) *Error {
-	return &Error{Kind: Invalid, Reason: "INVALID_ARGUMENT", Message: "the request has invalid fields", Violations: violations}
 }

@@ -3,6 +3,7 @@ package order
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,4 +75,14 @@ func DecodeOutcome(b []byte) (Order, error) {
 		return Order{}, fmt.Errorf("decode recorded outcome: %w", err)
 	}
 	return o, nil
+}
+
+// Carries reports whether o is the order cmd becomes, whoever claimed it and
+// whenever: the same customer, total, currency and lines (the claim time, and
+// so created_at and the month, may differ). It is how a fresh claim of a
+// request id whose ledger row has expired tells a late retry of the same
+// intent (replay the order) from a different command (reject it).
+func (o Order) Carries(cmd Command) bool {
+	return o.CustomerID == cmd.CustomerID && o.Total == cmd.Total && o.Currency == cmd.Currency &&
+		slices.Equal(o.Lines, cmd.Lines)
 }

@@ -24,9 +24,14 @@ import (
 	"github.com/atlasmart/orderd/ledger"
 )
 
-// Projector writes an order's projections; every call must be safe to replay.
+// Projector writes and reads an order's projections; every write must be
+// safe to replay.
 type Projector interface {
+	// Write projects o into every read table; nil only when all are confirmed.
 	Write(ctx context.Context, o order.Order) error
+	// Order reads the order with id as its first write left it (LOCAL_QUORUM);
+	// an error of kind NotFound if there is none.
+	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
 }
 
 // Config tunes the workflow. Zero fields take defaults.
@@ -183,7 +188,6 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 		// Milliseconds: what a Cassandra timestamp keeps, so the order
 		// built now equals the one rebuilt from the stored row later.
 		CreatedAt:  s.now().UTC().Truncate(time.Millisecond),
-		Attempts:   1,
 		ClaimToken: uuid.New(),
 	}
 	won, cur, err := s.ledger.Claim(ctx, claim)
@@ -198,11 +202,16 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 		if err != nil {
 			return Result{}, err
 		}
+		if !o.CreatedAt.Equal(cur.CreatedAt) {
+			// The order predates this claim: an earlier claim of the same
+			// request id wrote it and its ledger row has expired since.
+			// This answer is that order's replay.
+			return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
+		}
 		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
 	if cur.Fingerprint != claim.Fingerprint {
-		return Result{}, &fault.Error{Kind: fault.Conflict, Reason: "REQUEST_ID_REUSED",
-			Message: "request_id " + requestID.String() + " was already used for a different command; use a new request_id for a new intent"}
+		return Result{}, fault.New(fault.ReasonRequestIDReused, nil)
 	}
 	// A retry of an earlier attempt: how late retries come decides whether
 	// the retention is long enough.
@@ -227,8 +236,7 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 			}
 			return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
 		case ledger.Failed:
-			return Result{}, &fault.Error{Kind: fault.Failed, Reason: "REQUEST_FAILED",
-				Message: "request " + cur.RequestID.String() + " failed permanently and was set aside: " + cur.LastError}
+			return Result{}, fault.New(fault.ReasonRequestFailed, nil)
 		}
 		// PENDING: an attempt is in flight or died. The writes are
 		// deterministic, so once it is old enough this attempt finishes it.
@@ -240,13 +248,11 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 			return Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}, nil
 		}
 		if s.now().Add(pause).After(waitUntil) {
-			return Result{}, &fault.Error{Kind: fault.InProgress, Reason: "REQUEST_IN_PROGRESS", RetryAfter: s.cfg.TakeoverAfter,
-				Message: "another attempt of request " + cur.RequestID.String() + " is in progress; retry with the same request_id"}
+			return Result{}, fault.New(fault.ReasonRequestInProgress, nil).WithRetryAfter(s.cfg.TakeoverAfter)
 		}
 		select {
 		case <-ctx.Done():
-			return Result{}, &fault.Error{Kind: fault.InProgress, Reason: "REQUEST_IN_PROGRESS", RetryAfter: s.cfg.TakeoverAfter,
-				Message: "another attempt of request " + cur.RequestID.String() + " is in progress; retry with the same request_id", Cause: ctx.Err()}
+			return Result{}, fault.New(fault.ReasonRequestInProgress, ctx.Err()).WithRetryAfter(s.cfg.TakeoverAfter)
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 8*s.cfg.PollInterval)
@@ -263,15 +269,38 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 // recorded outcome. It is safe to run any number of times, concurrently, by
 // anyone; it returns the recorded outcome. It does not note failures on the
 // ledger: its caller does.
+//
+// The first write of an order is authoritative. The order id derives from
+// the request id, so before writing, Finish reads the order's row
+// (orders_by_id, always written first): if an earlier claim of this request
+// id (whose ledger row has expired since) wrote it, that order is the
+// outcome — its projections are rewritten as they were, never with this
+// claim's time — and a command that differs from it is rejected
+// (REQUEST_ID_REUSED): the claim is withdrawn and nothing is written.
+//
+// Errors: a *fault.Error of kind Unavailable or OutcomeUnknown (retry;
+// projections may exist), Conflict (the claim was withdrawn), Failed (the
+// request was set aside), or one wrapping ledger.ErrUnfinishable (the stored
+// command cannot be read; nothing was written).
 func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, error) {
 	if rec.State == ledger.Complete {
 		return order.DecodeOutcome(rec.Outcome)
 	}
 	cmd, err := order.DecodeCommand(rec.Command)
 	if err != nil {
-		return order.Order{}, fmt.Errorf("request %s: %w", rec.RequestID, err)
+		return order.Order{}, fault.New(fault.ReasonCommandUnreadable,
+			fmt.Errorf("request %s: %w: %w", rec.RequestID, ledger.ErrUnfinishable, err))
 	}
 	o := order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt)
+	first, err := s.projector.Order(ctx, rec.Tenant, o.ID)
+	switch {
+	case err == nil && !first.Carries(cmd):
+		return order.Order{}, s.withdraw(ctx, rec)
+	case err == nil:
+		o = first
+	case fault.KindOf(err) != fault.NotFound:
+		return order.Order{}, err
+	}
 	if err := s.projector.Write(ctx, o); err != nil {
 		return order.Order{}, err
 	}
@@ -279,34 +308,61 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 		return order.Order{}, err
 	}
 	done, err := s.ledger.Complete(ctx, rec, o.EncodeOutcome(), s.now().UTC().Truncate(time.Millisecond))
-	if err != nil {
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return order.Order{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: claim gone before completion", rec.RequestID))
+	case err != nil:
 		return order.Order{}, err
 	}
 	switch done.State {
 	case ledger.Complete:
 		return order.DecodeOutcome(done.Outcome)
 	case ledger.Failed:
-		return order.Order{}, &fault.Error{Kind: fault.Failed, Reason: "REQUEST_FAILED",
-			Message: "request " + rec.RequestID.String() + " failed permanently and was set aside: " + done.LastError}
+		return order.Order{}, fault.New(fault.ReasonRequestFailed, nil)
 	default:
 		return order.Order{}, fmt.Errorf("request %s: state %s after completing it", rec.RequestID, done.State)
 	}
 }
 
-// finishNoting is Finish for a handler's attempt: a failure is also noted on
-// the ledger (attempts, last_error), best effort — the request stays PENDING
-// either way and the caller reports the first error. (The reconciler notes
-// its own attempts: it decides on dead-lettering from them.)
+// withdraw removes a claim whose command differs from the order its request
+// id already has, and answers REQUEST_ID_REUSED.
+func (s *Service) withdraw(ctx context.Context, rec ledger.Record) error {
+	cur, err := s.ledger.Withdraw(ctx, rec)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return fault.New(fault.ReasonRequestIDReused, nil)
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("request %s: withdrawing a conflicting claim found it %s", rec.RequestID, cur.State)
+}
+
+// finishNoting is Finish for a handler's attempt: a failure that may be
+// cured by another attempt is also noted on the ledger (attempts,
+// last_error as a stable reason), best effort — the request stays PENDING
+// either way and the caller reports the first error. A call whose own
+// context ended is not an attempt that failed: the client gave up waiting,
+// nothing was wrong with the request. (The reconciler notes its own
+// attempts: it decides on dead-lettering from them.)
 func (s *Service) finishNoting(ctx context.Context, rec ledger.Record) (order.Order, error) {
 	o, err := s.Finish(ctx, rec)
-	if err != nil {
+	if err != nil && ctx.Err() == nil && retryable(err) {
 		s.noteFailure(ctx, rec, err)
 	}
 	return o, err
 }
 
+// retryable: the request is still PENDING and another attempt may finish it.
+func retryable(err error) bool {
+	switch fault.KindOf(err) {
+	case fault.Unavailable, fault.OutcomeUnknown:
+		return true
+	}
+	return false
+}
+
 func (s *Service) noteFailure(ctx context.Context, rec ledger.Record, cause error) {
-	if err := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, cause.Error()); err != nil {
+	if err := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, string(fault.ReasonOf(cause))); err != nil {
 		s.log.Warn("could not record a failed attempt", "request_id", rec.RequestID, "error", err)
 	}
 }
@@ -315,8 +371,7 @@ func (s *Service) noteFailure(ctx context.Context, rec ledger.Record, cause erro
 func (s *Service) Request(ctx context.Context, operation string, requestID uuid.UUID) (ledger.Record, error) {
 	rec, err := s.ledger.Get(ctx, ledger.Key{Tenant: s.cfg.Tenant, Operation: operation, RequestID: requestID})
 	if errors.Is(err, ledger.ErrNotFound) {
-		return rec, &fault.Error{Kind: fault.NotFound, Reason: "REQUEST_NOT_FOUND",
-			Message: "no request " + requestID.String() + " is recorded (never claimed, or past its retention)"}
+		return rec, fault.New(fault.ReasonRequestNotFound, err)
 	}
 	return rec, err
 }

@@ -1,0 +1,232 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// Fault is what a FaultSession does to one execution of a named statement.
+type Fault int
+
+const (
+	// FaultUnavailable: the statement is not sent; the coordinator's
+	// Unavailable comes back (definitely not applied).
+	FaultUnavailable Fault = iota + 1
+	// FaultTimeout: the statement is not sent, but the caller sees a write
+	// timeout, as if it might have applied (it did not).
+	FaultTimeout
+	// FaultLoseResponse: the statement runs and applies; its response is
+	// replaced by a write timeout (it did apply).
+	FaultLoseResponse
+)
+
+var faultNames = map[string]Fault{
+	"unavailable":   FaultUnavailable,
+	"timeout":       FaultTimeout,
+	"lose-response": FaultLoseResponse,
+}
+
+func (f Fault) String() string {
+	for n, v := range faultNames {
+		if v == f {
+			return n
+		}
+	}
+	return "fault(" + strconv.Itoa(int(f)) + ")"
+}
+
+// FaultSession wraps a Session and makes executions of named statements
+// (see StatementName) fail deterministically: the next N executions of a
+// statement get the armed Fault, then it behaves again. Statements without
+// an armed fault pass through untouched. Safe for concurrent use.
+type FaultSession struct {
+	inner Session
+
+	mu    sync.Mutex
+	armed map[string][]Fault // statement name -> faults, one per execution, in order
+	hits  map[string]int     // statement name -> faults served
+}
+
+var _ Session = (*FaultSession)(nil)
+
+// NewFaultSession wraps inner with nothing armed.
+func NewFaultSession(inner Session) *FaultSession {
+	return &FaultSession{inner: inner, armed: map[string][]Fault{}, hits: map[string]int{}}
+}
+
+// Arm makes the next times executions of statement name fail with f
+// (after any faults already armed for it).
+func (s *FaultSession) Arm(name string, f Fault, times int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range times {
+		s.armed[name] = append(s.armed[name], f)
+	}
+}
+
+// Hits is how many faults statement name has been served.
+func (s *FaultSession) Hits(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits[name]
+}
+
+// Pending is how many armed faults of statement name are still unserved.
+func (s *FaultSession) Pending(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.armed[name])
+}
+
+// ArmSpec arms faults from a specification such as
+// "ledger.claim=lose-response;ledger.complete=timeout*3" (ORDERD_CQL_FAULTS):
+// statement=fault, optionally *N executions (default 1).
+func (s *FaultSession) ArmSpec(spec string) error {
+	for part := range strings.SplitSeq(spec, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, action, ok := strings.Cut(part, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("cql fault %q: want statement=fault[*N]", part)
+		}
+		action, count, hasCount := strings.Cut(action, "*")
+		times := 1
+		if hasCount {
+			n, err := strconv.Atoi(count)
+			if err != nil || n < 1 {
+				return fmt.Errorf("cql fault %q: count must be a positive number", part)
+			}
+			times = n
+		}
+		f, ok := faultNames[action]
+		if !ok {
+			return fmt.Errorf("cql fault %q: unknown fault %q (unavailable, timeout, lose-response)", part, action)
+		}
+		s.Arm(strings.TrimSpace(name), f, times)
+	}
+	return nil
+}
+
+// take consumes the next fault armed for stmt, if any.
+func (s *FaultSession) take(stmt string) (Fault, bool) {
+	name := StatementName(stmt)
+	if name == "" {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.armed[name]
+	if len(q) == 0 {
+		return 0, false
+	}
+	f := q[0]
+	if len(q) == 1 {
+		delete(s.armed, name)
+	} else {
+		s.armed[name] = q[1:]
+	}
+	s.hits[name]++
+	return f, true
+}
+
+// AwaitSchemaAgreement passes through to the wrapped session, if it can.
+func (s *FaultSession) AwaitSchemaAgreement(ctx context.Context) error {
+	if a, ok := s.inner.(interface{ AwaitSchemaAgreement(context.Context) error }); ok {
+		return a.AwaitSchemaAgreement(ctx)
+	}
+	return nil
+}
+
+// Query implements Session.
+func (s *FaultSession) Query(stmt string, values ...any) Query {
+	return &faultQuery{s: s, stmt: stmt, q: s.inner.Query(stmt, values...)}
+}
+
+type faultQuery struct {
+	s    *FaultSession
+	stmt string
+	q    Query
+}
+
+func (f *faultQuery) with(q Query) Query { f.q = q; return f }
+
+func (f *faultQuery) Consistency(c gocql.Consistency) Query { return f.with(f.q.Consistency(c)) }
+func (f *faultQuery) SerialConsistency(c gocql.Consistency) Query {
+	return f.with(f.q.SerialConsistency(c))
+}
+func (f *faultQuery) WithTimestamp(ts int64) Query { return f.with(f.q.WithTimestamp(ts)) }
+func (f *faultQuery) Idempotent(v bool) Query      { return f.with(f.q.Idempotent(v)) }
+func (f *faultQuery) PageSize(n int) Query         { return f.with(f.q.PageSize(n)) }
+func (f *faultQuery) PageState(st []byte) Query    { return f.with(f.q.PageState(st)) }
+
+// run executes the statement through do unless a fault says otherwise.
+func (f *faultQuery) run(do func() error) error {
+	fault, ok := f.s.take(f.stmt)
+	if !ok {
+		return do()
+	}
+	name := StatementName(f.stmt)
+	switch fault {
+	case FaultUnavailable:
+		return fmt.Errorf("injected fault on %s: %w", name,
+			&gocql.RequestErrUnavailable{Consistency: gocql.LocalQuorum, Required: 2, Alive: 1})
+	case FaultLoseResponse:
+		_ = do() // applied (or failed on its own); either way the caller learns nothing
+	}
+	return fmt.Errorf("injected fault on %s: %w", name,
+		&gocql.RequestErrWriteTimeout{Consistency: gocql.LocalQuorum, Received: 1, BlockFor: 2, WriteType: writeType(f.stmt)})
+}
+
+func writeType(stmt string) string {
+	if strings.Contains(strings.ToUpper(stmt), " IF ") {
+		return "CAS"
+	}
+	return "SIMPLE"
+}
+
+func (f *faultQuery) ExecContext(ctx context.Context) error {
+	return f.run(func() error { return f.q.ExecContext(ctx) })
+}
+
+func (f *faultQuery) ScanContext(ctx context.Context, dest ...any) error {
+	return f.run(func() error { return f.q.ScanContext(ctx, dest...) })
+}
+
+func (f *faultQuery) MapScanContext(ctx context.Context, m map[string]any) error {
+	return f.run(func() error { return f.q.MapScanContext(ctx, m) })
+}
+
+func (f *faultQuery) MapScanCASContext(ctx context.Context, m map[string]any) (bool, error) {
+	var applied bool
+	err := f.run(func() error {
+		var err error
+		applied, err = f.q.MapScanCASContext(ctx, m)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return applied, nil
+}
+
+func (f *faultQuery) IterContext(ctx context.Context) Iter {
+	var it Iter
+	err := f.run(func() error { it = f.q.IterContext(ctx); return nil })
+	if err != nil {
+		return errIter{err}
+	}
+	return it
+}
+
+type errIter struct{ err error }
+
+func (e errIter) Scan(...any) bool  { return false }
+func (e errIter) PageState() []byte { return nil }
+func (e errIter) Close() error      { return e.err }

@@ -1,0 +1,96 @@
+package cassandra
+
+import (
+	"context"
+	"strings"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// Session is the seam every store runs its statements through: the driver's
+// session in production (Wrap), a FaultSession in tests that make named
+// statements fail, time out or lose their response.
+//
+// It is the part of *gocql.Session the stores use, nothing more, so that a
+// wrapper can see (and tamper with) every execution.
+type Session interface {
+	Query(stmt string, values ...any) Query
+}
+
+// Query is one statement with its values, as the driver's *gocql.Query.
+type Query interface {
+	Consistency(gocql.Consistency) Query
+	SerialConsistency(gocql.Consistency) Query
+	WithTimestamp(int64) Query
+	Idempotent(bool) Query
+	PageSize(int) Query
+	PageState([]byte) Query
+
+	ExecContext(ctx context.Context) error
+	ScanContext(ctx context.Context, dest ...any) error
+	MapScanContext(ctx context.Context, m map[string]any) error
+	// MapScanCASContext runs a conditional statement: applied, and the
+	// current row in m when it did not apply.
+	MapScanCASContext(ctx context.Context, m map[string]any) (bool, error)
+	IterContext(ctx context.Context) Iter
+}
+
+// Iter reads the rows of a query, as the driver's *gocql.Iter.
+type Iter interface {
+	Scan(dest ...any) bool
+	PageState() []byte
+	Close() error
+}
+
+// Wrap adapts a driver session to Session.
+func Wrap(s *gocql.Session) DriverSession { return DriverSession{s} }
+
+// DriverSession is the driver's session behind the Session seam.
+type DriverSession struct{ s *gocql.Session }
+
+// AwaitSchemaAgreement waits until every node reports the same schema (the migrator needs it).
+func (d DriverSession) AwaitSchemaAgreement(ctx context.Context) error {
+	return d.s.AwaitSchemaAgreement(ctx)
+}
+
+func (d DriverSession) Query(stmt string, values ...any) Query {
+	return driverQuery{d.s.Query(stmt, values...)}
+}
+
+type driverQuery struct{ q *gocql.Query }
+
+func (d driverQuery) Consistency(c gocql.Consistency) Query { return driverQuery{d.q.Consistency(c)} }
+func (d driverQuery) SerialConsistency(c gocql.Consistency) Query {
+	return driverQuery{d.q.SerialConsistency(c)}
+}
+func (d driverQuery) WithTimestamp(ts int64) Query { return driverQuery{d.q.WithTimestamp(ts)} }
+func (d driverQuery) Idempotent(v bool) Query      { return driverQuery{d.q.Idempotent(v)} }
+func (d driverQuery) PageSize(n int) Query         { return driverQuery{d.q.PageSize(n)} }
+func (d driverQuery) PageState(s []byte) Query     { return driverQuery{d.q.PageState(s)} }
+
+func (d driverQuery) ExecContext(ctx context.Context) error { return d.q.ExecContext(ctx) }
+func (d driverQuery) ScanContext(ctx context.Context, dest ...any) error {
+	return d.q.ScanContext(ctx, dest...)
+}
+func (d driverQuery) MapScanContext(ctx context.Context, m map[string]any) error {
+	return d.q.MapScanContext(ctx, m)
+}
+func (d driverQuery) MapScanCASContext(ctx context.Context, m map[string]any) (bool, error) {
+	return d.q.MapScanCASContext(ctx, m)
+}
+func (d driverQuery) IterContext(ctx context.Context) Iter { return d.q.IterContext(ctx) }
+
+// StatementName is the name a statement gives itself in a leading comment,
+// "/* ledger.claim */ INSERT ...", or "" if it has none. Names are how a
+// FaultSession (and an operator reading traces) tells statements apart.
+func StatementName(stmt string) string {
+	s := strings.TrimSpace(stmt)
+	if !strings.HasPrefix(s, "/*") {
+		return ""
+	}
+	name, _, ok := strings.Cut(s[2:], "*/")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(name)
+}

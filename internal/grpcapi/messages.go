@@ -1,0 +1,19 @@
+package grpcapi
+
+import "github.com/atlasmart/orderd/internal/fault"
+
+// messageOf is the one table of client-facing messages, one per reason. A
+// message says what happened and what to do; it never carries driver text,
+// hosts or the request's payload (those go to the log, once, in Status).
+var messageOf = map[fault.Reason]string{
+	fault.ReasonInvalidArgument:    "the request has invalid fields",
+	fault.ReasonRequestIDReused:    "this request_id was already used for a different command; use a new request_id for a new intent",
+	fault.ReasonRequestFailed:      "this request failed permanently and was set aside; an operator can requeue it",
+	fault.ReasonRequestInProgress:  "another attempt of this request is in progress; retry with the same request_id",
+	fault.ReasonRequestNotFound:    "no such request is recorded (never claimed, or past its retention)",
+	fault.ReasonOrderNotFound:      "no order with that id",
+	fault.ReasonClusterUnavailable: "the database is unavailable; retry with the same request_id",
+	fault.ReasonOutcomeUnknown:     "the outcome of a write is unknown; retry with the same request_id to settle it",
+	fault.ReasonCommandUnreadable:  "internal error",
+	fault.ReasonInternal:           "internal error",
+}
