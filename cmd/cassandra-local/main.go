@@ -3,7 +3,8 @@
 // Docker. See deploy/local for how the nodes are built and started.
 //
 //	cassandra-local up|down|status|wipe|fetch
-//	cassandra-local stop-node|kill-node|start-node|logs N
+//	cassandra-local stop-node|kill-node|start-node|pause-node|resume-node|logs N
+//	cassandra-local fault-times [-restart M] [-window 1m] N
 //	cassandra-local cql ["STATEMENT"]   (no statement: read statements from stdin)
 //
 // Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_VERSION
@@ -28,10 +29,17 @@ const usage = `usage: cassandra-local COMMAND
   fetch           download Cassandra from Maven Central into the cache
   up              start every node and wait until all are Up/Normal
   down            stop every node gracefully
-  status          nodetool status
+  status          nodetool status, and which nodes are paused
   stop-node N     stop node N gracefully
   kill-node N     SIGKILL node N
   start-node N    start node N and wait until it is Up/Normal
+  pause-node N    SIGSTOP node N: its sockets stay open, requests to it hang
+  resume-node N   SIGCONT node N and wait until it is Up/Normal again
+  fault-times [-restart M] [-window 1m] N
+                  SIGKILL node N and print when the driver and the survivors
+                  notice, when a read at ALL turns UNAVAILABLE, and the
+                  survivors' log lines and CPU per minute while N is down
+                  (-restart M: restart node M first); then start N again
   logs N          print node N's system.log path and its last 50 lines
   cql [STMT]      run CQL (from the argument, or ';'-terminated from stdin)
   nodetool N ARGS run nodetool against node N (e.g. nodetool 1 describecluster)
@@ -94,7 +102,9 @@ func run() error {
 		out, err := c.Nodetool(ctx, i, args[1:]...)
 		fmt.Print(out)
 		return err
-	case "stop-node", "kill-node", "start-node", "logs":
+	case "fault-times":
+		return runFaultTimes(ctx, c, args)
+	case "stop-node", "kill-node", "start-node", "pause-node", "resume-node", "logs":
 		i, err := nodeArg(args)
 		if err != nil {
 			return err
@@ -106,6 +116,10 @@ func run() error {
 			return c.KillNode(ctx, i)
 		case "start-node":
 			return c.StartNode(ctx, i)
+		case "pause-node":
+			return c.PauseNode(ctx, i)
+		case "resume-node":
+			return c.ResumeNode(ctx, i)
 		default:
 			return printLog(c.LogPath(i))
 		}

@@ -194,6 +194,9 @@ func (c *Cluster) Wipe(ctx context.Context) error {
 	return nil
 }
 
+// Pid is node i's process id, or 0 when it is not running.
+func (c *Cluster) Pid(i int) int { return c.node(i).pid() }
+
 // Running reports whether node i's process is alive.
 func (c *Cluster) Running(i int) bool { return c.node(i).pid() > 0 }
 
@@ -244,14 +247,73 @@ func (c *Cluster) KillNode(ctx context.Context, i int) error {
 	return c.node(i).stop(ctx, 0)
 }
 
-// Status runs nodetool status against the first running node.
+// PauseNode freezes node i with SIGSTOP, as a long GC pause or a stalled VM
+// would: the process and its sockets stay, so connections to it stay open
+// and requests to it hang until ResumeNode. Pausing a paused node does
+// nothing; a node that is not running is an error.
+func (c *Cluster) PauseNode(ctx context.Context, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
+	if err := c.node(i).pause(ctx); err != nil {
+		return err
+	}
+	c.logf("node %d paused (SIGSTOP)", i)
+	return nil
+}
+
+// ResumeNode continues node i with SIGCONT and waits until every running
+// node sees every running node Up/Normal again. Resuming a node that is not
+// paused only waits.
+func (c *Cluster) ResumeNode(ctx context.Context, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
+	if err := c.node(i).resume(ctx); err != nil {
+		return err
+	}
+	c.logf("node %d resumed (SIGCONT)", i)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	return c.waitAllNormal(ctx)
+}
+
+// Paused reports whether node i is running but frozen by PauseNode.
+func (c *Cluster) Paused(i int) bool { return c.node(i).paused() }
+
+// answering reports whether node i is running and not paused: only such a
+// node can answer nodetool (JMX to a paused node hangs).
+func (c *Cluster) answering(i int) bool { return c.Running(i) && !c.Paused(i) }
+
+// Status runs nodetool status against the first running node that is not
+// paused, and names the paused nodes below it: nodetool cannot tell a paused
+// node from a dead one (both DN once convicted).
 func (c *Cluster) Status(ctx context.Context) (string, error) {
+	var paused []int
 	for i := 1; i <= c.cfg.Nodes; i++ {
-		if c.Running(i) {
-			return c.nodetool(ctx, i, "status")
+		if c.Paused(i) {
+			paused = append(paused, i)
 		}
 	}
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		if c.answering(i) {
+			out, err := c.nodetool(ctx, i, "status")
+			return out + c.pausedNote(paused), err
+		}
+	}
+	if len(paused) > 0 {
+		return c.pausedNote(paused), errors.New("every running node is paused: resume one with `cassandra-local resume-node N`")
+	}
 	return "", errors.New("no node is running: start the cluster with `make cluster-up`")
+}
+
+// pausedNote is the line Status adds for each paused node.
+func (c *Cluster) pausedNote(paused []int) string {
+	var b strings.Builder
+	for _, i := range paused {
+		fmt.Fprintf(&b, "PAUSED  %s  node %d is frozen by SIGSTOP (resume it with `cassandra-local resume-node %d`)\n", c.Address(i), i, i)
+	}
+	return b.String()
 }
 
 func (c *Cluster) nodetool(ctx context.Context, i int, args ...string) (string, error) {
@@ -275,13 +337,13 @@ func (c *Cluster) nodetool(ctx context.Context, i int, args ...string) (string, 
 }
 
 // waitAllNormal polls nodetool status on each running node until it lists
-// every running node Up/Normal. Nodes that are stopped on purpose (a fault
-// test) are not waited for.
+// every running node Up/Normal. Nodes that are stopped or paused on purpose
+// (a fault test) are not waited for.
 func (c *Cluster) waitAllNormal(ctx context.Context) error {
 	for {
 		var running []int
 		for i := 1; i <= c.cfg.Nodes; i++ {
-			if c.Running(i) {
+			if c.answering(i) {
 				running = append(running, i)
 			}
 		}
@@ -331,12 +393,12 @@ func (c *Cluster) WaitSchemaAgreement(ctx context.Context) error {
 	for {
 		first := 0
 		for i := 1; i <= c.cfg.Nodes && first == 0; i++ {
-			if c.Running(i) {
+			if c.answering(i) {
 				first = i
 			}
 		}
 		if first == 0 {
-			return errors.New("no node is running")
+			return errors.New("no node is running (or every running node is paused)")
 		}
 		out, err := c.nodetool(ctx, first, "describecluster")
 		if err == nil {
@@ -359,7 +421,7 @@ func (c *Cluster) WaitSchemaAgreement(ctx context.Context) error {
 					for _, addr := range strings.Split(v[2], ",") {
 						addr = strings.TrimSpace(addr)
 						for i := 1; i <= c.cfg.Nodes; i++ {
-							if addr == c.Address(i) && c.Running(i) {
+							if addr == c.Address(i) && c.answering(i) {
 								c.logf("node %d disagrees on the schema (%s); restarting it", i, v[1])
 								if err := c.restart(ctx, i); err != nil {
 									return fmt.Errorf("restart node %d to repair its schema: %w", i, err)

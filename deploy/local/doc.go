@@ -7,10 +7,16 @@
 // into a cache outside the repository, writing each node's configuration from
 // the templates embedded here, starting nodes detached from the caller (so a
 // test runner that waits for end-of-output never hangs on them), waiting until
-// every node is Up/Normal, and stopping, killing and restarting single nodes
-// for fault tests. Node state (data, logs, pid files) lives under one state
-// folder that survives restarts of the launcher; a pid file left by a killed
-// run is recognised as stale and ignored.
+// every node is Up/Normal, and stopping, killing, pausing (SIGSTOP) and
+// restarting single nodes for fault tests. Node state (data, logs, pid files)
+// lives under one state folder that survives restarts of the launcher; a pid
+// file left by a killed run is recognised as stale and ignored.
+//
+// Each node logs once, to logs/system.log, rolled at 20 MB and capped at
+// 200 MB of rolled files; logs/stdout.log holds only what the JVM prints
+// outside logging (a failed start). The settings are chosen so that a node
+// being down costs the others nothing: see the role-setup delay in
+// templates/jvm17.options.tmpl and docs/faults.md for the figures.
 //
 // cmd/cassandra-local is its command-line front; the e2e harness uses the
 // same package for node control.

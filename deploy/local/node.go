@@ -45,6 +45,10 @@ func (c *Cluster) node(i int) *node {
 
 func (n *node) address() string { return n.c.Address(n.index) }
 func (n *node) pidFile() string { return filepath.Join(n.dir, "cassandra.pid") }
+
+// stdoutLog receives the JVM's stdout and stderr. Cassandra logs only to
+// system.log (templates/logback.xml.tmpl), so this holds what the JVM prints
+// outside logging: bad options, a startup exception, a crash.
 func (n *node) stdoutLog() string {
 	return filepath.Join(n.dir, "logs", "stdout.log")
 }
@@ -90,6 +94,54 @@ func procStat(pid int) (state, started string, ok bool) {
 		return "", "", false
 	}
 	return rest[0], rest[19], true
+}
+
+// paused reports whether the node's process is alive but stopped by a
+// signal (SIGSTOP from pause): state T in /proc.
+func (n *node) paused() bool {
+	pid := n.pid()
+	if pid == 0 {
+		return false
+	}
+	state, _, ok := procStat(pid)
+	return ok && state == "T"
+}
+
+// pause stops the node's JVM with SIGSTOP and waits until the kernel reports
+// it stopped. Every thread halts; its sockets stay open, so peers and clients
+// see a node that accepts bytes and never answers. Pausing a paused node
+// does nothing.
+func (n *node) pause(ctx context.Context) error {
+	return n.signalAndWait(ctx, syscall.SIGSTOP, true)
+}
+
+// resume continues a paused node with SIGCONT and waits until it runs again.
+// Resuming a node that is not paused does nothing.
+func (n *node) resume(ctx context.Context) error {
+	return n.signalAndWait(ctx, syscall.SIGCONT, false)
+}
+
+func (n *node) signalAndWait(ctx context.Context, sig syscall.Signal, wantPaused bool) error {
+	pid := n.pid()
+	if pid == 0 {
+		return fmt.Errorf("node %d (%s) is not running", n.index, n.address())
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signal node %d (pid %d) with %s: %w", n.index, pid, sig, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for n.paused() != wantPaused {
+		if n.pid() == 0 {
+			return fmt.Errorf("node %d (pid %d) exited after %s", n.index, pid, sig)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %d (pid %d): paused=%v not reached after %s: %w", n.index, pid, wantPaused, sig, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // checkAlive fails with the tail of the node's logs when a node that was
@@ -188,6 +240,11 @@ func (n *node) stop(ctx context.Context, grace time.Duration) error {
 	}
 	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signal node %d (pid %d): %w", n.index, pid, err)
+	}
+	if sig == syscall.SIGTERM {
+		// A paused node would keep SIGTERM pending until it runs again:
+		// continue it so that the shutdown hook runs now.
+		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
 	deadline := time.Now().Add(grace + 10*time.Second)
 	killed := sig == syscall.SIGKILL
