@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -62,6 +64,19 @@ func (l *memLedger) Complete(_ context.Context, rec ledger.Record, outcome []byt
 
 func (l *memLedger) RecordAttempt(context.Context, ledger.Record, string) error { return nil }
 
+func (l *memLedger) Withdraw(_ context.Context, rec ledger.Record) (ledger.Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur, ok := l.recs[rec.Key]
+	if !ok {
+		return ledger.Record{}, ledger.ErrNotFound
+	}
+	if cur.State == ledger.Pending {
+		delete(l.recs, rec.Key)
+	}
+	return cur, nil
+}
+
 type nopProjector struct{}
 
 // headerStream lets a handler called outside a server set headers.
@@ -74,13 +89,21 @@ func (headerStream) SetTrailer(metadata.MD) error { return nil }
 
 func (nopProjector) Write(context.Context, order.Order) error { return nil }
 
+func (nopProjector) Order(context.Context, string, uuid.UUID) (order.Order, error) {
+	return order.Order{}, projection.ErrNotFound
+}
+
 // logLines runs fn against a Server whose JSON log it returns, one map per line.
 func logLines(t *testing.T, fn func(s *Server)) []map[string]any {
 	t.Helper()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	wf := workflow.New(workflow.Config{Tenant: "acme"}, &memLedger{recs: map[ledger.Key]ledger.Record{}}, nopProjector{}, nil, log)
-	fn(New(wf, nil, log))
+	s, err := New(Config{PageTokenKey: testKey}, wf, nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn(s)
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		m := map[string]any{}

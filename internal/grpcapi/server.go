@@ -6,6 +6,7 @@ package grpcapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -27,16 +28,29 @@ import (
 // answer is a recorded outcome.
 const ReplayedHeader = "idempotency-replayed"
 
-// Defaults for ListCustomerOrders paging.
+// ListCustomerOrders paging and its month field.
 const (
 	defaultPageSize = 50
 	maxPageSize     = 500
+	monthLayout     = "2006-01"
 )
 
 // Reader reads the projections.
 type Reader interface {
+	// Order returns projection.ErrNotFound when there is no such order.
 	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
-	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, token string) (projection.Page, error)
+	// CustomerOrders takes and returns Cassandra's raw paging state (nil for
+	// the first page; Page.NextState nil on the last); the Server signs it
+	// into the client's page token and checks it before passing it back.
+	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error)
+}
+
+// Config is the adapter's settings.
+type Config struct {
+	// PageTokenKey signs ListCustomerOrders page tokens (HMAC-SHA256); at
+	// least MinPageTokenKeyLength bytes. Every instance behind one address
+	// needs the same key, and a token lives only as long as its key.
+	PageTokenKey []byte
 }
 
 // Server implements ordersv1.OrderServiceServer.
@@ -44,14 +58,19 @@ type Server struct {
 	ordersv1.UnimplementedOrderServiceServer
 	wf     *workflow.Service
 	reader Reader
+	tokens pageTokens
 	log    *slog.Logger
 }
 
 var _ ordersv1.OrderServiceServer = (*Server)(nil)
 
-// New returns a Server.
-func New(wf *workflow.Service, reader Reader, log *slog.Logger) *Server {
-	return &Server{wf: wf, reader: reader, log: log}
+// New returns a Server, or an error if cfg cannot work.
+func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Server, error) {
+	if len(cfg.PageTokenKey) < MinPageTokenKeyLength {
+		return nil, fmt.Errorf("page token key of %d bytes: need at least %d", len(cfg.PageTokenKey), MinPageTokenKeyLength)
+	}
+	key := append([]byte(nil), cfg.PageTokenKey...)
+	return &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, log: log}, nil
 }
 
 // CreateOrder implements ordersv1.OrderServiceServer.
@@ -80,13 +99,17 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 
 // GetRequest implements ordersv1.OrderServiceServer.
 func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest) (*ordersv1.GetRequestResponse, error) {
-	id, err := parseUUID("request_id", req.GetRequestId())
-	if err != nil {
-		return nil, s.Status(ctx, "GetRequest", err)
-	}
+	id, v := parseUUID("request_id", req.GetRequestId())
 	op := req.GetOperation()
-	if op == "" {
+	switch op {
+	case "":
 		op = order.Operation
+	case order.Operation: // the only operation the ledger records
+	default:
+		v = append(v, fault.Violation{Field: "operation", Description: "must be " + order.Operation + " (the default when empty)"})
+	}
+	if len(v) > 0 {
+		return nil, s.Status(ctx, "GetRequest", fault.InvalidArgs(v))
 	}
 	rec, err := s.wf.Request(ctx, op, id)
 	if err != nil {
@@ -111,9 +134,9 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 
 // GetOrder implements ordersv1.OrderServiceServer.
 func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*ordersv1.GetOrderResponse, error) {
-	id, err := parseUUID("order_id", req.GetOrderId())
-	if err != nil {
-		return nil, s.Status(ctx, "GetOrder", err)
+	id, v := parseUUID("order_id", req.GetOrderId())
+	if len(v) > 0 {
+		return nil, s.Status(ctx, "GetOrder", fault.InvalidArgs(v))
 	}
 	o, err := s.reader.Order(ctx, s.wf.Tenant(), id)
 	if err != nil {
@@ -124,17 +147,29 @@ func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*
 
 // ListCustomerOrders implements ordersv1.OrderServiceServer.
 func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCustomerOrdersRequest) (*ordersv1.ListCustomerOrdersResponse, error) {
-	var v []fault.Violation
-	if req.GetCustomerId() == "" {
-		v = append(v, fault.Violation{Field: "customer_id", Description: "required"})
-	}
-	month, err := time.Parse("2006-01", req.GetMonth())
+	v := order.CustomerIDViolations("customer_id", req.GetCustomerId())
+	month, err := time.Parse(monthLayout, req.GetMonth())
 	if err != nil {
 		v = append(v, fault.Violation{Field: "month", Description: "required, as YYYY-MM (e.g. 2026-09)"})
 	}
 	size := int(req.GetPageSize())
 	if size < 0 || size > maxPageSize {
-		v = append(v, fault.Violation{Field: "page_size", Description: "must be 0 (default 50) to 500"})
+		v = append(v, fault.Violation{Field: "page_size", Description: fmt.Sprintf("must be 0 (default %d) to %d", defaultPageSize, maxPageSize)})
+	}
+	// A token is checked against the listing it claims to continue, so only
+	// once customer and month are known to be valid; nothing unchecked
+	// reaches Cassandra.
+	l := listing{tenant: s.wf.Tenant(), customerID: req.GetCustomerId(), month: month.Format(monthLayout)}
+	var state []byte
+	badToken := fault.Violation{Field: "page_token", Description: errPageToken.Error()}
+	switch token := req.GetPageToken(); {
+	case len(token) > MaxPageTokenLength:
+		v = append(v, badToken)
+	case token != "" && len(v) == 0:
+		var terr error
+		if state, terr = s.tokens.open(l, token); terr != nil {
+			v = append(v, badToken)
+		}
 	}
 	if len(v) > 0 {
 		return nil, s.Status(ctx, "ListCustomerOrders", fault.InvalidArgs(v))
@@ -142,11 +177,11 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 	if size == 0 {
 		size = defaultPageSize
 	}
-	page, err := s.reader.CustomerOrders(ctx, s.wf.Tenant(), req.GetCustomerId(), month, size, req.GetPageToken())
+	page, err := s.reader.CustomerOrders(ctx, l.tenant, l.customerID, month, size, state)
 	if err != nil {
 		return nil, s.Status(ctx, "ListCustomerOrders", err)
 	}
-	out := &ordersv1.ListCustomerOrdersResponse{NextPageToken: page.NextToken}
+	out := &ordersv1.ListCustomerOrdersResponse{NextPageToken: s.tokens.seal(l, page.NextState)}
 	for _, o := range page.Orders {
 		out.Orders = append(out.Orders, toProto(o))
 	}
@@ -163,10 +198,12 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s[:max], "") + "..."
 }
 
-func parseUUID(field, s string) (uuid.UUID, error) {
+// parseUUID parses a UUID field, or says what is wrong with it. Only the
+// 36-character form is accepted, which also bounds the field's length.
+func parseUUID(field, s string) (uuid.UUID, []fault.Violation) {
 	id, err := uuid.Parse(s)
 	if err != nil || len(s) != 36 {
-		return uuid.Nil, fault.InvalidArgs([]fault.Violation{{Field: field, Description: "must be a UUID in its 36-character form"}})
+		return uuid.Nil, []fault.Violation{{Field: field, Description: "must be a UUID in its 36-character form"}}
 	}
 	return id, nil
 }

@@ -18,7 +18,11 @@ import (
 )
 
 func testServer() *Server {
-	return New(nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := New(Config{PageTokenKey: testKey}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // statusDetails converts err and sorts its details by type.

@@ -24,12 +24,19 @@ import (
 // Operation names the CreateOrder operation in the request ledger.
 const Operation = "CREATE_ORDER"
 
-// Limits on one command.
+// Limits on one command. The gRPC API documents them on its fields
+// (proto/atlasmart/orders/v1/orders.proto) and applies MaxIDLength to every
+// customer_id it is given (CustomerIDViolations).
 const (
-	MaxIDLength  = 128
-	MaxLines     = 100
-	MaxQuantity  = 1_000_000
-	maxIntDigits = 15 // up to 999 trillion in the major unit
+	// MaxIDLength bounds customer_id and sku, in bytes.
+	MaxIDLength = 128
+	// MaxAmountLength bounds total and unit_price as sent, in bytes (leading
+	// and trailing zeros included): room for maxIntDigits, the point and
+	// any currency's decimals with zeros to spare.
+	MaxAmountLength = 32
+	MaxLines        = 100
+	MaxQuantity     = 1_000_000
+	maxIntDigits    = 15 // up to 999 trillion in the major unit
 )
 
 // fingerprintVersion prefixes the encoding hashed into a fingerprint.
@@ -153,6 +160,15 @@ func (v *violations) add(field, desc string) {
 	*v = append(*v, fault.Violation{Field: field, Description: desc})
 }
 
+// CustomerIDViolations checks a customer_id given anywhere (a listing as
+// well as a command) by the rule Canonicalize applies: the same limit and
+// characters, so every id an order can carry is accepted and no other.
+func CustomerIDViolations(field, s string) []fault.Violation {
+	var v violations
+	checkID(&v, field, s)
+	return v
+}
+
 func checkID(v *violations, field, s string) {
 	switch {
 	case s == "":
@@ -171,6 +187,10 @@ var amountSyntax = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 func parseAmount(v *violations, field, s string, scale int) (*inf.Dec, bool) {
 	if s == "" {
 		v.add(field, "required: a decimal amount such as 77.70")
+		return nil, false
+	}
+	if len(s) > MaxAmountLength {
+		v.add(field, fmt.Sprintf("at most %d characters", MaxAmountLength))
 		return nil, false
 	}
 	if !amountSyntax.MatchString(s) {

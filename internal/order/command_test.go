@@ -394,6 +394,10 @@ func TestCanonicalizeInvalid(t *testing.T) {
 		{name: "two dots total", mutate: func(in *Input) { in.Total = "1.0.0" }, fields: []string{"total"}},
 		{name: "non-ascii digits total", mutate: func(in *Input) { in.Total = "١٢" }, fields: []string{"total"}},
 		{name: "too many decimals total", mutate: func(in *Input) { in.Total = "77.705" }, fields: []string{"total"}},
+		{name: "total over MaxAmountLength", mutate: func(in *Input) {
+			in.Total = strings.Repeat("0", MaxAmountLength-4) + "77.70"
+		}, fields: []string{"total"}},
+		{name: "huge zero-padded total", mutate: func(in *Input) { in.Total = "77.70" + strings.Repeat("0", 1<<20) }, fields: []string{"total"}},
 
 		// lines
 		{name: "101 lines", mutate: func(in *Input) { in.Total = "101"; in.Lines = manyLines(101) }, fields: []string{"lines"}},
@@ -420,6 +424,9 @@ func TestCanonicalizeInvalid(t *testing.T) {
 			in.Lines = []LineInput{{"a", 1, "70.00"}, {"b c", 1, "7.70"}}
 		}, fields: []string{"lines[1].sku"}},
 		{name: "sku too long", mutate: func(in *Input) { in.Lines = []LineInput{{strings.Repeat("s", 129), 1, "77.70"}} }, fields: []string{"lines[0].sku"}},
+		{name: "line price over MaxAmountLength", mutate: func(in *Input) {
+			in.Lines = []LineInput{{"a", 1, "77.70" + strings.Repeat("0", MaxAmountLength-4)}}
+		}, fields: []string{"lines[0].unit_price"}},
 
 		// several problems at once
 		{name: "several problems", mutate: func(in *Input) {
@@ -487,6 +494,10 @@ func TestCanonicalizeBoundaries(t *testing.T) {
 		{"customer non-ascii", func(in *Input) { in.CustomerID = "kunde-müller" }},
 		{"customer with JSON-special chars", func(in *Input) { in.CustomerID = `a"b\c<d>&` }},
 		{"sku 128 bytes", func(in *Input) { in.Lines = []LineInput{{strings.Repeat("s", MaxIDLength), 1, "77.70"}} }},
+		{"total of MaxAmountLength", func(in *Input) { in.Total = strings.Repeat("0", MaxAmountLength-5) + "77.70" }},
+		{"line price of MaxAmountLength", func(in *Input) {
+			in.Lines = []LineInput{{"a", 1, "77.70" + strings.Repeat("0", MaxAmountLength-5)}}
+		}},
 		{"100 lines", func(in *Input) { in.Total = "100"; in.Lines = manyLines(MaxLines) }},
 		{"quantity max", func(in *Input) {
 			in.Total = "10000.00"
@@ -568,6 +579,25 @@ func TestDecodeCommandError(t *testing.T) {
 	for _, b := range [][]byte{nil, []byte("{"), []byte(`{"total":1}`), []byte(`[]`)} {
 		if _, err := DecodeCommand(b); err == nil {
 			t.Errorf("DecodeCommand(%q): no error", b)
+		}
+	}
+}
+
+// CustomerIDViolations is the rule Canonicalize applies to customer_id.
+func TestCustomerIDViolations(t *testing.T) {
+	for _, id := range []string{"", strings.Repeat("c", MaxIDLength+1), "cust safe", "c\x00", "\xff"} {
+		in := valid()
+		in.CustomerID = id
+		_, _, err := Canonicalize(in)
+		want := violationsOf(err)
+		got := CustomerIDViolations("customer_id", id)
+		if len(got) != 1 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: CustomerIDViolations = %v, Canonicalize = %v; want one and the same", id, got, want)
+		}
+	}
+	for _, id := range []string{"c", strings.Repeat("c", MaxIDLength), "kunde-müller"} {
+		if got := CustomerIDViolations("customer_id", id); len(got) != 0 {
+			t.Errorf("%q: %v, want none", id, got)
 		}
 	}
 }

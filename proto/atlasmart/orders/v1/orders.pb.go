@@ -141,18 +141,20 @@ type CreateOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Idempotency key: a UUID chosen once per business intent (one order the
 	// client means to place) and reused unchanged on every retry of that
-	// intent (AIP-155). Required.
+	// intent (AIP-155). Required; exactly 36 characters (the dashed form).
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Id of the customer placing the order. Required.
+	// Id of the customer placing the order. Required; 1 to 128 bytes of UTF-8
+	// without whitespace or control characters.
 	CustomerId string `protobuf:"bytes,2,opt,name=customer_id,json=customerId,proto3" json:"customer_id,omitempty"`
-	// Order total as a decimal string, e.g. "77.70". Required; must not be
-	// negative.
+	// Order total as a decimal string, e.g. "77.70". Required; greater than
+	// zero; at most 32 characters, 15 digits before the point, and no more
+	// decimals than the currency has.
 	Total string `protobuf:"bytes,3,opt,name=total,proto3" json:"total,omitempty"`
 	// Currency of total and of every line's unit_price, as an ISO 4217 code,
-	// e.g. "EUR". Required.
+	// e.g. "EUR". Required; exactly 3 letters.
 	Currency string `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
-	// Order lines. Optional; if given, the sum of quantity * unit_price over
-	// all lines must equal total.
+	// Order lines. Optional, at most 100; if given, the sum of quantity *
+	// unit_price over all lines must equal total.
 	Lines         []*OrderLine `protobuf:"bytes,5,rep,name=lines,proto3" json:"lines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -226,12 +228,14 @@ func (x *CreateOrderRequest) GetLines() []*OrderLine {
 // OrderLine is one item of an order.
 type OrderLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Stock keeping unit of the item.
+	// Stock keeping unit of the item. Required; 1 to 128 bytes of UTF-8
+	// without whitespace or control characters.
 	Sku string `protobuf:"bytes,1,opt,name=sku,proto3" json:"sku,omitempty"`
-	// Number of units ordered; must be positive.
+	// Number of units ordered; 1 to 1000000.
 	Quantity int64 `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
 	// Price of one unit as a decimal string, e.g. "25.90", in the order's
-	// currency.
+	// currency. Required; at most 32 characters, 15 digits before the point,
+	// and no more decimals than the currency has.
 	UnitPrice     string `protobuf:"bytes,3,opt,name=unit_price,json=unitPrice,proto3" json:"unit_price,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -596,10 +600,12 @@ func (x *WriteRequest) GetTenant() string {
 // GetRequestRequest names one write request in the ledger.
 type GetRequestRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The client's idempotency key. Required.
+	// The client's idempotency key. Required; a UUID, exactly 36 characters
+	// (the dashed form).
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The operation the request performs; defaults to "CREATE_ORDER" when
-	// empty.
+	// empty. "CREATE_ORDER" is the only operation: any other value is
+	// INVALID_ARGUMENT.
 	Operation     string `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -698,7 +704,8 @@ func (x *GetRequestResponse) GetRequest() *WriteRequest {
 // GetOrderRequest names one order.
 type GetOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Id of the order. Required.
+	// Id of the order. Required; a UUID, exactly 36 characters (the dashed
+	// form).
 	OrderId       string `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -791,15 +798,18 @@ func (x *GetOrderResponse) GetOrder() *Order {
 // month.
 type ListCustomerOrdersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Id of the customer. Required.
+	// Id of the customer. Required; 1 to 128 bytes of UTF-8 without
+	// whitespace or control characters (what CreateOrder accepts).
 	CustomerId string `protobuf:"bytes,1,opt,name=customer_id,json=customerId,proto3" json:"customer_id,omitempty"`
-	// Month the orders were accepted in, as "YYYY-MM" (UTC). Required.
+	// Month the orders were accepted in, as "YYYY-MM" (UTC). Required;
+	// exactly 7 characters.
 	Month string `protobuf:"bytes,2,opt,name=month,proto3" json:"month,omitempty"`
-	// Maximum number of orders to return; the server picks a default when 0
-	// and may cap larger values.
+	// Maximum number of orders to return: 0 (the default, 50) to 500.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response's next_page_token; empty for the
-	// first page.
+	// first page; at most 2048 characters. A token is valid only for the
+	// customer_id and month it was issued for, and only on servers sharing
+	// the key that signed it; any other value is INVALID_ARGUMENT.
 	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -868,7 +878,8 @@ type ListCustomerOrdersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The orders on this page.
 	Orders []*Order `protobuf:"bytes,1,rep,name=orders,proto3" json:"orders,omitempty"`
-	// Token for the next page; empty when there are no more pages.
+	// Token for the next page, to send back unchanged with the same
+	// customer_id and month; empty when there are no more pages.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
