@@ -35,7 +35,8 @@ type Cluster interface {
 	ContactPoints() []string
 	// Nodes is the number of nodes.
 	Nodes() int
-	// CanControlNodes reports whether StopNode/KillNode/StartNode work.
+	// CanControlNodes reports whether StopNode/KillNode/StartNode and
+	// PauseNode/ResumeNode work.
 	CanControlNodes() bool
 	// StopNode stops node i (1-based) gracefully.
 	StopNode(ctx context.Context, i int) error
@@ -43,6 +44,12 @@ type Cluster interface {
 	KillNode(ctx context.Context, i int) error
 	// StartNode starts node i and waits until the cluster sees it Up/Normal.
 	StartNode(ctx context.Context, i int) error
+	// PauseNode freezes node i (SIGSTOP or equivalent): its sockets stay
+	// open and requests to it hang until ResumeNode.
+	PauseNode(ctx context.Context, i int) error
+	// ResumeNode continues a paused node i and waits until the cluster sees
+	// it Up/Normal again. Resuming a node that is not paused only waits.
+	ResumeNode(ctx context.Context, i int) error
 	// Close stops whatever OpenCluster started.
 	Close(ctx context.Context) error
 }
@@ -70,9 +77,11 @@ func (c *externalCluster) CanControlNodes() bool   { return false }
 func (c *externalCluster) StopNode(context.Context, int) error {
 	return fmt.Errorf("node control is not available on an external cluster")
 }
-func (c *externalCluster) KillNode(ctx context.Context, i int) error  { return c.StopNode(ctx, i) }
-func (c *externalCluster) StartNode(ctx context.Context, i int) error { return c.StopNode(ctx, i) }
-func (c *externalCluster) Close(context.Context) error                { return nil }
+func (c *externalCluster) KillNode(ctx context.Context, i int) error   { return c.StopNode(ctx, i) }
+func (c *externalCluster) StartNode(ctx context.Context, i int) error  { return c.StopNode(ctx, i) }
+func (c *externalCluster) PauseNode(ctx context.Context, i int) error  { return c.StopNode(ctx, i) }
+func (c *externalCluster) ResumeNode(ctx context.Context, i int) error { return c.StopNode(ctx, i) }
+func (c *externalCluster) Close(context.Context) error                 { return nil }
 
 // localCluster is the deploy/local launcher's cluster.
 type localCluster struct {
@@ -80,12 +89,23 @@ type localCluster struct {
 	started bool // this run started it, so this run stops it
 }
 
+var _ Cluster = (*localCluster)(nil)
+
 func openLocal(ctx context.Context, log io.Writer) (Cluster, error) {
 	c, err := local.New(local.Config{StateDir: filepath.Join(repoRoot(), ".cluster"), Log: log})
 	if err != nil {
 		return nil, err
 	}
 	lc := &localCluster{Cluster: c}
+	// A cluster with any node process alive belongs to whoever started it
+	// (make cluster-up, another run whose fault test has a node down): this
+	// run may start the missing nodes but must not stop the cluster at its end.
+	owned := true
+	for i := 1; i <= c.Nodes(); i++ {
+		if c.Running(i) {
+			owned = false
+		}
+	}
 	if c.Reachable(ctx) {
 		fmt.Fprintf(log, "e2e: reusing the local cluster already running on %v\n", c.ContactPoints())
 		if err := c.WaitSchemaAgreement(ctx); err != nil {
@@ -97,8 +117,8 @@ func openLocal(ctx context.Context, log io.Writer) (Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the local three-node cluster: %w", err)
 	}
-	lc.started = true
-	fmt.Fprintf(log, "e2e: started the local cluster on %v in %s\n", c.ContactPoints(), took.Round(time.Second))
+	lc.started = owned
+	fmt.Fprintf(log, "e2e: started the local cluster on %v in %s (stopped at the end: %v)\n", c.ContactPoints(), took.Round(time.Second), owned)
 	return lc, nil
 }
 

@@ -297,6 +297,50 @@ func (c *dockerCluster) KillNode(ctx context.Context, i int) error {
 	}
 }
 
+// PauseNode freezes node i with `docker pause` (the cgroup freezer, the
+// container equivalent of SIGSTOP): its sockets stay open and requests to
+// it hang until ResumeNode.
+func (c *dockerCluster) PauseNode(ctx context.Context, i int) error {
+	ctr, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	if st, err := ctr.State(ctx); err == nil && st != nil && st.Paused {
+		return nil
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return fmt.Errorf("pause Cassandra node %d: docker client: %w", i, err)
+	}
+	defer cli.Close()
+	if _, err := cli.ContainerPause(ctx, ctr.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("pause Cassandra node %d: %w", i, err)
+	}
+	return nil
+}
+
+// ResumeNode unpauses node i (`docker unpause`) and waits until every
+// running node sees every running node Up/Normal, bounded by 4 minutes.
+func (c *dockerCluster) ResumeNode(ctx context.Context, i int) error {
+	ctr, err := c.node(i)
+	if err != nil {
+		return err
+	}
+	if st, err := ctr.State(ctx); err != nil || st == nil || st.Paused {
+		cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+		if err != nil {
+			return fmt.Errorf("resume Cassandra node %d: docker client: %w", i, err)
+		}
+		defer cli.Close()
+		if _, err := cli.ContainerUnpause(ctx, ctr.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+			return fmt.Errorf("resume Cassandra node %d: %w", i, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, dockerStartTimeout)
+	defer cancel()
+	return c.waitUpNormal(ctx)
+}
+
 // StartNode starts node i (if it is not running), waits until it serves CQL
 // again (the port accepts connections and it logged "Starting listening for
 // CQL clients" after this start), re-reads its mapped port, and waits until
