@@ -20,7 +20,7 @@ func TestRunOpsKeepsFirstErrorOfMixedTypes(t *testing.T) {
 	errs := []error{
 		errors.New("plain"),
 		status.Error(codes.Unavailable, "down"),
-		&fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE", Message: "down"},
+		fault.New(fault.ReasonClusterUnavailable, errors.New("down")),
 		fmt.Errorf("wrapped: %w", errors.New("cause")),
 	}
 	const n = 400
