@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
@@ -16,66 +14,10 @@ import (
 
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
-	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/ledger/ledgertest"
 	"github.com/atlasmart/orderd/projection"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
-
-// memLedger is the smallest ledger.Store the workflow can run on.
-type memLedger struct {
-	mu   sync.Mutex
-	recs map[ledger.Key]ledger.Record
-}
-
-func (l *memLedger) Claim(_ context.Context, rec ledger.Record) (bool, ledger.Record, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if cur, ok := l.recs[rec.Key]; ok {
-		return false, cur, nil
-	}
-	rec.State = ledger.Pending
-	l.recs[rec.Key] = rec
-	return true, rec, nil
-}
-
-func (l *memLedger) Get(_ context.Context, key ledger.Key) (ledger.Record, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if cur, ok := l.recs[key]; ok {
-		return cur, nil
-	}
-	return ledger.Record{}, ledger.ErrNotFound
-}
-
-func (l *memLedger) Peek(ctx context.Context, key ledger.Key) (ledger.Record, error) {
-	return l.Get(ctx, key)
-}
-
-func (l *memLedger) Complete(_ context.Context, rec ledger.Record, outcome []byte, at time.Time) (ledger.Record, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cur := l.recs[rec.Key]
-	if cur.State == ledger.Pending {
-		cur.State, cur.Outcome, cur.CompletedAt = ledger.Complete, outcome, at
-		l.recs[rec.Key] = cur
-	}
-	return cur, nil
-}
-
-func (l *memLedger) RecordAttempt(context.Context, ledger.Record, string) error { return nil }
-
-func (l *memLedger) Withdraw(_ context.Context, rec ledger.Record) (ledger.Record, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cur, ok := l.recs[rec.Key]
-	if !ok {
-		return ledger.Record{}, ledger.ErrNotFound
-	}
-	if cur.State == ledger.Pending {
-		delete(l.recs, rec.Key)
-	}
-	return cur, nil
-}
 
 type nopProjector struct{}
 
@@ -98,7 +40,7 @@ func logLines(t *testing.T, fn func(s *Server)) []map[string]any {
 	t.Helper()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	wf := workflow.New(workflow.Config{Tenant: "acme"}, &memLedger{recs: map[ledger.Key]ledger.Record{}}, nopProjector{}, nil, log)
+	wf := workflow.New(workflow.Config{Tenant: "acme"}, ledgertest.NewMemory(ledgertest.Config{}), nopProjector{}, nil, log)
 	s, err := New(Config{PageTokenKey: testKey}, wf, nil, log)
 	if err != nil {
 		t.Fatal(err)

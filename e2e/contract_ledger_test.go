@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/ledger/ledgertest"
+)
+
+// ledgerSession opens a session on the run's keyspace, closed when t ends.
+func ledgerSession(t *testing.T) *gocql.Session {
+	t.Helper()
+	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: keyspace})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// The ledger's contract against the real store on the three-node cluster:
+// the same suite ledgertest.Memory passes (ledger/memory_test.go). Each
+// subtest gets its own FaultSession over one shared session, so faults
+// armed by one never reach another.
+func TestLedgerContract(t *testing.T) {
+	s := ledgerSession(t)
+	ledgertest.Run(t, func(t *testing.T) ledgertest.Subject {
+		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+		store, err := ledger.NewCassandraStore(fs, ledger.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ledgertest.Subject{Store: store, Arm: fs.Arm, Pending: fs.Pending}
+	})
+}
+
+// ledgerColumns are the cells of a ledger row that can hold a value (the
+// key columns carry no TTL of their own).
+var ledgerColumns = []string{"entity_id", "payload_hash", "command", "state", "created_at",
+	"completed_at", "outcome", "attempts", "last_error", "claim_token"}
+
+// Defect 4 of issue 9: cells of one row expired apart (a state without its
+// fingerprint). After the claim and after each later write, every cell that
+// holds a value has one TTL (to the second), and none outlives the claim's
+// expiry instant; the claim's due entry expires with it.
+func TestLedgerTTL(t *testing.T) {
+	s := ledgerSession(t)
+	const retention = 2 * time.Minute
+	store, err := ledger.NewCassandraStore(cassandra.Wrap(s), ledger.Config{Retention: retention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	// Claimed 30.7 s ago, as by a slow handler: about 89 s left, never a
+	// whole number of seconds.
+	rec := ledger.Record{
+		Key:         ledger.Key{Tenant: "ttl-" + uuid.NewString(), Operation: "CreateOrder", RequestID: uuid.New()},
+		EntityID:    uuid.New(),
+		Fingerprint: "sha256:v1:ttl",
+		Command:     []byte(`{"v":1}`),
+		CreatedAt:   time.Now().Add(-30*time.Second - 700*time.Millisecond).UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+	}
+	expiry := rec.ExpiresAt(retention)
+
+	check := func(step string, wantNull ...string) {
+		t.Helper()
+		ttls := cellTTLs(t, ctx, s, rec.Key)
+		end := time.Now()
+		lo := int(math.Floor(expiry.Sub(end).Seconds())) - 2
+		hi := int(math.Ceil(expiry.Sub(end).Seconds())) + 1 // the server counts whole seconds
+		var set []string
+		minTTL, maxTTL := math.MaxInt, math.MinInt
+		for _, col := range ledgerColumns {
+			ttl, ok := ttls[col]
+			isNull := !ok
+			if isNull != slices.Contains(wantNull, col) {
+				t.Errorf("after %s: %s is null: %v, want %v", step, col, isNull, !isNull)
+			}
+			if isNull {
+				continue
+			}
+			if ttl < 0 {
+				t.Errorf("after %s: %s holds a value with no TTL: it would never expire", step, col)
+				continue
+			}
+			set = append(set, fmt.Sprintf("%s=%d", col, ttl))
+			minTTL, maxTTL = min(minTTL, ttl), max(maxTTL, ttl)
+		}
+		t.Logf("after %s: TTLs %s (expiry in %.1f s)", step, strings.Join(set, " "), expiry.Sub(end).Seconds())
+		if maxTTL-minTTL > 1 {
+			t.Errorf("after %s: cells of one row expire apart: TTLs from %d to %d s", step, minTTL, maxTTL)
+		}
+		if maxTTL > hi {
+			t.Errorf("after %s: a cell lives %d s, past the claim's expiry instant (%d s left)", step, maxTTL, hi-1)
+		}
+		if minTTL < lo {
+			t.Errorf("after %s: a cell lives only %d s, short of the claim's expiry instant (%d s left)", step, minTTL, lo+2)
+		}
+	}
+
+	if won, _, err := store.Claim(ctx, rec); err != nil || !won {
+		t.Fatalf("Claim = %v, %v", won, err)
+	}
+	check("claim", "completed_at", "outcome", "last_error")
+	e := store.ClaimEntry(rec)
+	var entryTTL int
+	if err := s.Query(`SELECT TTL(not_before) FROM pending_requests
+		WHERE shard = ? AND due_bucket = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`,
+		e.Shard, e.Due, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String()).ScanContext(ctx, &entryTTL); err != nil {
+		t.Fatalf("read the claim's entry: %v", err)
+	}
+	if left := expiry.Sub(time.Now()).Seconds(); float64(entryTTL) > math.Ceil(left)+1 {
+		t.Errorf("the claim's due entry lives %d s, past its request (%.1f s left)", entryTTL, left)
+	}
+
+	if err := store.RecordAttempt(ctx, rec, "CLUSTER_UNAVAILABLE"); err != nil {
+		t.Fatal(err)
+	}
+	check("attempt", "completed_at", "outcome")
+
+	cur, err := store.Get(ctx, rec.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed, err := store.MarkFailed(ctx, cur, "COMMAND_UNREADABLE"); err != nil || failed.State != ledger.Failed {
+		t.Fatalf("MarkFailed = %s, %v", failed.State, err)
+	}
+	check("fail", "outcome")
+
+	if requeued, err := store.Requeue(ctx, rec.Key); err != nil || requeued.State != ledger.Pending {
+		t.Fatalf("Requeue = %s, %v", requeued.State, err)
+	}
+	check("requeue", "completed_at", "outcome")
+
+	if cur, err = store.Get(ctx, rec.Key); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := store.Complete(ctx, cur, []byte(`{"order":1}`), time.Now().UTC().Truncate(time.Millisecond)); err != nil || done.State != ledger.Complete {
+		t.Fatalf("Complete = %s, %v", done.State, err)
+	}
+	check("complete")
+}
+
+// cellTTLs reads the TTL of every cell of the row that holds a value (-1 for
+// a value without a TTL); a null cell is absent.
+func cellTTLs(t *testing.T, ctx context.Context, s *gocql.Session, key ledger.Key) map[string]int {
+	t.Helper()
+	cells := map[string]nullable{
+		"entity_id": &cell[gocql.UUID]{}, "payload_hash": &cell[string]{}, "command": &cell[[]byte]{},
+		"state": &cell[string]{}, "created_at": &cell[time.Time]{}, "completed_at": &cell[time.Time]{},
+		"outcome": &cell[[]byte]{}, "attempts": &cell[int]{}, "last_error": &cell[string]{}, "claim_token": &cell[gocql.UUID]{},
+	}
+	var (
+		cols []string
+		dest []any
+		ttls = make([]*int, len(ledgerColumns))
+	)
+	for i, c := range ledgerColumns {
+		cols = append(cols, c, "TTL("+c+")")
+		dest = append(dest, cells[c].dest(), &ttls[i])
+	}
+	q := `SELECT ` + strings.Join(cols, ", ") + ` FROM write_requests_by_id WHERE tenant = ? AND operation = ? AND request_id = ?`
+	if err := s.Query(q, key.Tenant, key.Operation, key.RequestID.String()).ScanContext(ctx, dest...); err != nil {
+		t.Fatalf("read the TTLs of %s: %v", key.RequestID, err)
+	}
+	out := map[string]int{}
+	for i, c := range ledgerColumns {
+		if cells[c].null() {
+			continue
+		}
+		out[c] = -1
+		if ttls[i] != nil {
+			out[c] = *ttls[i]
+		}
+	}
+	return out
+}
+
+// cell scans one column into a pointer, so a null stays apart from an
+// empty value.
+type cell[T any] struct{ p *T }
+
+type nullable interface {
+	dest() any
+	null() bool
+}
+
+func (c *cell[T]) dest() any  { return &c.p }
+func (c *cell[T]) null() bool { return c.p == nil }

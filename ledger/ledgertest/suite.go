@@ -1,0 +1,1234 @@
+package ledgertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// Subject is one store under test.
+type Subject struct {
+	Store Store
+	// Arm makes the next times executions of a named statement fail
+	// (Memory.Arm, or cassandra.FaultSession.Arm under a CassandraStore).
+	Arm func(statement string, f cassandra.Fault, times int)
+	// Pending is how many faults armed for a statement are still unserved
+	// (Memory.Pending, FaultSession.Pending): the suite checks that every
+	// fault it armed was served, i.e. that the branch it meant to run ran.
+	Pending func(statement string) int
+	// NewKey, if set, returns a request key no other test uses. By default
+	// each subtest has a tenant of its own and every key a fresh request id.
+	NewKey func() ledger.Key
+	// Now, if set, is the store's clock (Memory.Now); default time.Now.
+	// Claims are dated by it and Requeue's entries are due by it.
+	Now func() time.Time
+	// SettleAttempts is the store's ledger.Config.SettleAttempts; default 3.
+	SettleAttempts int
+}
+
+// Run is the ledger's contract, for ledger.Store, the due queue and the
+// reconciler's and operator's writes. newSubject is called once per
+// subtest, and subtests run in parallel: each gets its own Subject (its own
+// armed faults) and its own keys, so subjects may share one keyspace.
+//
+// Every conditional write (claim, complete, attempt, fail, withdraw,
+// requeue) is run applied, not applied, and with an unknown outcome settled
+// each way the store settles it; each subtest asserts what the call returned
+// and what reads return afterwards (Get, DueEntries).
+func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			subject := newSubject(t)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			s := &suite{Subject: subject, ctx: ctx, tenant: "contract-" + uuid.NewString()}
+			if s.Now == nil {
+				s.Now = time.Now
+			}
+			if s.SettleAttempts == 0 {
+				s.SettleAttempts = 3
+			}
+			tc.run(t, s)
+			for _, name := range []string{StmtClaim, StmtGet, StmtComplete, StmtAttempt, StmtFail, StmtRequeue,
+				StmtWithdraw, StmtClusterNow, StmtEnqueue, StmtRemove, StmtDue} {
+				if n := s.Pending(name); n != 0 {
+					t.Errorf("%d faults armed on %s were never served: the branch under test did not run", n, name)
+				}
+			}
+		})
+	}
+}
+
+type suite struct {
+	Subject
+	ctx    context.Context
+	tenant string
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T, s *suite)
+}
+
+// cases is the contract, grouped by the operation under test.
+var cases = concat(claimCases, getCases, completeCases, attemptCases, failCases, withdrawCases, requeueCases, queueCases)
+
+func concat(groups ...[]testCase) []testCase {
+	var out []testCase
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+// ---------------------------------------------------------------- helpers
+
+func (s *suite) key() ledger.Key {
+	if s.NewKey != nil {
+		return s.NewKey()
+	}
+	return ledger.Key{Tenant: s.tenant, Operation: "CreateOrder", RequestID: uuid.New()}
+}
+
+// record is a fresh claim of a fresh key, dated now (UTC, milliseconds: what
+// callers pass and a Cassandra timestamp keeps).
+func (s *suite) record() ledger.Record {
+	return s.recordFor(s.key())
+}
+
+// recordFor is a fresh claim of key: another token, another command.
+func (s *suite) recordFor(key ledger.Key) ledger.Record {
+	n := uuid.NewString()
+	return ledger.Record{
+		Key:         key,
+		EntityID:    uuid.New(),
+		Fingerprint: "sha256:v1:" + strings.ReplaceAll(n, "-", ""),
+		Command:     []byte(`{"v":1,"n":"` + n + `"}`),
+		CreatedAt:   s.Now().UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+	}
+}
+
+// claimed claims a fresh record and returns it as the claim returned it.
+func (s *suite) claimed(t *testing.T) ledger.Record {
+	t.Helper()
+	return s.mustClaim(t, s.record())
+}
+
+func (s *suite) mustClaim(t *testing.T, rec ledger.Record) ledger.Record {
+	t.Helper()
+	won, got, err := s.Store.Claim(s.ctx, rec)
+	if err != nil || !won {
+		t.Fatalf("Claim(%s) = won %v, err %v; want a won claim", rec.RequestID, won, err)
+	}
+	return got
+}
+
+// stale makes rec's claim a thing of the past: withdrawn, and the same
+// request id claimed afresh (as after expiry). It returns the new claim.
+func (s *suite) stale(t *testing.T, rec ledger.Record) ledger.Record {
+	t.Helper()
+	if _, err := s.Store.Withdraw(s.ctx, rec); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("Withdraw = %v, want ErrNotFound", err)
+	}
+	return s.mustClaim(t, s.recordFor(rec.Key))
+}
+
+func (s *suite) complete(t *testing.T, rec ledger.Record) ledger.Record {
+	t.Helper()
+	done, err := s.Store.Complete(s.ctx, rec, []byte(`{"order":"`+rec.RequestID.String()+`"}`), s.at())
+	if err != nil || done.State != ledger.Complete {
+		t.Fatalf("Complete = %s, %v; want COMPLETE", done.State, err)
+	}
+	return done
+}
+
+func (s *suite) fail(t *testing.T, rec ledger.Record, reason string) ledger.Record {
+	t.Helper()
+	failed, err := s.Store.MarkFailed(s.ctx, rec, reason)
+	if err != nil || failed.State != ledger.Failed {
+		t.Fatalf("MarkFailed = %s, %v; want FAILED", failed.State, err)
+	}
+	return failed
+}
+
+// at is a completion time as callers pass it.
+func (s *suite) at() time.Time { return s.Now().UTC().Truncate(time.Millisecond) }
+
+func (s *suite) get(t *testing.T, key ledger.Key) ledger.Record {
+	t.Helper()
+	rec, err := s.Store.Get(s.ctx, key)
+	if err != nil {
+		t.Fatalf("Get(%s): %v", key.RequestID, err)
+	}
+	return rec
+}
+
+// wantRow checks the row of want's key reads back as want.
+func (s *suite) wantRow(t *testing.T, want ledger.Record) {
+	t.Helper()
+	if d := diff(s.get(t, want.Key), want); d != "" {
+		t.Errorf("row of %s: %s", want.RequestID, d)
+	}
+}
+
+func (s *suite) wantState(t *testing.T, key ledger.Key, state ledger.State) ledger.Record {
+	t.Helper()
+	rec := s.get(t, key)
+	if rec.State != state {
+		t.Errorf("row of %s: state %s, want %s", key.RequestID, rec.State, state)
+	}
+	return rec
+}
+
+func (s *suite) wantNoRow(t *testing.T, key ledger.Key) {
+	t.Helper()
+	if rec, err := s.Store.Get(s.ctx, key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Get(%s) = %s (token %s), %v; want ErrNotFound", key.RequestID, rec.State, rec.ClaimToken, err)
+	}
+}
+
+// entriesOf lists the entries of key's request in one due-queue partition.
+func (s *suite) entriesOf(t *testing.T, key ledger.Key, shard int, bucket time.Time) []ledger.DueEntry {
+	t.Helper()
+	all, err := s.Store.DueEntries(s.ctx, shard, bucket)
+	if err != nil {
+		t.Fatalf("DueEntries(%d, %s): %v", shard, bucket.Format(time.TimeOnly), err)
+	}
+	var out []ledger.DueEntry
+	for _, e := range all {
+		if e.Shard != shard || !e.Due.Equal(ledger.BucketOf(bucket)) {
+			t.Errorf("DueEntries(%d, %s) returned an entry of shard %d, bucket %s", shard, bucket.Format(time.TimeOnly), e.Shard, e.Due.Format(time.TimeOnly))
+		}
+		if e.Key == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// wantEntry checks want is in the due queue, as it is (NotBefore and
+// CreatedAt to the millisecond).
+func (s *suite) wantEntry(t *testing.T, want ledger.DueEntry) {
+	t.Helper()
+	for _, e := range s.entriesOf(t, want.Key, want.Shard, want.Due) {
+		if !e.SameRow(want) {
+			continue
+		}
+		if !e.NotBefore.Equal(ms(want.NotBefore)) || !e.CreatedAt.Equal(ms(want.CreatedAt)) {
+			t.Errorf("entry of %s: not_before %s, created_at %s; want %s, %s", want.RequestID,
+				e.NotBefore, e.CreatedAt, ms(want.NotBefore), ms(want.CreatedAt))
+		}
+		return
+	}
+	t.Errorf("no entry of %s (token %s) in shard %d, bucket %s", want.RequestID, want.ClaimToken, want.Shard, want.Due.Format(time.TimeOnly))
+}
+
+func (s *suite) wantNoEntry(t *testing.T, e ledger.DueEntry) {
+	t.Helper()
+	for _, got := range s.entriesOf(t, e.Key, e.Shard, e.Due) {
+		if got.SameRow(e) {
+			t.Errorf("entry of %s (token %s) still in shard %d, bucket %s", e.RequestID, e.ClaimToken, e.Shard, e.Due.Format(time.TimeOnly))
+		}
+	}
+}
+
+// wantEntryDueNow checks an entry of rec's claim falls due between lo and
+// hi (by the store's clock, which may be the cluster's: give it slack).
+func (s *suite) wantEntryDueNow(t *testing.T, rec ledger.Record, lo, hi time.Time) {
+	t.Helper()
+	lo, hi = lo.Add(-2*time.Second), hi.Add(2*time.Second)
+	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
+		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.RequestID), b) {
+			if e.ClaimToken == rec.ClaimToken && !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
+				if !e.CreatedAt.Equal(ms(rec.CreatedAt)) {
+					t.Errorf("entry due now of %s: created_at %s, want the claim's %s", rec.RequestID, e.CreatedAt, ms(rec.CreatedAt))
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("no entry of %s (token %s) due between %s and %s", rec.RequestID, rec.ClaimToken, lo.Format(time.StampMilli), hi.Format(time.StampMilli))
+}
+
+// wantNoEntryDueNow checks no entry of key falls due between lo and hi.
+func (s *suite) wantNoEntryDueNow(t *testing.T, key ledger.Key, lo, hi time.Time) {
+	t.Helper()
+	lo, hi = lo.Add(-2*time.Second), hi.Add(2*time.Second)
+	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
+		for _, e := range s.entriesOf(t, key, ledger.ShardOf(key.RequestID), b) {
+			if !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
+				t.Errorf("entry of %s due at %s, want none due now", key.RequestID, e.NotBefore.Format(time.StampMilli))
+			}
+		}
+	}
+}
+
+// arm makes the next times executions of statement fail with f.
+func (s *suite) arm(statement string, f cassandra.Fault, times int) { s.Arm(statement, f, times) }
+
+// unsettled arms the settling reads to fail, every one of them.
+func (s *suite) unsettled() { s.Arm(StmtGet, cassandra.FaultUnavailable, s.SettleAttempts) }
+
+func wantKind(t *testing.T, what string, err error, kind fault.Kind) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: error nil, want kind %s", what, kind)
+	}
+	if got := fault.KindOf(err); got != kind {
+		t.Fatalf("%s: error %v of kind %s, want kind %s", what, err, got, kind)
+	}
+}
+
+func wantNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("%s: error %v, want ErrNotFound", what, err)
+	}
+}
+
+// diff names the fields in which got differs from want ("" if none).
+// Times compare as instants, blobs by content (nil and empty alike).
+func diff(got, want ledger.Record) string {
+	var d []string
+	add := func(field string, g, w any) { d = append(d, fmt.Sprintf("%s %v, want %v", field, g, w)) }
+	if got.Key != want.Key {
+		add("key", got.Key, want.Key)
+	}
+	if got.EntityID != want.EntityID {
+		add("entity id", got.EntityID, want.EntityID)
+	}
+	if got.Fingerprint != want.Fingerprint {
+		add("fingerprint", got.Fingerprint, want.Fingerprint)
+	}
+	if !bytes.Equal(got.Command, want.Command) {
+		add("command", string(got.Command), string(want.Command))
+	}
+	if got.State != want.State {
+		add("state", got.State, want.State)
+	}
+	if !got.CreatedAt.Equal(want.CreatedAt) {
+		add("created_at", got.CreatedAt, want.CreatedAt)
+	}
+	if !got.CompletedAt.Equal(want.CompletedAt) {
+		add("completed_at", got.CompletedAt, want.CompletedAt)
+	}
+	if !bytes.Equal(got.Outcome, want.Outcome) {
+		add("outcome", string(got.Outcome), string(want.Outcome))
+	}
+	if got.Attempts != want.Attempts {
+		add("attempts", got.Attempts, want.Attempts)
+	}
+	if got.LastError != want.LastError {
+		add("last_error", got.LastError, want.LastError)
+	}
+	if got.ClaimToken != want.ClaimToken {
+		add("claim token", got.ClaimToken, want.ClaimToken)
+	}
+	return strings.Join(d, "; ")
+}
+
+// pending is rec as its claim stores it.
+func pending(rec ledger.Record) ledger.Record {
+	rec.State, rec.Attempts, rec.LastError, rec.Outcome, rec.CompletedAt = ledger.Pending, 0, "", nil, time.Time{}
+	return rec
+}
+
+// ---------------------------------------------------------------- claim
+
+var claimCases = []testCase{
+	{"Claim/applied: PENDING, attempts 0, entry first", func(t *testing.T, s *suite) {
+		rec := s.record()
+		rec.State, rec.Attempts = ledger.Complete, 7 // a claim ignores both
+		won, got, err := s.Store.Claim(s.ctx, rec)
+		if err != nil || !won {
+			t.Fatalf("Claim = won %v, err %v; want won", won, err)
+		}
+		if d := diff(got, pending(rec)); d != "" {
+			t.Errorf("Claim returned: %s", d)
+		}
+		s.wantRow(t, pending(rec))
+		peeked, err := s.Store.Peek(s.ctx, rec.Key)
+		if err != nil || diff(peeked, pending(rec)) != "" {
+			t.Errorf("Peek = %+v, %v; want the claimed row", peeked, err)
+		}
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Claim/not applied: a duplicate gets the existing record; its entry goes", func(t *testing.T, s *suite) {
+		first := s.claimed(t)
+		dup := s.recordFor(first.Key)
+		dup.Fingerprint = "sha256:v1:other"
+		won, got, err := s.Store.Claim(s.ctx, dup)
+		if err != nil || won {
+			t.Fatalf("duplicate Claim = won %v, err %v; want not won, no error", won, err)
+		}
+		if d := diff(got, first); d != "" {
+			t.Errorf("duplicate Claim returned: %s", d)
+		}
+		s.wantRow(t, first)
+		s.wantEntry(t, s.Store.ClaimEntry(first))
+		s.wantNoEntry(t, s.Store.ClaimEntry(dup))
+	}},
+	{"Claim/concurrent: exactly one wins, every other gets its record", func(t *testing.T, s *suite) {
+		key := s.key()
+		const n = 8
+		var (
+			wg   sync.WaitGroup
+			recs = make([]ledger.Record, n)
+			won  = make([]bool, n)
+			got  = make([]ledger.Record, n)
+			errs = make([]error, n)
+		)
+		for i := range n {
+			recs[i] = s.recordFor(key)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				won[i], got[i], errs[i] = s.Store.Claim(s.ctx, recs[i])
+			}()
+		}
+		wg.Wait()
+		winner := -1
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("claim %d: %v", i, errs[i])
+			}
+			if won[i] {
+				if winner >= 0 {
+					t.Fatalf("claims %d and %d both won", winner, i)
+				}
+				winner = i
+			}
+		}
+		if winner < 0 {
+			t.Fatal("no claim won")
+		}
+		for i := range n {
+			if got[i].ClaimToken != recs[winner].ClaimToken {
+				t.Errorf("claim %d returned token %s, want the winner's %s", i, got[i].ClaimToken, recs[winner].ClaimToken)
+			}
+		}
+		s.wantRow(t, pending(recs[winner]))
+	}},
+	{"Claim/unknown, lose-response: settled applied, won", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtClaim, cassandra.FaultLoseResponse, 1)
+		won, got, err := s.Store.Claim(s.ctx, rec)
+		if err != nil || !won || got.ClaimToken != rec.ClaimToken {
+			t.Fatalf("Claim = won %v, token %s, err %v; want won with its own token", won, got.ClaimToken, err)
+		}
+		s.wantRow(t, pending(rec))
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Claim/unknown, timeout: settled not applied, claimed again, won", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtClaim, cassandra.FaultTimeout, 1)
+		won, got, err := s.Store.Claim(s.ctx, rec)
+		if err != nil || !won || got.ClaimToken != rec.ClaimToken {
+			t.Fatalf("Claim = won %v, token %s, err %v; want won with its own token", won, got.ClaimToken, err)
+		}
+		s.wantRow(t, pending(rec))
+	}},
+	{"Claim/unknown, timeout on a duplicate: settled, the existing record; its entry goes", func(t *testing.T, s *suite) {
+		first := s.claimed(t)
+		dup := s.recordFor(first.Key)
+		s.arm(StmtClaim, cassandra.FaultTimeout, 1)
+		won, got, err := s.Store.Claim(s.ctx, dup)
+		if err != nil || won || got.ClaimToken != first.ClaimToken {
+			t.Fatalf("Claim = won %v, token %s, err %v; want not won, the first claim's token", won, got.ClaimToken, err)
+		}
+		s.wantRow(t, first)
+		s.wantNoEntry(t, s.Store.ClaimEntry(dup))
+	}},
+	{"Claim/unknown, timeout on every try: Unavailable, no row", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtClaim, cassandra.FaultTimeout, s.SettleAttempts)
+		won, _, err := s.Store.Claim(s.ctx, rec)
+		wantKind(t, "Claim", err, fault.Unavailable)
+		if won {
+			t.Error("won with an error")
+		}
+		s.wantNoRow(t, rec.Key)
+	}},
+	{"Claim/unknown, applied but unsettled: OutcomeUnknown, never a win", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtClaim, cassandra.FaultLoseResponse, 1)
+		s.unsettled()
+		won, _, err := s.Store.Claim(s.ctx, rec)
+		wantKind(t, "Claim", err, fault.OutcomeUnknown)
+		if won {
+			t.Error("won with an unsettled outcome")
+		}
+		s.wantRow(t, pending(rec)) // it did apply: a retry finds it
+	}},
+	{"Claim/unknown, not applied and unsettled: OutcomeUnknown, no row", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtClaim, cassandra.FaultTimeout, 1)
+		s.unsettled()
+		won, _, err := s.Store.Claim(s.ctx, rec)
+		wantKind(t, "Claim", err, fault.OutcomeUnknown)
+		if won {
+			t.Error("won with an unsettled outcome")
+		}
+		s.wantNoRow(t, rec.Key)
+	}},
+	{"Claim/unavailable: Unavailable, no row, the entry written first stays", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtClaim, cassandra.FaultUnavailable, 1)
+		_, _, err := s.Store.Claim(s.ctx, rec)
+		wantKind(t, "Claim", err, fault.Unavailable)
+		s.wantNoRow(t, rec.Key)
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Claim/entry refused: Unavailable, no row, no entry", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		_, _, err := s.Store.Claim(s.ctx, rec)
+		wantKind(t, "Claim", err, fault.Unavailable)
+		s.wantNoRow(t, rec.Key)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Claim/entry timed out: an error, no row", func(t *testing.T, s *suite) {
+		rec := s.record()
+		s.arm(StmtEnqueue, cassandra.FaultTimeout, 1)
+		_, _, err := s.Store.Claim(s.ctx, rec)
+		if k := fault.KindOf(err); k != fault.Unavailable && k != fault.OutcomeUnknown {
+			t.Fatalf("Claim: error %v of kind %s, want Unavailable or OutcomeUnknown", err, k)
+		}
+		s.wantNoRow(t, rec.Key)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+}
+
+// ---------------------------------------------------------------- get
+
+var getCases = []testCase{
+	{"Get/no row: ErrNotFound from Get and Peek", func(t *testing.T, s *suite) {
+		key := s.key()
+		_, err := s.Store.Get(s.ctx, key)
+		wantNotFound(t, "Get", err)
+		_, err = s.Store.Peek(s.ctx, key)
+		wantNotFound(t, "Peek", err)
+	}},
+	{"Get/unavailable: Unavailable from Get and Peek", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtGet, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.Get(s.ctx, rec.Key)
+		wantKind(t, "Get", err, fault.Unavailable)
+		s.arm(StmtGet, cassandra.FaultTimeout, 1)
+		_, err = s.Store.Peek(s.ctx, rec.Key)
+		wantKind(t, "Peek", err, fault.Unavailable)
+	}},
+}
+
+// ---------------------------------------------------------------- complete
+
+var completeCases = []testCase{
+	{"Complete/applied: COMPLETE with the outcome; the claim's entry goes", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		at := s.at()
+		got, err := s.Store.Complete(s.ctx, rec, []byte("outcome-1"), at)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		want := rec
+		want.State, want.Outcome, want.CompletedAt = ledger.Complete, []byte("outcome-1"), at
+		if d := diff(got, want); d != "" {
+			t.Errorf("Complete returned: %s", d)
+		}
+		s.wantRow(t, want)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Complete/not applied, already COMPLETE: the first outcome", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		first := s.complete(t, rec)
+		got, err := s.Store.Complete(s.ctx, rec, []byte("another outcome"), s.at().Add(time.Second))
+		if err != nil {
+			t.Fatalf("second Complete: %v", err)
+		}
+		if d := diff(got, first); d != "" {
+			t.Errorf("second Complete returned: %s", d)
+		}
+		s.wantRow(t, first)
+	}},
+	{"Complete/not applied, stale claim token: the newer claim, unchanged", func(t *testing.T, s *suite) {
+		old := s.claimed(t)
+		newer := s.stale(t, old)
+		got, err := s.Store.Complete(s.ctx, old, []byte("stale"), s.at())
+		if err != nil {
+			t.Fatalf("Complete of the stale claim: %v", err)
+		}
+		if d := diff(got, newer); d != "" {
+			t.Errorf("Complete of the stale claim returned: %s", d)
+		}
+		s.wantRow(t, newer)
+		s.wantEntry(t, s.Store.ClaimEntry(newer))
+
+		done := s.complete(t, newer)
+		got, err = s.Store.Complete(s.ctx, old, []byte("stale"), s.at())
+		if err != nil || diff(got, done) != "" {
+			t.Errorf("Complete of the stale claim after the newer completed = %+v, %v; want the newer's record", got, err)
+		}
+		s.wantRow(t, done)
+	}},
+	{"Complete/not applied, FAILED: the FAILED record", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		failed := s.fail(t, rec, "COMMAND_UNREADABLE")
+		got, err := s.Store.Complete(s.ctx, rec, []byte("late"), s.at())
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if d := diff(got, failed); d != "" {
+			t.Errorf("Complete returned: %s", d)
+		}
+		s.wantRow(t, failed)
+	}},
+	{"Complete/not applied, claim gone: ErrNotFound", func(t *testing.T, s *suite) {
+		rec := s.record()
+		_, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
+		wantNotFound(t, "Complete of a claim never made", err)
+		rec = s.claimed(t)
+		if _, err := s.Store.Withdraw(s.ctx, rec); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("Withdraw: %v", err)
+		}
+		_, err = s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
+		wantNotFound(t, "Complete of a withdrawn claim", err)
+		s.wantNoRow(t, rec.Key)
+	}},
+	{"Complete/not applied, the read after it fails: Unavailable", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		done := s.complete(t, rec)
+		s.arm(StmtGet, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.Complete(s.ctx, rec, []byte("again"), s.at())
+		wantKind(t, "Complete", err, fault.Unavailable)
+		s.wantRow(t, done)
+	}},
+	{"Complete/unknown, lose-response: settled, COMPLETE; the entry goes", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		at := s.at()
+		s.arm(StmtComplete, cassandra.FaultLoseResponse, 1)
+		got, err := s.Store.Complete(s.ctx, rec, []byte("outcome-1"), at)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		want := rec
+		want.State, want.Outcome, want.CompletedAt = ledger.Complete, []byte("outcome-1"), at
+		if d := diff(got, want); d != "" {
+			t.Errorf("Complete returned: %s", d)
+		}
+		s.wantRow(t, want)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Complete/unknown, timeout: settled not applied, re-sent, COMPLETE", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		at := s.at()
+		s.arm(StmtComplete, cassandra.FaultTimeout, s.SettleAttempts-1)
+		got, err := s.Store.Complete(s.ctx, rec, []byte("outcome-1"), at)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		want := rec
+		want.State, want.Outcome, want.CompletedAt = ledger.Complete, []byte("outcome-1"), at
+		if d := diff(got, want); d != "" {
+			t.Errorf("Complete returned: %s", d)
+		}
+		s.wantRow(t, want)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Complete/unknown, timeout on every try: Unavailable, still PENDING with its entry", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtComplete, cassandra.FaultTimeout, s.SettleAttempts)
+		_, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
+		wantKind(t, "Complete", err, fault.Unavailable)
+		s.wantRow(t, pending(rec))
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Complete/unknown, not applied and unsettled: OutcomeUnknown, still PENDING", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtComplete, cassandra.FaultTimeout, 1)
+		s.unsettled()
+		got, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
+		wantKind(t, "Complete", err, fault.OutcomeUnknown)
+		if got.State != "" {
+			t.Errorf("Complete returned a %s record with its error", got.State)
+		}
+		s.wantRow(t, pending(rec))
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Complete/unknown, applied and unsettled: OutcomeUnknown, COMPLETE", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtComplete, cassandra.FaultLoseResponse, 1)
+		s.unsettled()
+		got, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
+		wantKind(t, "Complete", err, fault.OutcomeUnknown)
+		if got.State != "" {
+			t.Errorf("Complete returned a %s record with its error", got.State)
+		}
+		s.wantState(t, rec.Key, ledger.Complete)
+	}},
+	{"Complete/unavailable: Unavailable, still PENDING with its entry", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtComplete, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
+		wantKind(t, "Complete", err, fault.Unavailable)
+		s.wantRow(t, pending(rec))
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+}
+
+// ---------------------------------------------------------------- attempt
+
+var attemptCases = []testCase{
+	{"RecordAttempt/applied: attempts count failed attempts, last_error the reason", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		if err := s.Store.RecordAttempt(s.ctx, rec, "CLUSTER_UNAVAILABLE"); err != nil {
+			t.Fatalf("RecordAttempt: %v", err)
+		}
+		want := pending(rec)
+		want.Attempts, want.LastError = 1, "CLUSTER_UNAVAILABLE"
+		s.wantRow(t, want)
+		if err := s.Store.RecordAttempt(s.ctx, want, "OUTCOME_UNKNOWN"); err != nil {
+			t.Fatalf("second RecordAttempt: %v", err)
+		}
+		want.Attempts, want.LastError = 2, "OUTCOME_UNKNOWN"
+		s.wantRow(t, want)
+	}},
+	{"RecordAttempt/lost race: no error, nothing changed", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		if err := s.Store.RecordAttempt(s.ctx, rec, "FIRST"); err != nil {
+			t.Fatal(err)
+		}
+		noted := s.get(t, rec.Key)
+		if err := s.Store.RecordAttempt(s.ctx, rec, "SECOND"); err != nil { // rec still says attempts 0
+			t.Errorf("RecordAttempt that lost the race: %v, want nil", err)
+		}
+		s.wantRow(t, noted)
+
+		done := s.complete(t, noted)
+		if err := s.Store.RecordAttempt(s.ctx, noted, "LATE"); err != nil {
+			t.Errorf("RecordAttempt on a COMPLETE request: %v, want nil", err)
+		}
+		s.wantRow(t, done)
+
+		if err := s.Store.RecordAttempt(s.ctx, s.record(), "NOBODY"); err != nil {
+			t.Errorf("RecordAttempt of a claim never made: %v, want nil", err)
+		}
+	}},
+	{"RecordAttempt/stale claim token: no error, the newer claim unchanged", func(t *testing.T, s *suite) {
+		old := s.claimed(t)
+		newer := s.stale(t, old)
+		if err := s.Store.RecordAttempt(s.ctx, old, "STALE"); err != nil {
+			t.Errorf("RecordAttempt of the stale claim: %v, want nil", err)
+		}
+		s.wantRow(t, newer)
+	}},
+	{"RecordAttempt/unknown, lose-response: settled, noted once", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtAttempt, cassandra.FaultLoseResponse, 1)
+		if err := s.Store.RecordAttempt(s.ctx, rec, "R"); err != nil {
+			t.Fatalf("RecordAttempt: %v", err)
+		}
+		want := pending(rec)
+		want.Attempts, want.LastError = 1, "R"
+		s.wantRow(t, want)
+	}},
+	{"RecordAttempt/unknown, timeout: re-sent, noted once", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtAttempt, cassandra.FaultTimeout, 1)
+		if err := s.Store.RecordAttempt(s.ctx, rec, "R"); err != nil {
+			t.Fatalf("RecordAttempt: %v", err)
+		}
+		want := pending(rec)
+		want.Attempts, want.LastError = 1, "R"
+		s.wantRow(t, want)
+	}},
+	{"RecordAttempt/unknown, timeout on every try: Unavailable, nothing noted", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtAttempt, cassandra.FaultTimeout, s.SettleAttempts)
+		wantKind(t, "RecordAttempt", s.Store.RecordAttempt(s.ctx, rec, "R"), fault.Unavailable)
+		s.wantRow(t, pending(rec))
+	}},
+	{"RecordAttempt/unknown, unsettled: OutcomeUnknown", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtAttempt, cassandra.FaultTimeout, 1)
+		s.unsettled()
+		wantKind(t, "RecordAttempt", s.Store.RecordAttempt(s.ctx, rec, "R"), fault.OutcomeUnknown)
+		s.wantRow(t, pending(rec))
+	}},
+	{"RecordAttempt/unavailable: Unavailable, nothing noted", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtAttempt, cassandra.FaultUnavailable, 1)
+		wantKind(t, "RecordAttempt", s.Store.RecordAttempt(s.ctx, rec, "R"), fault.Unavailable)
+		s.wantRow(t, pending(rec))
+	}},
+}
+
+// ---------------------------------------------------------------- fail (dead letter)
+
+// wantFailed checks a MarkFailed result and the row.
+func (s *suite) wantFailed(t *testing.T, got, rec ledger.Record, reason string, lo, hi time.Time) {
+	t.Helper()
+	if got.State != ledger.Failed || got.LastError != reason || got.Attempts != rec.Attempts+1 ||
+		got.CompletedAt.Before(ms(lo).Add(-2*time.Second)) || got.CompletedAt.After(hi.Add(2*time.Second)) {
+		t.Errorf("MarkFailed returned %s, last_error %q, attempts %d, completed_at %s; want FAILED, %q, %d, between %s and %s",
+			got.State, got.LastError, got.Attempts, got.CompletedAt, reason, rec.Attempts+1, lo, hi)
+	}
+	want := rec
+	want.State, want.LastError, want.Attempts, want.CompletedAt = ledger.Failed, reason, rec.Attempts+1, got.CompletedAt
+	if d := diff(got, want); d != "" {
+		t.Errorf("MarkFailed returned: %s", d)
+	}
+	s.wantRow(t, want)
+}
+
+var failCases = []testCase{
+	{"MarkFailed/applied: FAILED with the reason, attempts+1", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		if err := s.Store.RecordAttempt(s.ctx, rec, "CLUSTER_UNAVAILABLE"); err != nil {
+			t.Fatal(err)
+		}
+		rec = s.get(t, rec.Key)
+		lo := s.Now()
+		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		if err != nil {
+			t.Fatalf("MarkFailed: %v", err)
+		}
+		s.wantFailed(t, got, rec, "COMMAND_UNREADABLE", lo, s.Now())
+	}},
+	{"MarkFailed/not applied, COMPLETE: the COMPLETE record", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		done := s.complete(t, rec)
+		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		if err != nil {
+			t.Fatalf("MarkFailed: %v", err)
+		}
+		if d := diff(got, done); d != "" {
+			t.Errorf("MarkFailed returned: %s", d)
+		}
+		s.wantRow(t, done)
+	}},
+	{"MarkFailed/not applied, stale claim token: the newer claim, unchanged", func(t *testing.T, s *suite) {
+		old := s.claimed(t)
+		newer := s.stale(t, old)
+		got, err := s.Store.MarkFailed(s.ctx, old, "COMMAND_UNREADABLE")
+		if err != nil {
+			t.Fatalf("MarkFailed: %v", err)
+		}
+		if d := diff(got, newer); d != "" {
+			t.Errorf("MarkFailed returned: %s", d)
+		}
+		s.wantRow(t, newer)
+	}},
+	{"MarkFailed/not applied, claim gone: ErrNotFound", func(t *testing.T, s *suite) {
+		_, err := s.Store.MarkFailed(s.ctx, s.record(), "COMMAND_UNREADABLE")
+		wantNotFound(t, "MarkFailed", err)
+	}},
+	{"MarkFailed/unknown, lose-response: settled, FAILED", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtFail, cassandra.FaultLoseResponse, 1)
+		lo := s.Now()
+		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		if err != nil {
+			t.Fatalf("MarkFailed: %v", err)
+		}
+		s.wantFailed(t, got, rec, "COMMAND_UNREADABLE", lo, s.Now())
+	}},
+	{"MarkFailed/unknown, timeout: re-sent, FAILED", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtFail, cassandra.FaultTimeout, 1)
+		lo := s.Now()
+		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		if err != nil {
+			t.Fatalf("MarkFailed: %v", err)
+		}
+		s.wantFailed(t, got, rec, "COMMAND_UNREADABLE", lo, s.Now())
+	}},
+	{"MarkFailed/unknown, timeout on every try: Unavailable, still PENDING", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtFail, cassandra.FaultTimeout, s.SettleAttempts)
+		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		wantKind(t, "MarkFailed", err, fault.Unavailable)
+		if got.State != "" {
+			t.Errorf("MarkFailed returned a %s record with its error", got.State)
+		}
+		s.wantRow(t, pending(rec))
+	}},
+	// Defect 1 of issue 9: an unsettled dead letter answered as a PENDING
+	// record with a nil error made the reconciler drop the request's entry.
+	{"MarkFailed/unknown, not applied and unsettled: an error, never a PENDING record", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtFail, cassandra.FaultTimeout, 1)
+		s.unsettled()
+		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		if err == nil {
+			t.Fatalf("MarkFailed = %s record, nil error; want an OutcomeUnknown error", got.State)
+		}
+		wantKind(t, "MarkFailed", err, fault.OutcomeUnknown)
+		if got.State != "" {
+			t.Errorf("MarkFailed returned a %s record with its error", got.State)
+		}
+		s.wantRow(t, pending(rec))
+	}},
+	{"MarkFailed/unknown, applied and unsettled: an error; the row is FAILED", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtFail, cassandra.FaultLoseResponse, 1)
+		s.unsettled()
+		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		wantKind(t, "MarkFailed", err, fault.OutcomeUnknown)
+		if got.State != "" {
+			t.Errorf("MarkFailed returned a %s record with its error", got.State)
+		}
+		s.wantState(t, rec.Key, ledger.Failed)
+	}},
+	{"MarkFailed/unavailable: Unavailable, still PENDING", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtFail, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
+		wantKind(t, "MarkFailed", err, fault.Unavailable)
+		s.wantRow(t, pending(rec))
+	}},
+}
+
+// ---------------------------------------------------------------- withdraw
+
+var withdrawCases = []testCase{
+	{"Withdraw/applied: the row and its entry go; the request id is free again", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		_, err := s.Store.Withdraw(s.ctx, rec)
+		wantNotFound(t, "Withdraw", err)
+		s.wantNoRow(t, rec.Key)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+		again := s.mustClaim(t, s.recordFor(rec.Key))
+		s.wantRow(t, pending(again))
+	}},
+	{"Withdraw/not applied, COMPLETE: the COMPLETE record, unchanged", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		done := s.complete(t, rec)
+		got, err := s.Store.Withdraw(s.ctx, rec)
+		if err != nil {
+			t.Fatalf("Withdraw: %v", err)
+		}
+		if d := diff(got, done); d != "" {
+			t.Errorf("Withdraw returned: %s", d)
+		}
+		s.wantRow(t, done)
+	}},
+	{"Withdraw/not applied, stale claim token: the newer claim, unchanged", func(t *testing.T, s *suite) {
+		old := s.claimed(t)
+		newer := s.stale(t, old)
+		got, err := s.Store.Withdraw(s.ctx, old)
+		if err != nil {
+			t.Fatalf("Withdraw: %v", err)
+		}
+		if d := diff(got, newer); d != "" {
+			t.Errorf("Withdraw returned: %s", d)
+		}
+		s.wantRow(t, newer)
+		s.wantEntry(t, s.Store.ClaimEntry(newer))
+	}},
+	{"Withdraw/not applied, gone: ErrNotFound", func(t *testing.T, s *suite) {
+		_, err := s.Store.Withdraw(s.ctx, s.record())
+		wantNotFound(t, "Withdraw", err)
+	}},
+	{"Withdraw/unknown, lose-response: settled, gone", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtWithdraw, cassandra.FaultLoseResponse, 1)
+		_, err := s.Store.Withdraw(s.ctx, rec)
+		wantNotFound(t, "Withdraw", err)
+		s.wantNoRow(t, rec.Key)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Withdraw/unknown, timeout: re-sent, gone", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtWithdraw, cassandra.FaultTimeout, 1)
+		_, err := s.Store.Withdraw(s.ctx, rec)
+		wantNotFound(t, "Withdraw", err)
+		s.wantNoRow(t, rec.Key)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Withdraw/unknown, timeout on every try: Unavailable, still PENDING", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtWithdraw, cassandra.FaultTimeout, s.SettleAttempts)
+		_, err := s.Store.Withdraw(s.ctx, rec)
+		wantKind(t, "Withdraw", err, fault.Unavailable)
+		s.wantRow(t, pending(rec))
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Withdraw/unknown, unsettled: OutcomeUnknown", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtWithdraw, cassandra.FaultTimeout, 1)
+		s.unsettled()
+		_, err := s.Store.Withdraw(s.ctx, rec)
+		wantKind(t, "Withdraw", err, fault.OutcomeUnknown)
+		s.wantRow(t, pending(rec))
+	}},
+	{"Withdraw/unavailable: Unavailable, still PENDING with its entry", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtWithdraw, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.Withdraw(s.ctx, rec)
+		wantKind(t, "Withdraw", err, fault.Unavailable)
+		s.wantRow(t, pending(rec))
+		s.wantEntry(t, s.Store.ClaimEntry(rec))
+	}},
+}
+
+// ---------------------------------------------------------------- requeue
+
+// failedClaim is a claimed request, one failed attempt noted, then FAILED.
+func (s *suite) failedClaim(t *testing.T) ledger.Record {
+	t.Helper()
+	rec := s.claimed(t)
+	if err := s.Store.RecordAttempt(s.ctx, rec, "CLUSTER_UNAVAILABLE"); err != nil {
+		t.Fatal(err)
+	}
+	return s.fail(t, s.get(t, rec.Key), "COMMAND_UNREADABLE")
+}
+
+// requeued is rec (FAILED) as Requeue leaves it.
+func requeued(rec ledger.Record) ledger.Record {
+	rec.State, rec.Attempts, rec.CompletedAt = ledger.Pending, 0, time.Time{}
+	return rec
+}
+
+var requeueCases = []testCase{
+	{"Requeue/applied: FAILED to PENDING, attempts 0, an entry due now", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		lo := s.Now()
+		got, err := s.Store.Requeue(s.ctx, failed.Key)
+		hi := s.Now()
+		if err != nil {
+			t.Fatalf("Requeue: %v", err)
+		}
+		want := requeued(failed)
+		if d := diff(got, want); d != "" {
+			t.Errorf("Requeue returned: %s", d)
+		}
+		s.wantRow(t, want)
+		s.wantEntryDueNow(t, failed, lo, hi)
+	}},
+	{"Requeue/PENDING: unchanged, only an entry due now added", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		lo := s.Now()
+		got, err := s.Store.Requeue(s.ctx, rec.Key)
+		hi := s.Now()
+		if err != nil {
+			t.Fatalf("Requeue: %v", err)
+		}
+		if d := diff(got, pending(rec)); d != "" {
+			t.Errorf("Requeue returned: %s", d)
+		}
+		s.wantRow(t, pending(rec))
+		s.wantEntryDueNow(t, rec, lo, hi)
+	}},
+	{"Requeue/COMPLETE: unchanged, no entry", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		done := s.complete(t, rec)
+		lo := s.Now()
+		got, err := s.Store.Requeue(s.ctx, rec.Key)
+		hi := s.Now()
+		if err != nil {
+			t.Fatalf("Requeue: %v", err)
+		}
+		if d := diff(got, done); d != "" {
+			t.Errorf("Requeue returned: %s", d)
+		}
+		s.wantRow(t, done)
+		s.wantNoEntryDueNow(t, rec.Key, lo, hi)
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Requeue/no row: ErrNotFound", func(t *testing.T, s *suite) {
+		_, err := s.Store.Requeue(s.ctx, s.key())
+		wantNotFound(t, "Requeue", err)
+	}},
+	{"Requeue/unavailable: Unavailable, still FAILED, the entry already written", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		s.arm(StmtRequeue, cassandra.FaultUnavailable, 1)
+		lo := s.Now()
+		_, err := s.Store.Requeue(s.ctx, failed.Key)
+		hi := s.Now()
+		wantKind(t, "Requeue", err, fault.Unavailable)
+		s.wantRow(t, failed)
+		s.wantEntryDueNow(t, failed, lo, hi)
+	}},
+	{"Requeue/entry refused: an error, still FAILED", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.Requeue(s.ctx, failed.Key)
+		wantKind(t, "Requeue", err, fault.Unavailable)
+		s.wantRow(t, failed)
+	}},
+	{"Requeue/cluster clock unreadable: Unavailable, nothing written", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		s.arm(StmtClusterNow, cassandra.FaultUnavailable, 1)
+		lo := s.Now()
+		_, err := s.Store.Requeue(s.ctx, failed.Key)
+		hi := s.Now()
+		wantKind(t, "Requeue", err, fault.Unavailable)
+		s.wantRow(t, failed)
+		s.wantNoEntryDueNow(t, failed.Key, lo, hi)
+	}},
+	{"Requeue/unknown, lose-response: settled, PENDING", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		s.arm(StmtRequeue, cassandra.FaultLoseResponse, 1)
+		got, err := s.Store.Requeue(s.ctx, failed.Key)
+		if err != nil {
+			t.Fatalf("Requeue: %v", err)
+		}
+		if d := diff(got, requeued(failed)); d != "" {
+			t.Errorf("Requeue returned: %s", d)
+		}
+		s.wantRow(t, requeued(failed))
+	}},
+	{"Requeue/unknown, timeout: re-sent, PENDING", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		s.arm(StmtRequeue, cassandra.FaultTimeout, 1)
+		got, err := s.Store.Requeue(s.ctx, failed.Key)
+		if err != nil {
+			t.Fatalf("Requeue: %v", err)
+		}
+		if d := diff(got, requeued(failed)); d != "" {
+			t.Errorf("Requeue returned: %s", d)
+		}
+		s.wantRow(t, requeued(failed))
+	}},
+	{"Requeue/unknown, timeout on every try: Unavailable, still FAILED", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		s.arm(StmtRequeue, cassandra.FaultTimeout, s.SettleAttempts)
+		_, err := s.Store.Requeue(s.ctx, failed.Key)
+		wantKind(t, "Requeue", err, fault.Unavailable)
+		s.wantRow(t, failed)
+	}},
+}
+
+// ---------------------------------------------------------------- due queue
+
+// keyInOtherShard is a fresh key whose shard is not shard.
+func (s *suite) keyInOtherShard(shard int) ledger.Key {
+	for {
+		if k := s.key(); ledger.ShardOf(k.RequestID) != shard {
+			return k
+		}
+	}
+}
+
+var queueCases = []testCase{
+	{"Queue/claim entry: shard of the request id, due DueAfter after the claim", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		due := rec.CreatedAt.Add(s.Store.DueAfter())
+		if e.Key != rec.Key || e.Shard != ledger.ShardOf(rec.RequestID) || !e.Due.Equal(ledger.BucketOf(due)) ||
+			!e.NotBefore.Equal(due) || !e.CreatedAt.Equal(rec.CreatedAt) || e.ClaimToken != rec.ClaimToken {
+			t.Errorf("ClaimEntry = %+v, want shard %d, due %s (bucket %s), the claim's time and token",
+				e, ledger.ShardOf(rec.RequestID), due, ledger.BucketOf(due))
+		}
+		if got := s.entriesOf(t, rec.Key, e.Shard, e.Due); len(got) != 1 {
+			t.Errorf("entries of the request in its bucket = %+v, want the claim's alone", got)
+		}
+		s.wantEntry(t, e)
+	}},
+	{"Queue/DueEntries lists one shard's minute", func(t *testing.T, s *suite) {
+		a := s.claimed(t)
+		b := s.recordFor(s.keyInOtherShard(ledger.ShardOf(a.RequestID)))
+		b.CreatedAt = b.CreatedAt.Add(2 * time.Minute)
+		b = s.mustClaim(t, b)
+		ea, eb := s.Store.ClaimEntry(a), s.Store.ClaimEntry(b)
+		s.wantEntry(t, ea)
+		s.wantEntry(t, eb)
+		// A time inside the minute names the same bucket.
+		if got := s.entriesOf(t, a.Key, ea.Shard, ea.Due.Add(59*time.Second)); len(got) != 1 {
+			t.Errorf("DueEntries at a time inside a's minute: %d entries of a, want 1", len(got))
+		}
+		for _, wrong := range []struct {
+			key    ledger.Key
+			shard  int
+			bucket time.Time
+		}{{a.Key, eb.Shard, ea.Due}, {a.Key, ea.Shard, eb.Due}, {b.Key, ea.Shard, eb.Due}, {b.Key, eb.Shard, ea.Due}} {
+			if got := s.entriesOf(t, wrong.key, wrong.shard, wrong.bucket); len(got) != 0 {
+				t.Errorf("DueEntries(%d, %s) lists %d entries of a request of another shard or minute", wrong.shard, wrong.bucket.Format(time.TimeOnly), len(got))
+			}
+		}
+	}},
+	{"Queue/DueEntries unavailable: Unavailable", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		s.arm(StmtDue, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.DueEntries(s.ctx, e.Shard, e.Due)
+		wantKind(t, "DueEntries", err, fault.Unavailable)
+	}},
+	{"Queue/Reschedule to a later minute: the entry moves", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		due := e.NotBefore.Add(3 * time.Minute).Truncate(time.Millisecond)
+		if err := s.Store.Reschedule(s.ctx, e, due); err != nil {
+			t.Fatalf("Reschedule: %v", err)
+		}
+		moved := e
+		moved.Due, moved.NotBefore = ledger.BucketOf(due), due
+		s.wantEntry(t, moved)
+		s.wantNoEntry(t, e)
+	}},
+	{"Queue/Reschedule within the minute: one entry, its time moved", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		due := e.Due.Add(59 * time.Second)
+		if err := s.Store.Reschedule(s.ctx, e, due); err != nil {
+			t.Fatalf("Reschedule: %v", err)
+		}
+		got := s.entriesOf(t, rec.Key, e.Shard, e.Due)
+		if len(got) != 1 || !got[0].NotBefore.Equal(due) {
+			t.Errorf("entries after Reschedule within the minute = %+v, want one, due %s", got, due)
+		}
+	}},
+	{"Queue/Reschedule inserts before it removes", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		due := e.NotBefore.Add(3 * time.Minute).Truncate(time.Millisecond)
+		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		wantKind(t, "Reschedule", s.Store.Reschedule(s.ctx, e, due), fault.Unavailable)
+		moved := e
+		moved.Due, moved.NotBefore = ledger.BucketOf(due), due
+		s.wantEntry(t, moved)
+		s.wantEntry(t, e)
+	}},
+	{"Queue/Reschedule whose insert fails keeps the entry", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		due := e.NotBefore.Add(3 * time.Minute).Truncate(time.Millisecond)
+		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		wantKind(t, "Reschedule", s.Store.Reschedule(s.ctx, e, due), fault.Unavailable)
+		s.wantEntry(t, e)
+		moved := e
+		moved.Due, moved.NotBefore = ledger.BucketOf(due), due
+		s.wantNoEntry(t, moved)
+	}},
+	{"Queue/RemoveEntry: gone; removing it again is no error", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		for i := range 2 {
+			if err := s.Store.RemoveEntry(s.ctx, e); err != nil {
+				t.Fatalf("RemoveEntry #%d: %v", i+1, err)
+			}
+		}
+		s.wantNoEntry(t, e)
+		s.wantRow(t, pending(rec)) // the request itself is untouched
+	}},
+	{"Queue/RemoveEntry unavailable: Unavailable, the entry stays", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		wantKind(t, "RemoveEntry", s.Store.RemoveEntry(s.ctx, e), fault.Unavailable)
+		s.wantEntry(t, e)
+	}},
+}
