@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -124,7 +125,9 @@ func (c *CassandraCoordinator) Release(ctx context.Context, shard int, instance 
 // cas runs one lease LWT. An unknown outcome is settled by reading the
 // lease at LOCAL_SERIAL (which finishes any round in flight): the lease
 // shows this instance as owner since at → an acquire or renew applied; no
-// lease of this instance → a release applied. Only a read that fails too is
+// lease of this instance → a release applied; the lease still this
+// instance's → a release did not apply, an Unavailable error (never "released":
+// the caller would forget a lease it still holds). A read that fails too is
 // an error, and then the lease counts as not held (at worst it expires by
 // its TTL and a shard waits that long).
 func (c *CassandraCoordinator) cas(ctx context.Context, op string, shard int, instance uuid.UUID, at time.Time, take bool, stmt string, args ...any) (bool, error) {
@@ -151,7 +154,10 @@ func (c *CassandraCoordinator) cas(ctx context.Context, op string, shard int, in
 	if take {
 		return ours && acquired.Equal(at), nil
 	}
-	return !ours, nil
+	if ours {
+		return false, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: settled as not applied: %w", op, err))
+	}
+	return true, nil
 }
 
 // Cursor implements Coordinator.
