@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/projection"
+	"github.com/atlasmart/orderd/projection/projectiontest"
+)
+
+// eventsCQL reads an order's event rows; projection.Store has no reader of
+// that table, so the contract reads it directly. (No leading name comment:
+// it runs on the driver's session, which prepares, and so binds values of,
+// only statements that start with their verb.)
+const eventsCQL = `SELECT event_id, event_type, detail, event_time
+	FROM order_events_by_order WHERE tenant = ? AND order_id = ?`
+
+// The projection contract on the real cluster: projection.Store through a
+// FaultSession, the same suite projectiontest.Memory passes.
+func TestProjectionContract(t *testing.T) {
+	s := freshSession(t)
+	projectiontest.Run(t, func(t *testing.T) projectiontest.Subject {
+		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+		return projectiontest.Subject{
+			Store: projection.NewStore(fs, nil),
+			Arm:   fs.Arm,
+			Events: func(ctx context.Context, tenant string, id uuid.UUID) ([]projectiontest.Event, error) {
+				return events(ctx, s, tenant, id)
+			},
+		}
+	})
+}
+
+func events(ctx context.Context, s *gocql.Session, tenant string, id uuid.UUID) ([]projectiontest.Event, error) {
+	iter := s.Query(eventsCQL, tenant, id.String()).IterContext(ctx)
+	var (
+		out     []projectiontest.Event
+		eventID gocql.UUID
+		e       projectiontest.Event
+		at      time.Time
+	)
+	for iter.Scan(&eventID, &e.Type, &e.Detail, &at) {
+		e.ID, e.Time = uuid.UUID(eventID), at.UTC()
+		out = append(out, e)
+		e = projectiontest.Event{}
+	}
+	return out, iter.Close()
+}

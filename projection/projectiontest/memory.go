@@ -1,0 +1,404 @@
+package projectiontest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"gopkg.in/inf.v0"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/projection"
+)
+
+// The names projection.Store's statements give themselves (see
+// cassandra.StatementName): what Arm and a cassandra.FaultSession take.
+const (
+	StmtOrdersByID       = "projection." + projection.OrdersByID
+	StmtOrdersByCustomer = "projection." + projection.OrdersByCustomer
+	StmtEventsByOrder    = "projection." + projection.EventsByOrder
+	StmtGetOrder         = "projection.get_order"
+	StmtCustomerOrders   = "projection.customer_orders"
+)
+
+// Store is what the contract covers: the methods of projection.Store that
+// its callers use. (Declared here, not taken from workflow, so that
+// workflow's tests can import this package.)
+type Store interface {
+	// Write projects o into every table, orders_by_id first.
+	Write(ctx context.Context, o order.Order) error
+	// Order reads one order; projection.ErrNotFound (kind NotFound) if absent.
+	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
+	// CustomerOrders lists one customer's orders of one month, a page at a time.
+	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error)
+}
+
+// Event is one row of order_events_by_order.
+type Event struct {
+	ID     uuid.UUID // event_id: the request that caused it
+	Type   string
+	Detail string
+	Time   time.Time
+}
+
+var (
+	_ Store = (*projection.Store)(nil)
+	_ Store = (*Memory)(nil)
+)
+
+type idKey struct {
+	tenant string
+	id     uuid.UUID
+}
+
+type customerKey struct {
+	tenant, customer, month string
+}
+
+// version is a stored row and the write timestamp (µs) its cells carry.
+type version[T any] struct {
+	ts  int64
+	row T
+}
+
+// upsert stores row unless the stored one carries a timestamp at least as
+// large: the larger timestamp wins, as in Cassandra (equal timestamps with
+// different values are outside the contract; see the package doc).
+func upsert[K comparable, T any](m map[K]version[T], k K, ts int64, row T) {
+	if cur, ok := m[k]; ok && cur.ts >= ts {
+		return
+	}
+	m[k] = version[T]{ts: ts, row: row}
+}
+
+// Memory is an in-memory projection store with projection.Store's
+// semantics (see the package doc). Safe for concurrent use; the zero value
+// is not usable: call NewMemory.
+type Memory struct {
+	mu         sync.Mutex
+	byID       map[idKey]version[order.Order]
+	byCustomer map[customerKey]map[uuid.UUID]version[order.Order]
+	events     map[idKey]map[uuid.UUID]version[Event]
+
+	armed map[string][]cassandra.Fault
+	hits  map[string]int
+
+	calls  map[string]int // by method
+	writes []order.Order  // the orders of Write calls that returned nil, as passed
+}
+
+// NewMemory returns an empty store with nothing armed.
+func NewMemory() *Memory {
+	return &Memory{
+		byID:       map[idKey]version[order.Order]{},
+		byCustomer: map[customerKey]map[uuid.UUID]version[order.Order]{},
+		events:     map[idKey]map[uuid.UUID]version[Event]{},
+		armed:      map[string][]cassandra.Fault{},
+		hits:       map[string]int{},
+		calls:      map[string]int{},
+	}
+}
+
+// Arm makes the next times executions of the named statement (StmtOrdersByID,
+// ...) fail with f, after any faults already armed for it, as
+// cassandra.FaultSession.Arm does.
+func (m *Memory) Arm(statement string, f cassandra.Fault, times int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for range times {
+		m.armed[statement] = append(m.armed[statement], f)
+	}
+}
+
+// Hits is how many faults the named statement has been served.
+func (m *Memory) Hits(statement string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hits[statement]
+}
+
+// Pending is how many faults armed for the named statement are unserved.
+func (m *Memory) Pending(statement string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.armed[statement])
+}
+
+// FailNext makes the next n Write calls fail as refused (kind Unavailable)
+// before writing anything: Arm(StmtOrdersByID, cassandra.FaultUnavailable, n).
+func (m *Memory) FailNext(n int) { m.Arm(StmtOrdersByID, cassandra.FaultUnavailable, n) }
+
+// Calls is how many times method ("Write", "Order", "CustomerOrders") was
+// called, failed calls included.
+func (m *Memory) Calls(method string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls[method]
+}
+
+// Writes returns the orders of every Write call that returned nil, in call
+// order, as they were passed.
+func (m *Memory) Writes() []order.Order {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]order.Order, len(m.writes))
+	for i, o := range m.writes {
+		out[i] = cloneOrder(o)
+	}
+	return out
+}
+
+// WriteCount is how many Write calls of order id returned nil.
+func (m *Memory) WriteCount(id uuid.UUID) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, o := range m.writes {
+		if o.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Memory) enter(method string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[method]++
+}
+
+// take consumes the next fault armed for statement.
+func (m *Memory) take(statement string) (cassandra.Fault, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q := m.armed[statement]
+	if len(q) == 0 {
+		return 0, false
+	}
+	if len(q) == 1 {
+		delete(m.armed, statement)
+	} else {
+		m.armed[statement] = q[1:]
+	}
+	m.hits[statement]++
+	return q[0], true
+}
+
+// Write implements Store: orders_by_id first and alone, then the other two
+// tables (both attempted; the first error is returned).
+func (m *Memory) Write(ctx context.Context, o order.Order) error {
+	m.enter("Write")
+	if err := m.WriteOne(ctx, o, projection.OrdersByID); err != nil {
+		return err
+	}
+	var first error
+	for _, table := range projection.Tables {
+		if table == projection.OrdersByID {
+			continue
+		}
+		if err := m.WriteOne(ctx, o, table); err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return first
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writes = append(m.writes, cloneOrder(o))
+	return nil
+}
+
+// WriteOne projects o into one table (one of projection.Tables), as
+// projection.Store.WriteOne does.
+func (m *Memory) WriteOne(ctx context.Context, o order.Order, table string) error {
+	row, err := stored(o)
+	if err != nil {
+		return err
+	}
+	switch table {
+	case projection.OrdersByID, projection.OrdersByCustomer, projection.EventsByOrder:
+	default:
+		return fmt.Errorf("no projection table %q", table)
+	}
+	op := "write " + table
+	if err := ctx.Err(); err != nil {
+		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
+	}
+	f, faulty := m.take("projection." + table)
+	if faulty && f == cassandra.FaultUnavailable {
+		return fault.New(fault.ReasonClusterUnavailable, injected(op, table, f))
+	}
+	if !faulty || f == cassandra.FaultLoseResponse {
+		m.apply(row, table, o.CreatedAt.UnixMicro())
+	}
+	if faulty {
+		return fault.New(fault.ReasonOutcomeUnknown, injected(op, table, f))
+	}
+	return nil
+}
+
+func injected(op, table string, f cassandra.Fault) error {
+	return fmt.Errorf("%s: injected fault on projection.%s: %s", op, table, f)
+}
+
+func (m *Memory) apply(o order.Order, table string, ts int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := idKey{o.Tenant, o.ID}
+	switch table {
+	case projection.OrdersByID:
+		upsert(m.byID, id, ts, o)
+	case projection.OrdersByCustomer:
+		k := customerKey{o.Tenant, o.CustomerID, o.Month}
+		if m.byCustomer[k] == nil {
+			m.byCustomer[k] = map[uuid.UUID]version[order.Order]{}
+		}
+		listed := o
+		listed.Lines = nil // orders_by_customer has no lines column
+		upsert(m.byCustomer[k], o.ID, ts, listed)
+	case projection.EventsByOrder:
+		if m.events[id] == nil {
+			m.events[id] = map[uuid.UUID]version[Event]{}
+		}
+		upsert(m.events[id], o.RequestID, ts, Event{
+			ID:     o.RequestID,
+			Type:   projection.EventOrderCreated,
+			Detail: "order created by request " + o.RequestID.String(),
+			Time:   o.CreatedAt,
+		})
+	}
+}
+
+// Order implements Store.
+func (m *Memory) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
+	m.enter("Order")
+	if err := m.read(ctx, StmtGetOrder, "read order"); err != nil {
+		return order.Order{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.byID[idKey{tenant, id}]
+	if !ok {
+		return order.Order{}, projection.ErrNotFound
+	}
+	return cloneOrder(v.row), nil
+}
+
+// read fails as a read of statement would: any fault, or an ended context,
+// is Unavailable (a read changes nothing).
+func (m *Memory) read(ctx context.Context, statement, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: %w", op, err))
+	}
+	if f, ok := m.take(statement); ok {
+		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: injected fault on %s: %s", op, statement, f))
+	}
+	return nil
+}
+
+// memoryState marks the page states Memory hands out: the marker, then the
+// last order id of the page.
+const memoryState = "projectiontest.Memory/"
+
+// CustomerOrders implements Store: the customer's orders of month's month
+// (in UTC) in order_id order, as Cassandra sorts uuid clustering keys of one
+// version (byte order), without lines; pageSize <= 0 is one page of all. A
+// full page always has a NextState, so a listing whose last page is exactly
+// full ends with an empty page, as on Cassandra.
+func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error) {
+	m.enter("CustomerOrders")
+	if err := m.read(ctx, StmtCustomerOrders, "read customer orders"); err != nil {
+		return projection.Page{}, err
+	}
+	var after []byte
+	if len(state) > 0 {
+		rest, ok := bytes.CutPrefix(state, []byte(memoryState))
+		if !ok || len(rest) != 16 {
+			return projection.Page{}, fault.New(fault.ReasonInternal, fmt.Errorf("read customer orders: page state %q is not one of this store's", state))
+		}
+		after = rest
+	}
+	first := month.UTC().AddDate(0, 0, 1-month.UTC().Day())
+	m.mu.Lock()
+	part := m.byCustomer[customerKey{tenant, customerID, first.Format(time.DateOnly)}]
+	rows := make([]order.Order, 0, len(part))
+	for id, v := range part {
+		if after == nil || bytes.Compare(id[:], after) > 0 {
+			rows = append(rows, v.row)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(rows, func(a, b order.Order) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	var page projection.Page
+	if pageSize > 0 && len(rows) >= pageSize {
+		// A full page has a next one, even if that one is empty: Cassandra
+		// does not look past the page it returns.
+		rows = rows[:pageSize]
+		last := rows[len(rows)-1].ID
+		page.NextState = append([]byte(memoryState), last[:]...)
+	}
+	for _, o := range rows {
+		page.Orders = append(page.Orders, cloneOrder(o))
+	}
+	return page, nil
+}
+
+// Events lists the rows of order_events_by_order for one order, in event_id
+// order (a test helper: projection.Store has no reader of that table).
+func (m *Memory) Events(_ context.Context, tenant string, id uuid.UUID) ([]Event, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []Event
+	for _, v := range m.events[idKey{tenant, id}] {
+		out = append(out, v.row)
+	}
+	slices.SortFunc(out, func(a, b Event) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return out, nil
+}
+
+// stored is o as the tables hold it and reads return it: the checks
+// projection.Store makes before writing, decimals as inf.Dec prints them,
+// the month as a date, created_at in UTC to the millisecond, nil for no lines.
+func stored(o order.Order) (order.Order, error) {
+	total, err := decimal(o.Total)
+	if err != nil {
+		return order.Order{}, err
+	}
+	month, err := time.Parse(time.DateOnly, o.Month)
+	if err != nil {
+		return order.Order{}, fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
+	}
+	out := o
+	out.Total, out.Month = total, month.Format(time.DateOnly)
+	out.CreatedAt = o.CreatedAt.UTC().Truncate(time.Millisecond)
+	out.Lines = nil
+	for _, l := range o.Lines {
+		price, err := decimal(l.UnitPrice)
+		if err != nil {
+			return order.Order{}, err
+		}
+		l.UnitPrice = price
+		out.Lines = append(out.Lines, l)
+	}
+	return out, nil
+}
+
+func decimal(s string) (string, error) {
+	d, ok := new(inf.Dec).SetString(s)
+	if !ok {
+		return "", fmt.Errorf("amount %q is not a decimal", s)
+	}
+	return d.String(), nil
+}
+
+func cloneOrder(o order.Order) order.Order {
+	o.Lines = slices.Clone(o.Lines)
+	return o
+}

@@ -1,0 +1,476 @@
+package projectiontest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/projection"
+)
+
+// Subject is one store under test.
+type Subject struct {
+	Store Store
+	// Arm makes the next times executions of a named statement fail
+	// (Memory.Arm, or cassandra.FaultSession.Arm under a projection.Store).
+	Arm func(statement string, f cassandra.Fault, times int)
+	// Events reads the order's event rows, in event_id order (Memory.Events,
+	// or a plain SELECT on the real table).
+	Events func(ctx context.Context, tenant string, id uuid.UUID) ([]Event, error)
+}
+
+// Run is the projection store's contract. newSubject is called once per
+// subtest, and subtests run in parallel: each gets its own Subject (its own
+// armed faults), and the suite keeps subtests apart by tenant, so subjects
+// may share one keyspace.
+func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSubject(t)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			tc.run(t, &suite{Subject: s, ctx: ctx, tenant: "contract-" + uuid.NewString()})
+		})
+	}
+}
+
+type suite struct {
+	Subject
+	ctx    context.Context
+	tenant string
+}
+
+// base is a claim time in canonical form (UTC, milliseconds), mid-month.
+var base = time.Date(2026, 3, 14, 10, 30, 0, 123_000_000, time.UTC)
+
+// order is a canonical order of a fresh request, created at createdAt.
+func (s *suite) order(customer string, createdAt time.Time, total string) order.Order {
+	return order.New(s.tenant, uuid.New(), order.Command{
+		CustomerID: customer,
+		Total:      total,
+		Currency:   "EUR",
+		Lines: []order.Line{
+			{SKU: "sku-a", Quantity: 2, UnitPrice: "5.25"},
+			{SKU: "sku-b", Quantity: 1, UnitPrice: total},
+		},
+	}, createdAt)
+}
+
+// again is o re-created by another claim of the same request at createdAt
+// with another total (same order id, same event id).
+func again(o order.Order, createdAt time.Time, customer, total string) order.Order {
+	return order.New(o.Tenant, o.RequestID, order.Command{
+		CustomerID: customer, Total: total, Currency: o.Currency, Lines: o.Lines,
+	}, createdAt)
+}
+
+// listed is o as a listing returns it: orders_by_customer has no lines.
+func listed(o order.Order) order.Order {
+	o.Lines = nil
+	return o
+}
+
+func (s *suite) write(t *testing.T, o order.Order) {
+	t.Helper()
+	if err := s.Store.Write(s.ctx, o); err != nil {
+		t.Fatalf("Write(%s): %v", o.ID, err)
+	}
+}
+
+// wantOrder reads o's id and wants exactly want.
+func (s *suite) wantOrder(t *testing.T, want order.Order) {
+	t.Helper()
+	got, err := s.Store.Order(s.ctx, want.Tenant, want.ID)
+	if err != nil {
+		t.Fatalf("Order(%s): %v", want.ID, err)
+	}
+	if d := diff(got, want); d != "" {
+		t.Errorf("Order(%s): %s", want.ID, d)
+	}
+}
+
+func (s *suite) wantNoOrder(t *testing.T, id uuid.UUID) {
+	t.Helper()
+	got, err := s.Store.Order(s.ctx, s.tenant, id)
+	if !errors.Is(err, projection.ErrNotFound) || fault.KindOf(err) != fault.NotFound {
+		t.Fatalf("Order(%s) = %+v, %v; want projection.ErrNotFound (kind NotFound)", id, got, err)
+	}
+}
+
+// listAll reads every page of a customer's month, pageSize at a time.
+func (s *suite) listAll(t *testing.T, customer string, month time.Time, pageSize int) (orders []order.Order, pages []int) {
+	t.Helper()
+	var state []byte
+	for range 100 {
+		p, err := s.Store.CustomerOrders(s.ctx, s.tenant, customer, month, pageSize, state)
+		if err != nil {
+			t.Fatalf("CustomerOrders(%s, %s, page %d): %v", customer, month.Format(time.DateOnly), len(pages)+1, err)
+		}
+		if pageSize > 0 && len(p.Orders) > pageSize {
+			t.Errorf("page %d holds %d orders, more than the page size %d", len(pages)+1, len(p.Orders), pageSize)
+		}
+		orders, pages = append(orders, p.Orders...), append(pages, len(p.Orders))
+		if p.NextState == nil {
+			return orders, pages
+		}
+		state = p.NextState
+	}
+	t.Fatalf("CustomerOrders(%s): no last page after 100 pages", customer)
+	return nil, nil
+}
+
+// wantListed lists the customer's month in one page and wants exactly want,
+// in order_id order.
+func (s *suite) wantListed(t *testing.T, customer string, month time.Time, want ...order.Order) {
+	t.Helper()
+	got, _ := s.listAll(t, customer, month, 1000)
+	sortByID(want)
+	if len(got) != len(want) {
+		t.Fatalf("CustomerOrders(%s, %s) = %d orders %v, want %d %v", customer, month.Format(time.DateOnly), len(got), ids(got), len(want), ids(want))
+	}
+	for i := range got {
+		if d := diff(got[i], listed(want[i])); d != "" {
+			t.Errorf("CustomerOrders(%s) #%d: %s", customer, i, d)
+		}
+	}
+}
+
+func (s *suite) wantEvents(t *testing.T, o order.Order, want ...Event) {
+	t.Helper()
+	got, err := s.Events(s.ctx, o.Tenant, o.ID)
+	if err != nil {
+		t.Fatalf("events of %s: %v", o.ID, err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("events of %s = %+v, want %+v", o.ID, got, want)
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.ID != w.ID || g.Type != w.Type || g.Detail != w.Detail || !g.Time.Equal(w.Time) || g.Time.Location() != time.UTC {
+			t.Errorf("event %d of %s = %+v, want %+v", i, o.ID, g, w)
+		}
+	}
+}
+
+// createdEvent is the event Write records for o.
+func createdEvent(o order.Order) Event {
+	return Event{ID: o.RequestID, Type: projection.EventOrderCreated,
+		Detail: "order created by request " + o.RequestID.String(), Time: o.CreatedAt}
+}
+
+func wantKind(t *testing.T, what string, err error, kind fault.Kind) {
+	t.Helper()
+	if err == nil || fault.KindOf(err) != kind {
+		t.Fatalf("%s: error %v (kind %s), want kind %s", what, err, fault.KindOf(err), kind)
+	}
+}
+
+// diff describes how got differs from want, field by field ("" if not):
+// time zones and nil-versus-empty lines count, since callers compare whole
+// orders.
+func diff(got, want order.Order) string {
+	var d []string
+	add := func(field string, g, w any) { d = append(d, fmt.Sprintf("%s = %v, want %v", field, g, w)) }
+	if got.ID != want.ID {
+		add("id", got.ID, want.ID)
+	}
+	if got.Tenant != want.Tenant {
+		add("tenant", got.Tenant, want.Tenant)
+	}
+	if got.CustomerID != want.CustomerID {
+		add("customer", got.CustomerID, want.CustomerID)
+	}
+	if got.Month != want.Month {
+		add("month", got.Month, want.Month)
+	}
+	if got.Status != want.Status {
+		add("status", got.Status, want.Status)
+	}
+	if got.Total != want.Total {
+		add("total", got.Total, want.Total)
+	}
+	if got.Currency != want.Currency {
+		add("currency", got.Currency, want.Currency)
+	}
+	if got.RequestID != want.RequestID {
+		add("request id", got.RequestID, want.RequestID)
+	}
+	if !got.CreatedAt.Equal(want.CreatedAt) || got.CreatedAt.Location() != time.UTC {
+		add("created_at", got.CreatedAt, want.CreatedAt)
+	}
+	if !slices.Equal(got.Lines, want.Lines) || (got.Lines == nil) != (want.Lines == nil) {
+		add("lines", fmt.Sprintf("%#v", got.Lines), fmt.Sprintf("%#v", want.Lines))
+	}
+	return strings.Join(d, "; ")
+}
+
+func sortByID(os []order.Order) {
+	slices.SortFunc(os, func(a, b order.Order) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+}
+
+func ids(os []order.Order) []string {
+	out := make([]string, len(os))
+	for i, o := range os {
+		out[i] = o.ID.String()[:8]
+	}
+	return out
+}
+
+var writeFaults = []struct {
+	fault   cassandra.Fault
+	kind    fault.Kind
+	applied bool
+}{
+	{cassandra.FaultUnavailable, fault.Unavailable, false},
+	{cassandra.FaultTimeout, fault.OutcomeUnknown, false},
+	{cassandra.FaultLoseResponse, fault.OutcomeUnknown, true},
+}
+
+var cases = []struct {
+	name string
+	run  func(t *testing.T, s *suite)
+}{
+	{"write then read back", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		s.write(t, o)
+		s.wantOrder(t, o)
+		s.wantListed(t, "cust-1", base, o)
+		s.wantEvents(t, o, createdEvent(o))
+	}},
+
+	{"replaying a write changes nothing", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		for range 3 {
+			s.write(t, o)
+		}
+		s.wantOrder(t, o)
+		s.wantListed(t, "cust-1", base, o)
+		s.wantEvents(t, o, createdEvent(o))
+	}},
+
+	{"an older write does not overwrite a newer one", func(t *testing.T, s *suite) {
+		// Newer first, then older: the newer stays.
+		newer := s.order("cust-1", base.Add(time.Second), "20.00")
+		older := again(newer, base, "cust-1", "10.00")
+		s.write(t, newer)
+		s.write(t, older)
+		s.wantOrder(t, newer)
+		s.wantListed(t, "cust-1", base, newer)
+		s.wantEvents(t, newer, createdEvent(newer))
+
+		// Older first, then newer (a millisecond later): the newer replaces it.
+		old2 := s.order("cust-2", base, "10.00")
+		new2 := again(old2, base.Add(time.Millisecond), "cust-2", "30.00")
+		s.write(t, old2)
+		s.write(t, new2)
+		s.wantOrder(t, new2)
+		s.wantListed(t, "cust-2", base, new2)
+		s.wantEvents(t, new2, createdEvent(new2))
+	}},
+
+	{"a newer write under another customer leaves the older listing row", func(t *testing.T, s *suite) {
+		// orders_by_customer is keyed by customer and month: a second claim
+		// of one request id with another command writes a second row there.
+		// (This is why workflow.Finish reads orders_by_id before writing.)
+		older := s.order("cust-a", base, "10.00")
+		newer := again(older, base.Add(time.Second), "cust-b", "99.00")
+		s.write(t, older)
+		s.write(t, newer)
+		s.wantOrder(t, newer)
+		s.wantListed(t, "cust-a", base, older)
+		s.wantListed(t, "cust-b", base, newer)
+		s.wantEvents(t, newer, createdEvent(newer))
+	}},
+
+	{"values come back as the tables hold them", func(t *testing.T, s *suite) {
+		// Microseconds in another zone, a non-canonical decimal, no lines.
+		at := time.Date(2026, 4, 1, 1, 0, 0, 987_654_321, time.FixedZone("UTC+2", 2*3600))
+		o := order.New(s.tenant, uuid.New(), order.Command{CustomerID: "cust-1", Total: "0012.50", Currency: "EUR",
+			Lines: []order.Line{}}, at)
+		o.CreatedAt = at // order.New converts to UTC; a caller might not
+		s.write(t, o)
+		want := o
+		want.Tenant, want.Total, want.Lines = s.tenant, "12.50", nil
+		want.CreatedAt = time.Date(2026, 3, 31, 23, 0, 0, 987_000_000, time.UTC)
+		if want.Month != "2026-03-01" {
+			t.Fatalf("order.New month = %s, want the UTC month 2026-03-01", want.Month)
+		}
+		s.wantOrder(t, want)
+		s.wantListed(t, "cust-1", want.CreatedAt, want)
+		s.wantEvents(t, o, Event{ID: o.RequestID, Type: projection.EventOrderCreated,
+			Detail: "order created by request " + o.RequestID.String(), Time: want.CreatedAt})
+	}},
+
+	{"an invalid order writes nothing", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		o.Total = "forty-two"
+		err := s.Store.Write(s.ctx, o)
+		if err == nil {
+			t.Fatal("Write of an order with total \"forty-two\" = nil, want an error")
+		}
+		if k := fault.KindOf(err); k == fault.Unavailable || k == fault.OutcomeUnknown {
+			t.Errorf("Write of an invalid order: kind %s, want one that is not retried", k)
+		}
+		s.wantNoOrder(t, o.ID)
+		s.wantListed(t, "cust-1", base)
+		s.wantEvents(t, o)
+	}},
+
+	{"a failed orders_by_id write writes nothing else", func(t *testing.T, s *suite) {
+		// orders_by_id goes first and alone.
+		for _, wf := range writeFaults {
+			if wf.applied {
+				continue
+			}
+			customer := "cust-" + wf.fault.String()
+			o := s.order(customer, base, "42.50")
+			s.Arm(StmtOrdersByID, wf.fault, 1)
+			wantKind(t, "Write with orders_by_id "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
+			s.wantNoOrder(t, o.ID)
+			s.wantListed(t, customer, base)
+			s.wantEvents(t, o)
+
+			s.write(t, o) // the retry completes it
+			s.wantOrder(t, o)
+			s.wantListed(t, customer, base, o)
+			s.wantEvents(t, o, createdEvent(o))
+		}
+	}},
+
+	{"a lost orders_by_id response: the order is there, the rest is not yet", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		s.Arm(StmtOrdersByID, cassandra.FaultLoseResponse, 1)
+		wantKind(t, "Write with orders_by_id lose-response", s.Store.Write(s.ctx, o), fault.OutcomeUnknown)
+		s.wantOrder(t, o)
+		s.wantListed(t, "cust-1", base)
+		s.wantEvents(t, o)
+
+		s.write(t, o)
+		s.wantOrder(t, o)
+		s.wantListed(t, "cust-1", base, o)
+		s.wantEvents(t, o, createdEvent(o))
+	}},
+
+	{"a failed orders_by_customer write", func(t *testing.T, s *suite) {
+		for _, wf := range writeFaults {
+			customer := "cust-" + wf.fault.String()
+			o := s.order(customer, base, "42.50")
+			s.Arm(StmtOrdersByCustomer, wf.fault, 1)
+			wantKind(t, "Write with orders_by_customer "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
+			s.wantOrder(t, o) // written first
+			if wf.applied {
+				s.wantListed(t, customer, base, o)
+			} else {
+				s.wantListed(t, customer, base)
+			}
+			// The event write runs beside it and may or may not have been cut short.
+			s.write(t, o)
+			s.wantListed(t, customer, base, o)
+			s.wantEvents(t, o, createdEvent(o))
+		}
+	}},
+
+	{"a failed order_events_by_order write", func(t *testing.T, s *suite) {
+		for _, wf := range writeFaults {
+			o := s.order("cust-1", base, "42.50")
+			s.Arm(StmtEventsByOrder, wf.fault, 1)
+			wantKind(t, "Write with order_events_by_order "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
+			s.wantOrder(t, o)
+			if wf.applied {
+				s.wantEvents(t, o, createdEvent(o))
+			} else {
+				s.wantEvents(t, o)
+			}
+			s.write(t, o)
+			s.wantEvents(t, o, createdEvent(o))
+		}
+	}},
+
+	{"an unknown order is NotFound", func(t *testing.T, s *suite) {
+		s.wantNoOrder(t, uuid.New())
+		o := s.order("cust-1", base, "42.50")
+		s.write(t, o)
+		// Orders are scoped by tenant.
+		if got, err := s.Store.Order(s.ctx, s.tenant+"-other", o.ID); !errors.Is(err, projection.ErrNotFound) {
+			t.Errorf("Order under another tenant = %+v, %v; want ErrNotFound", got, err)
+		}
+		if p, err := s.Store.CustomerOrders(s.ctx, s.tenant+"-other", "cust-1", base, 10, nil); err != nil || len(p.Orders) != 0 || p.NextState != nil {
+			t.Errorf("CustomerOrders under another tenant = %+v, %v; want an empty last page", p, err)
+		}
+	}},
+
+	{"read faults are Unavailable", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		s.write(t, o)
+		for _, wf := range writeFaults {
+			s.Arm(StmtGetOrder, wf.fault, 1)
+			_, err := s.Store.Order(s.ctx, s.tenant, o.ID)
+			wantKind(t, "Order with get_order "+wf.fault.String(), err, fault.Unavailable)
+			s.Arm(StmtCustomerOrders, wf.fault, 1)
+			_, err = s.Store.CustomerOrders(s.ctx, s.tenant, "cust-1", base, 10, nil)
+			wantKind(t, "CustomerOrders with customer_orders "+wf.fault.String(), err, fault.Unavailable)
+		}
+		s.wantOrder(t, o)
+		s.wantListed(t, "cust-1", base, o)
+	}},
+
+	{"listing by customer and month", func(t *testing.T, s *suite) {
+		var march []order.Order
+		for i := range 5 {
+			o := s.order("cust-1", base.Add(time.Duration(i)*time.Hour), fmt.Sprintf("%d.00", 10+i))
+			march = append(march, o)
+			s.write(t, o)
+		}
+		april := s.order("cust-1", base.AddDate(0, 1, 0), "1.00")
+		other := s.order("cust-2", base, "2.00")
+		s.write(t, april)
+		s.write(t, other)
+		// Any instant of the month names it; the month is taken in UTC.
+		s.wantListed(t, "cust-1", time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), march...)
+		s.wantListed(t, "cust-1", time.Date(2026, 3, 31, 23, 59, 59, 0, time.UTC), march...)
+		s.wantListed(t, "cust-1", time.Date(2026, 4, 1, 1, 0, 0, 0, time.FixedZone("UTC+2", 2*3600)), march...)
+		s.wantListed(t, "cust-1", base.AddDate(0, 1, 0), april)
+		s.wantListed(t, "cust-2", base, other)
+		s.wantListed(t, "cust-3", base)
+	}},
+
+	{"paging", func(t *testing.T, s *suite) {
+		var all []order.Order
+		for i := range 5 {
+			o := s.order("cust-1", base.Add(time.Duration(i)*time.Minute), "1.00")
+			all = append(all, o)
+			s.write(t, o)
+		}
+		sortByID(all)
+		got, pages := s.listAll(t, "cust-1", base, 2)
+		if !slices.Equal(pages, []int{2, 2, 1}) {
+			t.Errorf("pages of 2 over 5 orders hold %v, want [2 2 1]", pages)
+		}
+		if !slices.Equal(ids(got), ids(all)) {
+			t.Errorf("pages list %v, want %v (order_id order)", ids(got), ids(all))
+		}
+		if _, pages := s.listAll(t, "cust-1", base, 10); !slices.Equal(pages, []int{5}) {
+			t.Errorf("pages of 10 over 5 orders hold %v, want [5]", pages)
+		}
+		// A last page that is exactly full.
+		if got, pages := s.listAll(t, "cust-1", base, 5); !slices.Equal(ids(got), ids(all)) || !slices.Equal(pages, exactlyFull) {
+			t.Errorf("pages of 5 over 5 orders hold %v (%d orders), want %v", pages, len(got), exactlyFull)
+		}
+	}},
+}
+
+// exactlyFull is how a listing of 5 orders 5 at a time is paged: Cassandra
+// does not look past a page, so a full page has a NextState and an empty
+// page follows.
+var exactlyFull = []int{5, 0}
