@@ -82,7 +82,7 @@ func TestObserverSeesInvalidTakeoverAndUnavailable(t *testing.T) {
 		t.Fatal("invalid input accepted")
 	}
 
-	f.proj.failNext(1)
+	f.proj.FailNext(1)
 	if _, err := f.svc.CreateOrder(ctx, baseInput()); fault.KindOf(err) != fault.Unavailable {
 		t.Fatalf("first attempt with a failing projection: %v, want Unavailable", err)
 	}
