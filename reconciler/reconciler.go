@@ -187,6 +187,11 @@ func (l *Loop) coordinate(ctx context.Context) error {
 	defer l.mu.Unlock()
 	for s := range l.owned {
 		ok, err := l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
+		if ctx.Err() != nil {
+			// Stopping, not a lost lease: keep the shard, so that leave
+			// releases it rather than leaving it held until its TTL.
+			return ctx.Err()
+		}
 		if err != nil || !ok {
 			delete(l.owned, s)
 			l.log.Info("lost shard lease", "shard", s, "error", err)
