@@ -114,7 +114,7 @@ type Loop struct {
 	owned map[int]bool
 
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
-	pending, oldestPendingNanos                                  atomic.Int64
+	pending, oldestPendingNanos                                         atomic.Int64
 }
 
 // New returns a Loop; it starts nothing.
