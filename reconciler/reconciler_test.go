@@ -2,53 +2,54 @@ package reconciler
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/ledger/ledgertest"
+	"github.com/atlasmart/orderd/reconciler/reconcilertest"
 )
 
 // t0 is a minute boundary every test's clock starts near.
 var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 
-const testGrace = 30 * time.Second
+// testDueAfter is how long after its claim a request's entry falls due.
+const testDueAfter = 30 * time.Second
 
 type harness struct {
 	clock  *fakeClock
-	ledger *fakeLedger
-	coord  *fakeCoord
+	ledger *ledgertest.Memory
+	coord  *reconcilertest.MemoryCoordinator
 	fin    *fakeFinisher
 }
 
 func newHarness(now time.Time) *harness {
 	clock := newFakeClock(now)
-	l := newFakeLedger(testGrace)
-	return &harness{clock: clock, ledger: l, coord: newFakeCoord(clock.Now), fin: newFakeFinisher(l, clock.Now)}
+	l := newLedger(clock.Now)
+	return &harness{clock: clock, ledger: l, coord: reconcilertest.NewMemoryCoordinator(clock.Now), fin: newFakeFinisher(l, clock.Now)}
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // loop builds a Loop on the harness's fakes with its clock.
 func (h *harness) loop(cfg Config) *Loop {
-	if cfg.Grace == 0 {
-		cfg.Grace = testGrace
-	}
 	l := New(cfg, h.ledger, h.fin.Finish, h.coord, discardLog())
 	l.now = h.clock.Now
 	return l
 }
 
-// createdFor is a claim time whose entry falls due in bucket b and is due
-// (older than Grace) from b+5s on.
-func createdFor(b time.Time) time.Time { return b.Add(-testGrace + 5*time.Second) }
+// createdFor is a claim time whose entry falls due in bucket b, at b+5s.
+func createdFor(b time.Time) time.Time { return b.Add(-testDueAfter + 5*time.Second) }
 
 func mustPass(t *testing.T, l *Loop, shards ...int) PassResult {
 	t.Helper()
@@ -80,7 +81,7 @@ func wantState(t *testing.T, h *harness, key ledger.Key, want ledger.State) ledg
 
 func wantNoEntries(t *testing.T, h *harness, key ledger.Key) {
 	t.Helper()
-	if es := h.ledger.EntriesOf(key); len(es) != 0 {
+	if es := h.ledger.Entries(key); len(es) != 0 {
 		t.Fatalf("request %s: %d entries left in the due queue (%v), want none", key.RequestID, len(es), es)
 	}
 }
@@ -115,7 +116,7 @@ func disjoint(sets ...[]int) bool {
 func TestPassFinishesAbandonedRequest(t *testing.T) {
 	h := newHarness(t0.Add(10 * time.Second))
 	const shard = 3
-	rec, entry := h.ledger.AddPending(shard, t0.Add(-5*time.Minute))
+	rec, entry := h.addPending(t, shard, t0.Add(-5*time.Minute))
 	l := h.loop(Config{})
 
 	res := mustPass(t, l, shard)
@@ -132,12 +133,12 @@ func TestPassFinishesAbandonedRequest(t *testing.T) {
 	if res.Buckets != 61 {
 		t.Errorf("PassResult.Buckets = %d, want 61 (11:00..12:00)", res.Buckets)
 	}
-	if h.ledger.DueCalls(shard, entry.Due) != 1 {
-		t.Errorf("entry's bucket read %d times, want 1", h.ledger.DueCalls(shard, entry.Due))
+	if dueCalls(h.ledger, shard, entry.Due) != 1 {
+		t.Errorf("entry's bucket read %d times, want 1", dueCalls(h.ledger, shard, entry.Due))
 	}
 	wantState(t, h, rec.Key, ledger.Complete)
-	if h.ledger.Completions(rec.RequestID) != 1 {
-		t.Errorf("completions = %d, want 1", h.ledger.Completions(rec.RequestID))
+	if completions(h.ledger, rec.Key) != 1 {
+		t.Errorf("completions = %d, want 1", completions(h.ledger, rec.Key))
 	}
 	wantNoEntries(t, h, rec.Key)
 	st := l.Stats()
@@ -157,7 +158,7 @@ func TestPassLeavesYoungRequestAlone(t *testing.T) {
 		now := t0.Add(10 * time.Second)
 		h := newHarness(now)
 		const shard = 6
-		rec, entry := h.ledger.AddPending(shard, t0) // 10 s old, grace 30 s
+		rec, entry := h.addPending(t, shard, t0) // 10 s old, due 30 s after its claim
 		if !entry.Due.Equal(ledger.BucketOf(now)) {
 			t.Fatalf("setup: entry due %s, want the current bucket", entry.Due)
 		}
@@ -166,59 +167,62 @@ func TestPassLeavesYoungRequestAlone(t *testing.T) {
 		res := mustPass(t, l, shard)
 
 		if h.fin.Calls(rec.RequestID) != 0 {
-			t.Fatalf("finisher called %d times for a request younger than Grace", h.fin.Calls(rec.RequestID))
+			t.Fatalf("finisher called %d times for a request whose entry is not due", h.fin.Calls(rec.RequestID))
 		}
 		if res.Entries != 1 || res.Pending != 0 || res.Finished != 0 || res.Dropped != 0 {
 			t.Errorf("PassResult = %+v, want the entry read and left alone", res)
 		}
 		wantState(t, h, rec.Key, ledger.Pending)
-		if es := h.ledger.EntriesOf(rec.Key); len(es) != 1 || !es[0].Due.Equal(entry.Due) {
+		if es := h.ledger.Entries(rec.Key); len(es) != 1 || !es[0].Due.Equal(entry.Due) {
 			t.Errorf("entries = %v, want the original one kept", es)
 		}
 		if c, ok := h.coord.CursorOf(shard); ok && c.After(entry.Due) {
 			t.Errorf("cursor %s moved past the young entry's bucket %s", c, entry.Due)
 		}
 
-		// Once older than Grace it is finished.
-		h.clock.Set(t0.Add(testGrace + time.Second))
+		// Once its entry falls due it is finished.
+		h.clock.Set(entry.NotBefore.Add(time.Second))
 		res = mustPass(t, l, shard)
 		if res.Finished != 1 || h.fin.Calls(rec.RequestID) != 1 {
-			t.Errorf("after Grace: PassResult = %+v, finisher calls %d; want it finished once", res, h.fin.Calls(rec.RequestID))
+			t.Errorf("once due: PassResult = %+v, finisher calls %d; want it finished once", res, h.fin.Calls(rec.RequestID))
 		}
 		wantState(t, h, rec.Key, ledger.Complete)
 	})
 
-	t.Run("entry in an old bucket (writer clock ahead)", func(t *testing.T) {
+	// Entries fall due at their not_before, not with their bucket.
+	t.Run("entry in an old bucket, not due yet", func(t *testing.T) {
 		now := t0.Add(30 * time.Second)
 		h := newHarness(now)
 		const shard = 6
 		h.coord.SetCursor(shard, t0.Add(-10*time.Minute))
-		// The entry sits in a bucket well behind the margin, but its claim
-		// time says it is only 5 s old.
+		// The entry sits in a bucket well behind the margin, but falls due
+		// only 25 s from now (its claim is 5 s old).
 		key := keyInShard(shard)
-		rec := ledger.Record{Key: key, State: ledger.Pending, CreatedAt: now.Add(-5 * time.Second), Attempts: 1, ClaimToken: uuid.New()}
-		h.ledger.PutRecord(rec)
+		rec := ledger.Record{Key: key, EntityID: uuid.New(), Fingerprint: "sha256:v1:fake", Command: []byte(`{"v":1}`),
+			State: ledger.Pending, CreatedAt: now.Add(-5 * time.Second), ClaimToken: uuid.New()}
+		h.ledger.Put(rec)
 		old := t0.Add(-5 * time.Minute)
-		h.ledger.PutEntry(ledger.DueEntry{Key: key, Shard: shard, Due: old, ClaimToken: rec.ClaimToken, CreatedAt: rec.CreatedAt})
+		h.ledger.PutEntry(ledger.DueEntry{Key: key, Shard: shard, Due: old, ClaimToken: rec.ClaimToken, CreatedAt: rec.CreatedAt,
+			NotBefore: rec.CreatedAt.Add(testDueAfter)})
 		l := h.loop(Config{})
 
 		mustPass(t, l, shard)
 
 		if h.fin.Calls(key.RequestID) != 0 {
-			t.Fatalf("finisher called for a request younger than Grace")
+			t.Fatalf("finisher called for a request whose entry is not due")
 		}
 		c, ok := h.coord.CursorOf(shard)
 		if !ok || !c.Equal(old) {
 			t.Errorf("cursor = %s (set %v), want it stopped at the young entry's bucket %s", c, ok, old)
 		}
-		if es := h.ledger.EntriesOf(key); len(es) != 1 {
+		if es := h.ledger.Entries(key); len(es) != 1 {
 			t.Errorf("entries = %v, want the entry kept", es)
 		}
 		// The next pass reads that bucket again and, once due, finishes it.
 		h.clock.Advance(time.Minute)
 		mustPass(t, l, shard)
-		if h.ledger.DueCalls(shard, old) != 2 {
-			t.Errorf("young entry's bucket read %d times, want 2", h.ledger.DueCalls(shard, old))
+		if dueCalls(h.ledger, shard, old) != 2 {
+			t.Errorf("young entry's bucket read %d times, want 2", dueCalls(h.ledger, shard, old))
 		}
 		wantState(t, h, key, ledger.Complete)
 		wantNoEntries(t, h, key)
@@ -230,30 +234,30 @@ func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {
 	const shard = 5
 	created := t0.Add(-10 * time.Minute)
 
-	complete, _ := h.ledger.AddPending(shard, created)
+	complete, _ := h.addPending(t, shard, created)
 	complete.State, complete.Outcome, complete.CompletedAt = ledger.Complete, []byte("done"), created.Add(time.Second)
-	h.ledger.PutRecord(complete)
+	h.ledger.Put(complete)
 
-	failed, _ := h.ledger.AddPending(shard, created)
+	failed, _ := h.addPending(t, shard, created)
 	failed.State, failed.LastError = ledger.Failed, "given up"
-	h.ledger.PutRecord(failed)
+	h.ledger.Put(failed)
 
-	gone, _ := h.ledger.AddPending(shard, created)
-	h.ledger.DeleteRecord(gone.Key)
+	gone, _ := h.addPending(t, shard, created)
+	h.ledger.Delete(gone.Key)
 
 	// A live request that also has a losing claim attempt's entry (another
 	// token): the winner's entry is finished, the loser's dropped.
-	live, liveEntry := h.ledger.AddPending(shard, created)
+	live, liveEntry := h.addPending(t, shard, created)
 	loser := liveEntry
 	loser.ClaimToken = uuid.New()
 	loser.CreatedAt = created.Add(2 * time.Second)
 	h.ledger.PutEntry(loser)
 
 	// And an entry whose token differs from a PENDING record (no other entry).
-	superseded, _ := h.ledger.AddPending(shard, created)
+	superseded, _ := h.addPending(t, shard, created)
 	other := superseded
 	other.ClaimToken = uuid.New()
-	h.ledger.PutRecord(other)
+	h.ledger.Put(other)
 
 	l := h.loop(Config{})
 	res := mustPass(t, l, shard)
@@ -277,8 +281,8 @@ func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {
 		t.Errorf("live request: finisher called %d times, want 1", n)
 	}
 	wantNoEntries(t, h, live.Key)
-	if h.ledger.QueueLen() != 0 {
-		t.Errorf("due queue holds %d entries, want 0", h.ledger.QueueLen())
+	if len(h.ledger.AllEntries()) != 0 {
+		t.Errorf("due queue holds %d entries, want 0", len(h.ledger.AllEntries()))
 	}
 	// Dropping never touches the ledger rows.
 	if r := wantState(t, h, complete.Key, ledger.Complete); string(r.Outcome) != "done" {
@@ -298,46 +302,50 @@ func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {
 
 // ------------------------------------------------------------------ failures
 
-func TestFailingRequestBacksOffThenIsDeadLettered(t *testing.T) {
+// A request whose attempts keep failing is retried with a growing backoff,
+// for ever: past MaxAttempts it is counted as stuck, never set aside as
+// FAILED (its projections may be visible; a FAILED answer would contradict
+// them). Its attempts are counted on the ledger with a stable reason.
+func TestFailingRequestBacksOffAndIsNeverDeadLettered(t *testing.T) {
 	now := t0.Add(30 * time.Second)
 	h := newHarness(now)
 	h.fin.SetFail(-1)
 	const shard = 8
-	rec, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
 	// Backoffs of minutes, so every retry lands in a later bucket.
 	cfg := Config{MaxAttempts: 5, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour}
 	l := h.loop(cfg)
 
-	// The handler's attempt was the first; passes 1..3 are attempts 2..4,
-	// each rescheduled with a delay in [d/2, d], d = Base, 2·Base, 4·Base.
-	for pass := 1; pass <= 3; pass++ {
+	// Pass p is failed attempt p, rescheduled with a delay in [d/2, d],
+	// d = Base << max(p-2, 0), capped (Loop.backoff of the attempts so far).
+	const passes = 7
+	for pass := 1; pass <= passes; pass++ {
 		now := h.clock.Now()
 		res := mustPass(t, l, shard)
 		if res.Pending != 1 || res.Retried != 1 || res.Finished != 0 || res.DeadLettered != 0 {
 			t.Fatalf("pass %d: PassResult = %+v, want 1 pending, 1 retried", pass, res)
 		}
 		got := wantState(t, h, rec.Key, ledger.Pending)
-		if got.Attempts != pass+1 {
-			t.Fatalf("pass %d: attempts = %d, want %d", pass, got.Attempts, pass+1)
+		if got.Attempts != pass || got.LastError != string(fault.ReasonClusterUnavailable) {
+			t.Fatalf("pass %d: attempts = %d, last_error %q; want %d, %s", pass, got.Attempts, got.LastError, pass, fault.ReasonClusterUnavailable)
 		}
-		rs := h.ledger.Rescheduled()
-		if len(rs) != pass {
-			t.Fatalf("pass %d: %d Reschedule calls, want %d", pass, len(rs), pass)
+		if n := h.ledger.Calls("Reschedule"); n != pass {
+			t.Fatalf("pass %d: %d Reschedule calls, want %d", pass, n, pass)
 		}
-		due := rs[pass-1].Due
-		d := cfg.BackoffBase << (pass - 1)
+		due := nextDue(t, h.ledger, rec.Key)
+		d := min(cfg.BackoffBase<<max(pass-2, 0), cfg.BackoffMax)
 		if due.Before(now.Add(d/2)) || due.After(now.Add(d)) {
 			t.Fatalf("pass %d: rescheduled due %s, want within [now+%s, now+%s] (now %s)", pass, due, d/2, d, now)
 		}
-		es := h.ledger.EntriesOf(rec.Key)
-		if len(es) != 1 || !es[0].Due.Equal(ledger.BucketOf(due)) || !es[0].Due.After(ledger.BucketOf(now)) {
-			t.Fatalf("pass %d: entries = %v, want one, in the later bucket %s", pass, es, ledger.BucketOf(due))
+		if !ledger.BucketOf(due).After(ledger.BucketOf(now)) {
+			t.Fatalf("pass %d: rescheduled to %s, want a later bucket than now's", pass, due)
 		}
-		if st := l.Stats(); st.Retried != int64(pass) {
-			t.Fatalf("pass %d: Stats.Retried = %d", pass, st.Retried)
+		st := l.Stats()
+		if wantStuck := int64(max(0, pass-cfg.MaxAttempts+1)); st.Retried != int64(pass) || st.Stuck != wantStuck {
+			t.Fatalf("pass %d: Stats.Retried = %d, Stuck = %d; want %d, %d", pass, st.Retried, st.Stuck, pass, wantStuck)
 		}
 
-		// Before its bucket comes, the request is not tried again.
+		// Before its time comes, the request is not tried again.
 		h.clock.Advance(time.Second)
 		mustPass(t, l, shard)
 		if n := h.fin.Calls(rec.RequestID); n != pass {
@@ -345,34 +353,59 @@ func TestFailingRequestBacksOffThenIsDeadLettered(t *testing.T) {
 		}
 		h.clock.Set(due.Add(time.Second))
 	}
+	if n := h.ledger.Calls("MarkFailed"); n != 0 {
+		t.Errorf("MarkFailed called %d times for a request that only failed to finish", n)
+	}
+	if st := l.Stats(); st.DeadLettered != 0 || st.Stuck != passes-int64(cfg.MaxAttempts)+1 {
+		t.Errorf("Stats = %+v, want DeadLettered 0, Stuck %d", st, passes-cfg.MaxAttempts+1)
+	}
 
-	// Attempt 5 reaches MaxAttempts: FAILED with the finisher's error.
+	// When the cause goes away, the next attempt finishes it.
+	h.fin.SetFail(0)
+	res := mustPass(t, l, shard)
+	if res.Finished != 1 {
+		t.Fatalf("pass after recovery: %+v, want it finished", res)
+	}
+	wantState(t, h, rec.Key, ledger.Complete)
+	wantNoEntries(t, h, rec.Key)
+}
+
+// unfinishable is what Finish returns for a stored command it cannot read.
+func unfinishable() error {
+	return fault.New(fault.ReasonCommandUnreadable, fmt.Errorf("decode: %w", ledger.ErrUnfinishable))
+}
+
+// Only a request nothing of which was written (its stored command cannot be
+// read) is set aside: FAILED with the stable reason, its entry removed,
+// at its first attempt.
+func TestUnfinishableRequestIsDeadLettered(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	h.fin.SetFail(-1)
+	h.fin.SetErr(unfinishable())
+	const shard = 12
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	l := h.loop(Config{MaxAttempts: 5})
+
 	res := mustPass(t, l, shard)
 	if res.DeadLettered != 1 || res.Retried != 0 || res.Finished != 0 {
-		t.Fatalf("last pass: PassResult = %+v, want 1 dead-lettered", res)
+		t.Fatalf("PassResult = %+v, want 1 dead-lettered", res)
 	}
 	got := wantState(t, h, rec.Key, ledger.Failed)
-	if !strings.Contains(got.LastError, h.fin.err.Error()) {
-		t.Errorf("last_error = %q, want it to contain %q", got.LastError, h.fin.err.Error())
+	if got.LastError != string(fault.ReasonCommandUnreadable) || got.Attempts != 1 || got.CompletedAt.IsZero() {
+		t.Errorf("dead letter: last_error %q, attempts %d, completed_at %s; want %s, 1, set",
+			got.LastError, got.Attempts, got.CompletedAt, fault.ReasonCommandUnreadable)
 	}
 	wantNoEntries(t, h, rec.Key)
-	if n := h.fin.Calls(rec.RequestID); n != 4 {
-		t.Errorf("finisher calls = %d, want 4 (attempts 2..5)", n)
-	}
-	st := l.Stats()
-	if st.DeadLettered != 1 || st.Retried != 3 || st.Finished != 0 {
-		t.Errorf("Stats = %+v, want DeadLettered 1, Retried 3", st)
+	if st := l.Stats(); st.DeadLettered != 1 || st.Retried != 0 {
+		t.Errorf("Stats = %+v, want DeadLettered 1", st)
 	}
 
 	// Nothing more happens to it.
 	h.clock.Advance(2 * time.Hour)
 	res = mustPass(t, l, shard)
-	if res.Entries != 0 || res.Pending != 0 || h.fin.Calls(rec.RequestID) != 4 || h.ledger.Calls("MarkFailed") != 1 {
+	if res.Entries != 0 || h.fin.Calls(rec.RequestID) != 1 || h.ledger.Calls("MarkFailed") != 1 {
 		t.Errorf("pass after dead letter: %+v, finisher calls %d, MarkFailed %d; want nothing done",
 			res, h.fin.Calls(rec.RequestID), h.ledger.Calls("MarkFailed"))
-	}
-	if st := l.Stats(); st.DeadLettered != 1 {
-		t.Errorf("Stats.DeadLettered = %d after a further pass, want 1", st.DeadLettered)
 	}
 }
 
@@ -380,24 +413,24 @@ func TestRequestFailingTwiceThenSucceeding(t *testing.T) {
 	h := newHarness(t0.Add(30 * time.Second))
 	h.fin.SetFail(2)
 	const shard = 1
-	rec, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
 	l := h.loop(Config{MaxAttempts: 5, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour})
 
 	for i := 0; i < 3; i++ {
 		mustPass(t, l, shard)
-		if rs := h.ledger.Rescheduled(); len(rs) > 0 {
-			h.clock.Set(rs[len(rs)-1].Due.Add(time.Second))
+		if es := h.ledger.Entries(rec.Key); len(es) > 0 {
+			h.clock.Set(es[0].NotBefore.Add(time.Second))
 		}
 	}
 
 	got := wantState(t, h, rec.Key, ledger.Complete)
-	if got.Attempts != 3 {
-		t.Errorf("attempts = %d, want 3 (the handler's and two failed ones)", got.Attempts)
+	if got.Attempts != 2 {
+		t.Errorf("attempts = %d, want 2 (the two failed ones)", got.Attempts)
 	}
 	if n := h.fin.Calls(rec.RequestID); n != 3 {
 		t.Errorf("finisher calls = %d, want 3", n)
 	}
-	if n := h.ledger.Completions(rec.RequestID); n != 1 {
+	if n := completions(h.ledger, rec.Key); n != 1 {
 		t.Errorf("completions = %d, want exactly 1", n)
 	}
 	wantNoEntries(t, h, rec.Key)
@@ -418,15 +451,14 @@ func TestRetryWithinTheMinuteWaitsForItsBackoff(t *testing.T) {
 	h := newHarness(t0.Add(30 * time.Second))
 	h.fin.SetFail(-1)
 	const shard = 3
-	rec, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
 	l := h.loop(Config{MaxAttempts: 10, BackoffBase: 10 * time.Second, BackoffMax: time.Minute})
 
 	mustPass(t, l, shard) // attempt fails; next attempt 5-10 s later, same minute
 	if n := h.fin.Calls(rec.RequestID); n != 1 {
 		t.Fatalf("finisher calls = %d, want 1", n)
 	}
-	rs := h.ledger.Rescheduled()
-	due := rs[len(rs)-1].Due
+	due := nextDue(t, h.ledger, rec.Key)
 	if ledger.BucketOf(due) != ledger.BucketOf(h.clock.Now()) {
 		t.Fatalf("test setup: the retry at %s should fall in the current minute", due)
 	}
@@ -442,24 +474,72 @@ func TestRetryWithinTheMinuteWaitsForItsBackoff(t *testing.T) {
 	}
 }
 
-func TestDeadLetterErrorKeepsEntry(t *testing.T) {
-	h := newHarness(t0.Add(30 * time.Second))
-	h.fin.SetFail(-1)
-	h.ledger.markFailedErr = errors.New("cluster unavailable")
-	const shard = 12
-	rec, entry := h.ledger.AddPending(shard, t0.Add(-10*time.Minute))
-	l := h.loop(Config{MaxAttempts: 2})
+// A dead letter that fails, or whose outcome is unknown, keeps the entry:
+// the request is still PENDING (or may be), and only a read that shows it
+// terminal lets the entry go. Defect 1 of issue 9: an unsettled dead letter
+// answered as PENDING with no error made the loop drop the entry, and the
+// request stayed PENDING, found by no pass, until its TTL.
+func TestDeadLetterNotSettledKeepsEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		arm  func(l *ledgertest.Memory)
+		// state is the row afterwards; next says what the next pass does.
+		state ledger.State
+	}{
+		{"refused", func(l *ledgertest.Memory) {
+			l.Arm(ledgertest.StmtFail, cassandra.FaultUnavailable, 1)
+		}, ledger.Pending},
+		{"timed out, never applied", func(l *ledgertest.Memory) {
+			l.Arm(ledgertest.StmtFail, cassandra.FaultTimeout, 3)
+		}, ledger.Pending},
+		{"timed out, unsettled", func(l *ledgertest.Memory) {
+			l.Arm(ledgertest.StmtFail, cassandra.FaultTimeout, 1)
+			l.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+		}, ledger.Pending},
+		{"applied, unsettled", func(l *ledgertest.Memory) {
+			l.Arm(ledgertest.StmtFail, cassandra.FaultLoseResponse, 1)
+			l.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+		}, ledger.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t0.Add(30 * time.Second))
+			h.fin.SetFail(-1)
+			h.fin.SetErr(unfinishable())
+			var once sync.Once
+			// Armed inside the attempt: after the loop has read the request.
+			h.fin.before = func(ledger.Record) { once.Do(func() { tc.arm(h.ledger) }) }
+			const shard = 12
+			rec, entry := h.addPending(t, shard, t0.Add(-10*time.Minute))
+			l := h.loop(Config{MaxAttempts: 2})
 
-	res := mustPass(t, l, shard)
-	if res.DeadLettered != 0 || l.Stats().DeadLettered != 0 {
-		t.Errorf("dead-lettered although MarkFailed failed: %+v", res)
-	}
-	wantState(t, h, rec.Key, ledger.Pending)
-	if es := h.ledger.EntriesOf(rec.Key); len(es) != 1 || !es[0].Due.Equal(entry.Due) {
-		t.Errorf("entries = %v, want the entry kept for the next pass", es)
-	}
-	if c, _ := h.coord.CursorOf(shard); c.After(entry.Due) {
-		t.Errorf("cursor %s moved past the unsettled entry's bucket %s", c, entry.Due)
+			res := mustPass(t, l, shard)
+			for _, st := range []string{ledgertest.StmtFail, ledgertest.StmtGet} {
+				if n := h.ledger.Pending(st); n != 0 {
+					t.Fatalf("setup: %d faults on %s never served", n, st)
+				}
+			}
+			if res.DeadLettered != 0 || l.Stats().DeadLettered != 0 {
+				t.Errorf("counted as dead-lettered although MarkFailed did not settle: %+v", res)
+			}
+			wantState(t, h, rec.Key, tc.state)
+			if es := h.ledger.Entries(rec.Key); len(es) != 1 || !es[0].Due.Equal(entry.Due) {
+				t.Errorf("entries = %v, want the entry kept for the next pass", es)
+			}
+			if c, _ := h.coord.CursorOf(shard); c.After(entry.Due) {
+				t.Errorf("cursor %s moved past the unsettled entry's bucket %s", c, entry.Due)
+			}
+
+			// The next pass settles it for good: FAILED, entry gone.
+			res = mustPass(t, l, shard)
+			wantState(t, h, rec.Key, ledger.Failed)
+			wantNoEntries(t, h, rec.Key)
+			if tc.state == ledger.Pending && res.DeadLettered != 1 {
+				t.Errorf("next pass: %+v, want it dead-lettered", res)
+			}
+			if tc.state == ledger.Failed && res.Dropped != 1 {
+				t.Errorf("next pass: %+v, want the settled request's entry dropped", res)
+			}
+		})
 	}
 }
 
@@ -509,7 +589,7 @@ func TestCursorSkipsSettledBuckets(t *testing.T) {
 	const shard = 7
 	var recs []ledger.Record
 	for _, b := range []time.Duration{-50 * time.Minute, -20 * time.Minute, -3 * time.Minute, -time.Minute, 0} {
-		r, e := h.ledger.AddPending(shard, createdFor(t0.Add(b)))
+		r, e := h.addPending(t, shard, createdFor(t0.Add(b)))
 		if !e.Due.Equal(t0.Add(b)) {
 			t.Fatalf("setup: entry due %s, want %s", e.Due, t0.Add(b))
 		}
@@ -527,7 +607,7 @@ func TestCursorSkipsSettledBuckets(t *testing.T) {
 	}
 	start := ledger.BucketOf(now.Add(-time.Hour))
 	for b := start; !b.After(t0); b = b.Add(time.Minute) {
-		if n := h.ledger.DueCalls(shard, b); n != 1 {
+		if n := dueCalls(h.ledger, shard, b); n != 1 {
 			t.Fatalf("first pass read bucket %s %d times, want 1", b.Format("15:04"), n)
 		}
 	}
@@ -539,12 +619,12 @@ func TestCursorSkipsSettledBuckets(t *testing.T) {
 		t.Errorf("second pass read %d buckets, want 8 (11:58..12:05)", res.Buckets)
 	}
 	for b := start; b.Before(limit); b = b.Add(time.Minute) {
-		if n := h.ledger.DueCalls(shard, b); n != 1 {
+		if n := dueCalls(h.ledger, shard, b); n != 1 {
 			t.Errorf("bucket %s before the cursor read %d times, want 1", b.Format("15:04"), n)
 		}
 	}
 	for b := limit; !b.After(t0); b = b.Add(time.Minute) {
-		if n := h.ledger.DueCalls(shard, b); n != 2 {
+		if n := dueCalls(h.ledger, shard, b); n != 2 {
 			t.Errorf("bucket %s at/after the cursor read %d times, want 2", b.Format("15:04"), n)
 		}
 	}
@@ -564,10 +644,10 @@ func TestCursorStopsAtEntryWithGetError(t *testing.T) {
 	h := newHarness(now)
 	const shard = 9
 	h.coord.SetCursor(shard, t0.Add(-30*time.Minute))
-	a, _ := h.ledger.AddPending(shard, createdFor(t0.Add(-25*time.Minute)))
-	b, be := h.ledger.AddPending(shard, createdFor(t0.Add(-20*time.Minute)))
-	c, _ := h.ledger.AddPending(shard, createdFor(t0.Add(-15*time.Minute)))
-	h.ledger.SetGetErr(b.Key, errors.New("read timeout"))
+	a, _ := h.addPending(t, shard, createdFor(t0.Add(-25*time.Minute)))
+	b, be := h.addPending(t, shard, createdFor(t0.Add(-20*time.Minute)))
+	c, _ := h.addPending(t, shard, createdFor(t0.Add(-15*time.Minute)))
+	failGets(h.ledger, b.Key)
 	l := h.loop(Config{})
 
 	res, _ := l.PassShards(context.Background(), []int{shard})
@@ -584,10 +664,10 @@ func TestCursorStopsAtEntryWithGetError(t *testing.T) {
 	// The next pass re-reads that bucket, not the ones before it.
 	h.clock.Advance(time.Minute)
 	l.PassShards(context.Background(), []int{shard})
-	if n := h.ledger.DueCalls(shard, t0.Add(-25*time.Minute)); n != 1 {
+	if n := dueCalls(h.ledger, shard, t0.Add(-25*time.Minute)); n != 1 {
 		t.Errorf("settled bucket before the cursor read %d times, want 1", n)
 	}
-	if n := h.ledger.DueCalls(shard, be.Due); n != 2 {
+	if n := dueCalls(h.ledger, shard, be.Due); n != 2 {
 		t.Errorf("failed entry's bucket read %d times, want 2", n)
 	}
 	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(be.Due) {
@@ -595,7 +675,7 @@ func TestCursorStopsAtEntryWithGetError(t *testing.T) {
 	}
 
 	// Once the ledger answers, the request is finished and the cursor moves.
-	h.ledger.SetGetErr(b.Key, nil)
+	h.ledger.SetIntercept(nil)
 	h.clock.Advance(time.Minute)
 	mustPass(t, l, shard)
 	wantState(t, h, b.Key, ledger.Complete)
@@ -611,9 +691,9 @@ func TestDueEntriesErrorFailsPassAndKeepsCursor(t *testing.T) {
 	const shard = 2
 	start := t0.Add(-30 * time.Minute)
 	h.coord.SetCursor(shard, start)
-	a, _ := h.ledger.AddPending(shard, createdFor(t0.Add(-25*time.Minute)))
+	a, _ := h.addPending(t, shard, createdFor(t0.Add(-25*time.Minute)))
 	bad := t0.Add(-20 * time.Minute)
-	h.ledger.SetDueErr(shard, bad, errors.New("read timeout"))
+	failDue(h.ledger, shard, bad)
 	l := h.loop(Config{})
 
 	if _, err := l.PassShards(context.Background(), []int{shard}); err == nil {
@@ -627,7 +707,7 @@ func TestDueEntriesErrorFailsPassAndKeepsCursor(t *testing.T) {
 		t.Errorf("cursor = %s, moved past the unreadable bucket %s", cur, bad)
 	}
 
-	h.ledger.SetDueErr(shard, bad, nil)
+	h.ledger.SetIntercept(nil)
 	mustPass(t, l, shard)
 	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(ledger.BucketOf(now.Add(-2 * time.Minute))) {
 		t.Errorf("cursor = %s after a clean pass, want the margin's bucket", cur)
@@ -646,9 +726,9 @@ func TestStatsPendingAndOldest(t *testing.T) {
 	const shard = 4
 	oldest := t0.Add(-5 * time.Minute)
 	for _, c := range []time.Time{t0.Add(-3 * time.Minute), oldest, t0.Add(-2 * time.Minute)} {
-		h.ledger.AddPending(shard, c)
+		h.addPending(t, shard, c)
 	}
-	young, _ := h.ledger.AddPending(shard, now.Add(-10*time.Second)) // not due yet
+	young, _ := h.addPending(t, shard, now.Add(-10*time.Second)) // not due yet
 	l := h.loop(Config{MaxAttempts: 10, BackoffBase: time.Minute, BackoffMax: 2 * time.Minute})
 
 	if st := l.Stats(); st.Pending != 0 || st.OldestPending != 0 {
@@ -860,7 +940,7 @@ func TestPassCoversOwnedShards(t *testing.T) {
 	mustCoordinate(t, b)
 	var recs []ledger.Record
 	for s := 0; s < ledger.PendingShards; s++ {
-		r, _ := h.ledger.AddPending(s, t0.Add(-10*time.Minute))
+		r, _ := h.addPending(t, s, t0.Add(-10*time.Minute))
 		recs = append(recs, r)
 	}
 	ra, err := a.Pass(context.Background())
@@ -889,7 +969,7 @@ func TestRunCoordinatesPassesAndLeaves(t *testing.T) {
 	h := newHarness(t0.Add(30 * time.Second))
 	var recs []ledger.Record
 	for s := 0; s < ledger.PendingShards; s++ {
-		r, _ := h.ledger.AddPending(s, t0.Add(-10*time.Minute))
+		r, _ := h.addPending(t, s, t0.Add(-10*time.Minute))
 		recs = append(recs, r)
 	}
 	l := h.loop(Config{Instance: uuid.New(), LeaseTTL: testTTL, Interval: 5 * time.Millisecond})
@@ -934,10 +1014,12 @@ func TestConcurrentPassesCompleteEachRequestOnce(t *testing.T) {
 	)
 	for round := 0; round < rounds; round++ {
 		h := newHarness(t0.Add(30 * time.Second))
-		h.ledger.yield = true
+		// Every statement gives up the processor first, to shake out
+		// interleavings of the two loops.
+		h.ledger.SetIntercept(func(ledgertest.Statement) cassandra.Fault { runtime.Gosched(); return 0 })
 		var recs []ledger.Record
 		for i := 0; i < requests; i++ {
-			r, _ := h.ledger.AddPending(shard, t0.Add(-10*time.Minute).Add(time.Duration(i)*time.Second))
+			r, _ := h.addPending(t, shard, t0.Add(-10*time.Minute).Add(time.Duration(i)*time.Second))
 			recs = append(recs, r)
 		}
 		loops := []*Loop{h.loop(Config{Instance: uuid.New()}), h.loop(Config{Instance: uuid.New()})}
@@ -963,7 +1045,7 @@ func TestConcurrentPassesCompleteEachRequestOnce(t *testing.T) {
 		}
 		for _, r := range recs {
 			wantState(t, h, r.Key, ledger.Complete)
-			if n := h.ledger.Completions(r.RequestID); n != 1 {
+			if n := completions(h.ledger, r.Key); n != 1 {
 				t.Fatalf("round %d: request %s completed %d times, want exactly 1", round, r.RequestID, n)
 			}
 			wantNoEntries(t, h, r.Key)
@@ -981,14 +1063,14 @@ func TestConcurrentPassesCompleteEachRequestOnce(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Instance == uuid.Nil || c.Grace != 30*time.Second || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second ||
+	if c.Instance == uuid.Nil || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second ||
 		c.MaxAttempts != 5 || c.BackoffBase != 5*time.Second || c.BackoffMax != 5*time.Minute ||
 		c.Margin != 2*time.Minute || c.InitialLookback != time.Hour {
 		t.Errorf("defaults = %+v", c)
 	}
 	id := uuid.New()
-	c = Config{Instance: id, Grace: time.Minute, MaxAttempts: 3}.withDefaults()
-	if c.Instance != id || c.Grace != time.Minute || c.MaxAttempts != 3 {
+	c = Config{Instance: id, Interval: time.Minute, MaxAttempts: 3}.withDefaults()
+	if c.Instance != id || c.Interval != time.Minute || c.MaxAttempts != 3 {
 		t.Errorf("set fields overridden: %+v", c)
 	}
 }
