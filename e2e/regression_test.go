@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/ledger"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -153,5 +154,56 @@ func TestServeRefusesAKeyspaceNotFullyMigrated(t *testing.T) {
 	out, err := runOrderd(ctx, "serve", "--keyspace", ks, "--grpc-addr", "127.0.0.1:0", "--metrics-addr", "")
 	if err == nil || !strings.Contains(out, "0002_reconciler") || !strings.Contains(out, "orderd migrate") {
 		t.Fatalf("orderd serve on a keyspace missing version 2: err %v, output:\n%s\nwant a refusal naming the version and `orderd migrate`", err, out)
+	}
+}
+
+// TestUnreadableCommandIsDeadLetteredThenRequeued: the one request the
+// reconciler sets aside is one whose stored command cannot be read (nothing
+// of it was written). It ends FAILED with a stable reason and no order;
+// once the row is repaired, `orderd requeue` (entry first, dated by the
+// cluster's clock) brings it back and it completes.
+func TestUnreadableCommandIsDeadLetteredThenRequeued(t *testing.T) {
+	s := freshSession(t)
+	ctx := callCtx(t)
+	id, token := uuid.New(), uuid.New()
+	orderID := order.ID(tenant, id)
+	created := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	if applied, err := s.Query(`INSERT INTO write_requests_by_id
+		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token)
+		VALUES (?, 'CREATE_ORDER', ?, ?, 'sha256:v1:garbage', ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL 3600`,
+		tenant, id.String(), orderID.String(), []byte("{not json"), created, token.String()).
+		SerialConsistency(gocql.LocalSerial).MapScanCASContext(ctx, map[string]any{}); err != nil || !applied {
+		t.Fatalf("seed a PENDING request with an unreadable command: %v %v", applied, err)
+	}
+	now := time.Now().UTC()
+	if err := s.Query(`INSERT INTO pending_requests (shard, due_bucket, tenant, operation, request_id, claim_token, created_at, not_before)
+		VALUES (?, ?, ?, 'CREATE_ORDER', ?, ?, ?, ?) USING TTL 3600`,
+		ledger.ShardOf(id), ledger.BucketOf(now), tenant, id.String(), token.String(), created, now).ExecContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := startOrderd(t, fastReconciler...)
+	w := waitRequestState(t, rec.client, id.String(), ordersv1.RequestState_REQUEST_STATE_FAILED, 30*time.Second)
+	if w.LastError != "COMMAND_UNREADABLE" {
+		t.Errorf("last_error = %q, want COMMAND_UNREADABLE", w.LastError)
+	}
+	if _, err := rec.client.GetOrder(callCtx(t), &ordersv1.GetOrderRequest{OrderId: orderID.String()}); status.Code(err) != codes.NotFound {
+		t.Errorf("a dead-lettered request has an order: GetOrder %v, want NotFound", err)
+	}
+
+	// Repair the row (as an operator would), then requeue it.
+	cmd := order.Command{CustomerID: "cust-requeued", Total: "12.50", Currency: "EUR"}
+	enc := cmd.Encode()
+	if applied, err := s.Query(`UPDATE write_requests_by_id USING TTL 3600 SET command = ?, payload_hash = ?
+		WHERE tenant = ? AND operation = 'CREATE_ORDER' AND request_id = ? IF state = 'FAILED'`,
+		enc, order.Fingerprint(enc), tenant, id.String()).SerialConsistency(gocql.LocalSerial).MapScanCASContext(callCtx(t), map[string]any{}); err != nil || !applied {
+		t.Fatalf("repair the command: %v %v", applied, err)
+	}
+	if out, err := runOrderd(context.Background(), "requeue", "--keyspace", keyspace, id.String()); err != nil {
+		t.Fatalf("orderd requeue: %v\n%s", err, out)
+	}
+	waitRequestState(t, rec.client, id.String(), ordersv1.RequestState_REQUEST_STATE_COMPLETE, 30*time.Second)
+	got, err := rec.client.GetOrder(callCtx(t), &ordersv1.GetOrderRequest{OrderId: orderID.String()})
+	if err != nil || got.Order.Total != "12.50" || got.Order.CustomerId != "cust-requeued" {
+		t.Fatalf("requeued request's order: %v %v", got.GetOrder(), err)
 	}
 }

@@ -147,7 +147,9 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record) (bool, Record, e
 	rec.State, rec.Attempts = Pending, 0
 	entry := c.entryFor(rec)
 	if err := c.enqueue(ctx, entry); err != nil {
-		return false, Record{}, err
+		// Whatever became of the entry, the claim was never sent: for the
+		// request this is definitely not applied.
+		return false, Record{}, fault.New(fault.ReasonClusterUnavailable, err)
 	}
 	won, cur, err := c.claim(ctx, rec)
 	if err == nil && !won {
@@ -166,6 +168,10 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 		if err == nil {
 			if applied {
 				return true, rec, nil
+			}
+			if expiredRemnant(existing) {
+				// Expiring within the second: claim again shortly.
+				return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: ledger row expiring", rec.RequestID))
 			}
 			cur, err := fromMap(existing)
 			return false, cur, err
@@ -231,7 +237,19 @@ func (c *CassandraStore) read(ctx context.Context, key Key, cl gocql.Consistency
 	if err != nil {
 		return Record{}, cassandra.ReadError("read request", err)
 	}
+	if expiredRemnant(row) {
+		return Record{}, ErrNotFound
+	}
 	return fromMap(row)
+}
+
+// expiredRemnant: a row whose cells have all expired while its row marker
+// (written by the claim, whose TTL is rounded apart from the later cells'
+// by under a second) lives on. It is a request past its retention.
+func expiredRemnant(row map[string]any) bool {
+	state, _ := row["state"].(string)
+	fp, _ := row["payload_hash"].(string)
+	return state == "" && fp == ""
 }
 
 // update is one conditional update of a claim, with what tells from a row

@@ -430,7 +430,7 @@ func (l *Loop) drop(ctx context.Context, e ledger.DueEntry, res *PassResult) err
 // backoff is exponential in the attempts so far, capped, with jitter in
 // [d/2, d) so that many requests failing together spread out.
 func (l *Loop) backoff(attempts int) time.Duration {
-	d := l.cfg.BackoffBase << min(max(attempts-2, 0), 20)
+	d := l.cfg.BackoffBase << min(max(attempts-1, 0), 20) // the first failure waits BackoffBase
 	if d <= 0 || d > l.cfg.BackoffMax {
 		d = l.cfg.BackoffMax
 	}

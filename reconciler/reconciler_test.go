@@ -317,7 +317,7 @@ func TestFailingRequestBacksOffAndIsNeverDeadLettered(t *testing.T) {
 	l := h.loop(cfg)
 
 	// Pass p is failed attempt p, rescheduled with a delay in [d/2, d],
-	// d = Base << max(p-2, 0), capped (Loop.backoff of the attempts so far).
+	// d = Base << (p-1), capped (Loop.backoff of the failed attempts so far).
 	const passes = 7
 	for pass := 1; pass <= passes; pass++ {
 		now := h.clock.Now()
@@ -333,7 +333,7 @@ func TestFailingRequestBacksOffAndIsNeverDeadLettered(t *testing.T) {
 			t.Fatalf("pass %d: %d Reschedule calls, want %d", pass, n, pass)
 		}
 		due := nextDue(t, h.ledger, rec.Key)
-		d := min(cfg.BackoffBase<<max(pass-2, 0), cfg.BackoffMax)
+		d := min(cfg.BackoffBase<<(pass-1), cfg.BackoffMax)
 		if due.Before(now.Add(d/2)) || due.After(now.Add(d)) {
 			t.Fatalf("pass %d: rescheduled due %s, want within [now+%s, now+%s] (now %s)", pass, due, d/2, d, now)
 		}
@@ -550,9 +550,9 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 		attempts int
 		d        time.Duration
 	}{
-		{0, 5 * time.Second}, {1, 5 * time.Second},
-		{2, 5 * time.Second}, {3, 10 * time.Second}, {4, 20 * time.Second},
-		{5, 30 * time.Second}, // 40 s, capped
+		{0, 5 * time.Second}, {1, 5 * time.Second}, // the first failure waits the base
+		{2, 10 * time.Second}, {3, 20 * time.Second},
+		{4, 30 * time.Second}, // 40 s, capped
 		{30, 30 * time.Second}, {1000, 30 * time.Second},
 	} {
 		lo, hi := time.Duration(1<<62), time.Duration(0)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
 )
 
 // quorumProbeCQL reads one partition of the keyspace's schema_migrations
@@ -32,6 +34,8 @@ const quorumProbeVersion = 1
 // load or of paxos contention.
 func quorumProbe(s *gocql.Session) func(context.Context) error {
 	return func(ctx context.Context) error {
-		return s.Query(quorumProbeCQL, quorumProbeVersion).Consistency(gocql.LocalQuorum).ExecContext(ctx)
+		// Through the seam: the driver binds no values to a statement that
+		// begins with its name comment (cassandra.DriverSession moves it).
+		return cassandra.Wrap(s).Query(quorumProbeCQL, quorumProbeVersion).Consistency(gocql.LocalQuorum).ExecContext(ctx)
 	}
 }

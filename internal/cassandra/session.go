@@ -54,7 +54,24 @@ func (d DriverSession) AwaitSchemaAgreement(ctx context.Context) error {
 }
 
 func (d DriverSession) Query(stmt string, values ...any) Query {
-	return driverQuery{d.s.Query(stmt, values...)}
+	return driverQuery{d.s.Query(driverText(stmt), values...)}
+}
+
+// driverText is stmt as the driver must see it: the driver prepares a
+// statement, and binds its values, only if the statement's first word is
+// its verb (SELECT, INSERT, ...); anything else it sends unprepared and
+// without its values, which the server refuses ("Invalid amount of bind
+// variables"). So a leading name comment moves to the end.
+func driverText(stmt string) string {
+	s := strings.TrimSpace(stmt)
+	if !strings.HasPrefix(s, "/*") {
+		return stmt
+	}
+	comment, rest, ok := strings.Cut(s[2:], "*/")
+	if !ok {
+		return stmt
+	}
+	return strings.TrimSpace(rest) + " /*" + comment + "*/"
 }
 
 type driverQuery struct{ q *gocql.Query }

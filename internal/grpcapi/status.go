@@ -45,10 +45,14 @@ func (s *Server) Status(ctx context.Context, method string, err error, attrs ...
 		level = slog.LevelWarn
 	}
 	s.log.LogAttrs(ctx, level, "request refused", append(attrs, slog.String("method", method),
-		slog.String("code", code.String()), slog.String("reason", fe.Reason), slog.Any("error", err))...)
+		slog.String("code", code.String()), slog.String("reason", string(fe.Reason)), slog.Any("error", err))...)
 
-	st := status.New(code, fe.Message)
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: fe.Reason, Domain: ErrorDomain}}
+	msg, ok := messageOf[fe.Reason]
+	if !ok {
+		msg = "internal error"
+	}
+	st := status.New(code, msg)
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: string(fe.Reason), Domain: ErrorDomain}}
 	if len(fe.Violations) > 0 {
 		br := &errdetails.BadRequest{}
 		for _, v := range fe.Violations {

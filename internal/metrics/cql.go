@@ -221,6 +221,13 @@ func tokens(cql string, limit int) []string {
 				i++
 			}
 			i++
+		case c == '/' && i+1 < len(cql) && cql[i+1] == '*':
+			// A comment (statements name themselves in one): not a token.
+			end := strings.Index(cql[i+2:], "*/")
+			if end < 0 {
+				return out
+			}
+			i += end + 4
 		case isSeparator(c):
 			i++
 		default:

@@ -73,15 +73,17 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		lwt   bool
 	}
 	wants := map[string]want{
-		"ledger.claimCQL":    {"insert_write_requests_by_id", true},
-		"ledger.selectCQL":   {"select_write_requests_by_id", false},
-		"ledger.completeCQL": {"update_write_requests_by_id", true},
-		"ledger.attemptCQL":  {"update_write_requests_by_id", true},
-		"ledger.failCQL":     {"update_write_requests_by_id", true},
-		"ledger.requeueCQL":  {"update_write_requests_by_id", true},
-		"ledger.enqueueCQL":  {"insert_pending_requests", false},
-		"ledger.dequeueCQL":  {"delete_pending_requests", false},
-		"ledger.dueCQL":      {"select_pending_requests", false},
+		"ledger.claimCQL":      {"insert_write_requests_by_id", true},
+		"ledger.selectCQL":     {"select_write_requests_by_id", false},
+		"ledger.completeCQL":   {"update_write_requests_by_id", true},
+		"ledger.attemptCQL":    {"update_write_requests_by_id", true},
+		"ledger.failCQL":       {"update_write_requests_by_id", true},
+		"ledger.requeueCQL":    {"update_write_requests_by_id", true},
+		"ledger.withdrawCQL":   {"delete_write_requests_by_id", true},
+		"ledger.clusterNowCQL": {"select_system_local", false},
+		"ledger.enqueueCQL":    {"insert_pending_requests", false},
+		"ledger.dequeueCQL":    {"delete_pending_requests", false},
+		"ledger.dueCQL":        {"select_pending_requests", false},
 
 		"projection.upsertByCustomerCQL": {"insert_orders_by_customer", false},
 		"projection.upsertByIDCQL":       {"insert_orders_by_id", false},
@@ -93,6 +95,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"reconciler.membersCQL":    {"select_reconciler_members", false},
 		"reconciler.leaveCQL":      {"delete_reconciler_members", false},
 		"reconciler.ownersCQL":     {"select_reconciler_leases", false},
+		"reconciler.leaseCQL":      {"select_reconciler_leases", false},
 		"reconciler.acquireCQL":    {"insert_reconciler_leases", true},
 		"reconciler.renewCQL":      {"update_reconciler_leases", true},
 		"reconciler.releaseCQL":    {"delete_reconciler_leases", true},
@@ -107,6 +110,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"cql.selectApplied":    {"select_schema_migrations", false},
 		"cql.insertApplied":    {"insert_schema_migrations", true},
 		"cql.takeLock":         {"insert_schema_lock", true},
+		"cql.lockOwner":        {"select_schema_lock", false},
 		"cql.releaseLock":      {"delete_schema_lock", true},
 	}
 	sources := []string{"../../ledger/*.go", "../../projection/*.go", "../../reconciler/coord.go", "../../cql/migrate.go"}
@@ -198,8 +202,8 @@ func statementConsts(t *testing.T, path string) map[string]string {
 		if !ok {
 			continue
 		}
-		first, _, _ := strings.Cut(strings.TrimSpace(s), " ")
-		if slices.Contains(verbs, strings.ToUpper(first)) {
+		// A statement may start with its name comment: the verb follows.
+		if toks := tokens(s, 1); len(toks) == 1 && slices.Contains(verbs, strings.ToUpper(toks[0])) {
 			out[file.Name.Name+"."+name] = s
 		}
 	}

@@ -101,13 +101,13 @@ func TestOutcomesAndUnknownOutcomes(t *testing.T) {
 
 func TestReconcilerStatsAreExported(t *testing.T) {
 	m, reg := newMetrics(t)
-	stats := reconciler.Stats{Finished: 3, Retried: 2, DeadLettered: 1, Dropped: 7, Passes: 40, PassErrors: 4,
+	stats := reconciler.Stats{Finished: 3, Retried: 2, Stuck: 6, DeadLettered: 1, Dropped: 7, Passes: 40, PassErrors: 4,
 		Pending: 5, OldestPending: 90 * time.Second, OwnedShards: 8}
 	if err := m.RegisterReconciler(func() reconciler.Stats { return stats }); err != nil {
 		t.Fatal(err)
 	}
 	want := `
-# HELP orderd_reconciler_dead_lettered_total Requests moved to FAILED after the maximum attempts.
+# HELP orderd_reconciler_dead_lettered_total Requests moved to FAILED because their stored command cannot be read (nothing was written).
 # TYPE orderd_reconciler_dead_lettered_total counter
 orderd_reconciler_dead_lettered_total 1
 # HELP orderd_reconciler_oldest_pending_age_seconds Age of the oldest PENDING request found due in the last pass (0 if none).
@@ -122,7 +122,7 @@ orderd_reconciler_owned_shards 8
 		t.Error(err)
 	}
 	for name, v := range map[string]float64{
-		"orderd_reconciler_finished_total": 3, "orderd_reconciler_retried_total": 2, "orderd_reconciler_dropped_entries_total": 7,
+		"orderd_reconciler_finished_total": 3, "orderd_reconciler_retried_total": 2, "orderd_reconciler_stuck_attempts_total": 6, "orderd_reconciler_dropped_entries_total": 7,
 		"orderd_reconciler_passes_total": 40, "orderd_reconciler_pass_errors_total": 4, "orderd_reconciler_pending_requests": 5,
 	} {
 		if got := gathered(t, reg, name); got != v {

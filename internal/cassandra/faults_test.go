@@ -1,0 +1,101 @@
+package cassandra
+
+import (
+	"context"
+	"testing"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/atlasmart/orderd/internal/fault"
+)
+
+// countingSession counts the executions that reach it.
+type countingSession struct{ ran map[string]int }
+
+func (c *countingSession) Query(stmt string, _ ...any) Query { return &countingQuery{c, stmt} }
+
+type countingQuery struct {
+	c    *countingSession
+	stmt string
+}
+
+func (q *countingQuery) Consistency(gocql.Consistency) Query       { return q }
+func (q *countingQuery) SerialConsistency(gocql.Consistency) Query { return q }
+func (q *countingQuery) WithTimestamp(int64) Query                 { return q }
+func (q *countingQuery) Idempotent(bool) Query                     { return q }
+func (q *countingQuery) PageSize(int) Query                        { return q }
+func (q *countingQuery) PageState([]byte) Query                    { return q }
+func (q *countingQuery) ExecContext(context.Context) error {
+	q.c.ran[StatementName(q.stmt)]++
+	return nil
+}
+func (q *countingQuery) ScanContext(ctx context.Context, _ ...any) error { return q.ExecContext(ctx) }
+func (q *countingQuery) MapScanContext(ctx context.Context, _ map[string]any) error {
+	return q.ExecContext(ctx)
+}
+func (q *countingQuery) MapScanCASContext(ctx context.Context, _ map[string]any) (bool, error) {
+	return true, q.ExecContext(ctx)
+}
+func (q *countingQuery) IterContext(context.Context) Iter { return errIter{} }
+
+func TestStatementName(t *testing.T) {
+	for stmt, want := range map[string]string{
+		"/* ledger.claim */ INSERT INTO x":  "ledger.claim",
+		"\n\t/*queue.due*/SELECT":           "queue.due",
+		"SELECT * FROM x":                   "",
+		"/* unterminated SELECT":            "",
+		"SELECT 1 /* not leading */ FROM x": "",
+	} {
+		if got := StatementName(stmt); got != want {
+			t.Errorf("StatementName(%q) = %q, want %q", stmt, got, want)
+		}
+	}
+}
+
+// Each fault does what it says to the statement and to the caller, in the
+// order armed, and then the statement behaves again.
+func TestFaultSessionServesArmedFaultsInOrder(t *testing.T) {
+	inner := &countingSession{ran: map[string]int{}}
+	fs := NewFaultSession(inner)
+	if err := fs.ArmSpec("ledger.complete=unavailable;ledger.complete=timeout;ledger.complete=lose-response*2"); err != nil {
+		t.Fatal(err)
+	}
+	const stmt = "/* ledger.complete */ UPDATE t SET a = 1 WHERE k = 1 IF a = 0"
+	ctx := context.Background()
+	steps := []struct {
+		wantKind fault.Kind
+		wantRan  int // executions that reached the cluster so far
+	}{
+		{fault.Unavailable, 0},    // not sent
+		{fault.OutcomeUnknown, 0}, // timeout: not sent, looks unknown
+		{fault.OutcomeUnknown, 1}, // lose-response: sent, looks unknown
+		{fault.OutcomeUnknown, 2},
+	}
+	for i, st := range steps {
+		_, err := fs.Query(stmt).MapScanCASContext(ctx, map[string]any{})
+		if got := fault.KindOf(WriteError("op", err)); got != st.wantKind {
+			t.Errorf("step %d: kind %v, want %v (err %v)", i, got, st.wantKind, err)
+		}
+		if inner.ran["ledger.complete"] != st.wantRan {
+			t.Errorf("step %d: %d executions reached the cluster, want %d", i, inner.ran["ledger.complete"], st.wantRan)
+		}
+	}
+	if applied, err := fs.Query(stmt).MapScanCASContext(ctx, map[string]any{}); err != nil || !applied {
+		t.Errorf("after its faults the statement runs again: %v %v", applied, err)
+	}
+	if fs.Hits("ledger.complete") != 4 || fs.Pending("ledger.complete") != 0 {
+		t.Errorf("hits %d pending %d, want 4 and 0", fs.Hits("ledger.complete"), fs.Pending("ledger.complete"))
+	}
+	// Other statements and unnamed ones are untouched.
+	if err := fs.Query("/* ledger.get */ SELECT").ExecContext(ctx); err != nil {
+		t.Errorf("unarmed statement failed: %v", err)
+	}
+}
+
+func TestArmSpecRejectsBadSpecifications(t *testing.T) {
+	for _, spec := range []string{"ledger.claim", "=timeout", "ledger.claim=explode", "ledger.claim=timeout*0", "ledger.claim=timeout*x"} {
+		if err := NewFaultSession(&countingSession{}).ArmSpec(spec); err == nil {
+			t.Errorf("ArmSpec(%q) accepted", spec)
+		}
+	}
+}
