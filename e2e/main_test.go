@@ -52,12 +52,18 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	orderdBinary = filepath.Join(dir, "orderd")
-	build := exec.Command("go", "build", "-o", orderdBinary, "./cmd/orderd")
-	build.Dir = repoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: build orderd: %v\n%s", err, out)
-		return 1
+	// ORDERD_E2E_BINARY runs the suite against another build, e.g. an older
+	// commit's, to show that a regression test fails there.
+	orderdBinary = os.Getenv("ORDERD_E2E_BINARY")
+	if orderdBinary == "" {
+		orderdBinary = filepath.Join(dir, "orderd")
+		build := exec.Command("go", "build", "-o", orderdBinary, "./cmd/orderd")
+		build.Dir = repoRoot()
+		out, err := build.CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: FAIL: build orderd: %v\n%s", err, out)
+			return 1
+		}
 	}
 
 	keyspace = fmt.Sprintf("e2e_%d", time.Now().UnixNano()/1e6)

@@ -1,0 +1,128 @@
+package workflow
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// Regression tests for issue 9's workflow defects; each failed on the code
+// as it landed (7fe1df1).
+
+// impatientProjector fails a write the way the driver does when the call's
+// own context ends mid-write: the context is done and the error is an
+// unknown outcome.
+type impatientProjector struct {
+	Projector
+	cancel context.CancelFunc
+}
+
+func (p impatientProjector) Write(ctx context.Context, o order.Order) error {
+	p.cancel()
+	<-ctx.Done()
+	return fault.New(fault.ReasonOutcomeUnknown, ctx.Err())
+}
+
+// Defect 2: a client whose own deadline ends the attempt has not seen the
+// request fail; counting it would let impatient retries use up the
+// attempts before the reconciler ever tried.
+func TestClientDeadlineIsNotAFailedAttempt(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	f.svc.projector = impatientProjector{Projector: f.proj, cancel: cancel}
+	_, err := f.svc.CreateOrder(ctx, baseInput())
+	wantFault(t, err, fault.OutcomeUnknown)
+	rec := onlyRecord(t, f.led)
+	if rec.State != ledger.Pending || rec.Attempts != 0 || rec.LastError != "" {
+		t.Fatalf("after the client's deadline: state %s, attempts %d, last_error %q; want PENDING, 0, none",
+			rec.State, rec.Attempts, rec.LastError)
+	}
+	if n := f.led.Calls("RecordAttempt"); n != 0 {
+		t.Errorf("RecordAttempt called %d times for an attempt the client abandoned", n)
+	}
+}
+
+// Defect 3: after the ledger row expires, the same request_id claims
+// afresh. The same intent gets the original order back as a replay (its
+// created_at, its month); a different command is rejected, its claim
+// withdrawn, and the order is not touched.
+func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	first, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey(t)
+
+	// Past the retention, into another month: the row is gone.
+	f.clock.Advance(8 * 24 * time.Hour)
+	if _, ok := f.led.Record(key); ok {
+		t.Fatal("the ledger row outlived its retention")
+	}
+	other := baseInput()
+	other.Total, other.CustomerID = "99.00", "cust-other"
+	other.Lines = nil
+	_, err = f.svc.CreateOrder(context.Background(), other)
+	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
+		t.Fatalf("reason %s, want REQUEST_ID_REUSED", fe.Reason)
+	}
+	if rec, ok := f.led.Record(key); ok {
+		t.Fatalf("the rejected claim was left in the ledger: %+v", rec)
+	}
+	got, err := f.proj.Order(context.Background(), first.Order.Tenant, first.Order.ID)
+	if err != nil || !reflect.DeepEqual(got, first.Order) {
+		t.Fatalf("the order after a rejected late retry:\n  %+v (%v)\nwant it unchanged:\n  %+v", got, err, first.Order)
+	}
+	if n := f.proj.WriteCount(first.Order.ID); n != 1 {
+		t.Errorf("the rejected late retry wrote projections (%d writes of the order)", n)
+	}
+
+	again, err := f.svc.CreateOrder(context.Background(), sameInputOtherSpelling())
+	if err != nil {
+		t.Fatalf("late retry of the same intent: %v", err)
+	}
+	if !again.Replayed || again.Outcome != OutcomeReplayed {
+		t.Errorf("late retry of the same intent: replayed %v, outcome %s; want a replay", again.Replayed, again.Outcome)
+	}
+	if !reflect.DeepEqual(again.Order, first.Order) {
+		t.Errorf("late retry answered\n  %+v\nwant the first order\n  %+v", again.Order, first.Order)
+	}
+	rec := onlyRecord(t, f.led)
+	if rec.State != ledger.Complete || !reflect.DeepEqual(decodeOutcome(t, rec), first.Order) {
+		t.Errorf("the new claim's recorded outcome is %s %+v, want COMPLETE with the first order", rec.State, decodeOutcome(t, rec))
+	}
+	if got, _ := f.proj.Order(context.Background(), first.Order.Tenant, first.Order.ID); !reflect.DeepEqual(got, first.Order) {
+		t.Errorf("the late retry rewrote the order: %+v", got)
+	}
+}
+
+// A claim withdrawn by one finisher is answered as a conflict by the
+// finishers racing it, never as an error of the cluster.
+func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(8 * 24 * time.Hour)
+	other := baseInput()
+	other.Total = "1.00"
+	other.Lines = nil
+	rec := recordFor(t, f.svc, other, f.clock.Now(), ledger.Pending)
+	rec.ClaimToken = uuid.New()
+	if won, _, err := f.led.Claim(context.Background(), rec); err != nil || !won {
+		t.Fatalf("seed the late claim: %v %v", won, err)
+	}
+	for i := range 2 { // the first withdraws, the second finds it gone
+		_, err := f.svc.Finish(context.Background(), rec)
+		if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
+			t.Fatalf("finisher %d: reason %s, want REQUEST_ID_REUSED", i, fe.Reason)
+		}
+	}
+}
