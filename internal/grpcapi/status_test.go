@@ -63,8 +63,8 @@ func TestStatusInvalid(t *testing.T) {
 	if st.Code() != codes.InvalidArgument {
 		t.Errorf("code = %s, want InvalidArgument", st.Code())
 	}
-	if st.Message() != in.Message {
-		t.Errorf("message = %q, want %q", st.Message(), in.Message)
+	if want := messageOf[fault.ReasonInvalidArgument]; st.Message() != want {
+		t.Errorf("message = %q, want %q", st.Message(), want)
 	}
 	if info == nil || info.GetReason() != "INVALID_ARGUMENT" || info.GetDomain() != ErrorDomain {
 		t.Errorf("ErrorInfo = %v, want reason INVALID_ARGUMENT in %s", info, ErrorDomain)
@@ -86,6 +86,9 @@ func TestStatusInvalid(t *testing.T) {
 	}
 }
 
+// secretCause stands for driver text: hosts, driver messages, payloads.
+var secretCause = errors.New("gocql: no response from 127.0.0.2:9042: secret detail")
+
 func TestStatusKinds(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -95,56 +98,29 @@ func TestStatusKinds(t *testing.T) {
 		retry     time.Duration // 0: no RetryInfo expected
 		noDetails bool
 	}{
+		{name: "conflict", err: fault.New(fault.ReasonRequestIDReused, nil), code: codes.FailedPrecondition, reason: "REQUEST_ID_REUSED"},
+		{name: "failed", err: fault.New(fault.ReasonRequestFailed, secretCause), code: codes.FailedPrecondition, reason: "REQUEST_FAILED"},
 		{
-			name: "conflict",
-			err: &fault.Error{Kind: fault.Conflict, Reason: "REQUEST_ID_REUSED",
-				Message: "request_id x was already used for a different command"},
-			code: codes.FailedPrecondition, reason: "REQUEST_ID_REUSED",
-		},
-		{
-			name: "failed",
-			err:  &fault.Error{Kind: fault.Failed, Reason: "REQUEST_FAILED", Message: "request x failed permanently"},
-			code: codes.FailedPrecondition, reason: "REQUEST_FAILED",
-		},
-		{
-			name: "in progress",
-			err: &fault.Error{Kind: fault.InProgress, Reason: "REQUEST_IN_PROGRESS", RetryAfter: time.Second,
-				Message: "another attempt is in progress", Cause: context.DeadlineExceeded},
+			name: "in progress", err: fault.New(fault.ReasonRequestInProgress, context.DeadlineExceeded),
 			code: codes.Aborted, reason: "REQUEST_IN_PROGRESS", retry: time.Second,
 		},
 		{
-			name: "unavailable",
-			err: &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE", RetryAfter: 2 * time.Second,
-				Message: "the database is unavailable; retry with the same request_id"},
+			name: "unavailable", err: fault.New(fault.ReasonClusterUnavailable, secretCause).WithRetryAfter(2 * time.Second),
 			code: codes.Unavailable, reason: "CLUSTER_UNAVAILABLE", retry: 2 * time.Second,
 		},
 		{
-			name: "outcome unknown",
-			err: &fault.Error{Kind: fault.OutcomeUnknown, Reason: "OUTCOME_UNKNOWN", RetryAfter: 1500 * time.Millisecond,
-				Message: "the write may have applied; retry with the same request_id"},
+			name: "outcome unknown", err: fault.New(fault.ReasonOutcomeUnknown, secretCause).WithRetryAfter(1500 * time.Millisecond),
 			code: codes.Unavailable, reason: "OUTCOME_UNKNOWN", retry: 1500 * time.Millisecond,
 		},
 		{
-			name: "wrapped unavailable",
-			err: fmt.Errorf("project order: %w", &fault.Error{Kind: fault.Unavailable, Reason: "CLUSTER_UNAVAILABLE",
-				RetryAfter: time.Second, Message: "the database is unavailable"}),
+			name: "wrapped unavailable", err: fmt.Errorf("project order: %w", fault.New(fault.ReasonClusterUnavailable, secretCause)),
 			code: codes.Unavailable, reason: "CLUSTER_UNAVAILABLE", retry: time.Second,
 		},
-		{
-			name: "not found",
-			err:  &fault.Error{Kind: fault.NotFound, Reason: "REQUEST_NOT_FOUND", Message: "no request x is recorded"},
-			code: codes.NotFound, reason: "REQUEST_NOT_FOUND",
-		},
-		{
-			name: "plain error",
-			err:  errors.New("boom: secret detail"),
-			code: codes.Internal, noDetails: true,
-		},
-		{
-			name: "internal fault",
-			err:  &fault.Error{Kind: fault.Internal, Message: "secret internal message", Cause: errors.New("secret cause")},
-			code: codes.Internal, noDetails: true,
-		},
+		{name: "request not found", err: fault.New(fault.ReasonRequestNotFound, nil), code: codes.NotFound, reason: "REQUEST_NOT_FOUND"},
+		{name: "order not found", err: fault.New(fault.ReasonOrderNotFound, nil), code: codes.NotFound, reason: "ORDER_NOT_FOUND"},
+		{name: "plain error", err: secretCause, code: codes.Internal, noDetails: true},
+		{name: "internal fault", err: fault.New(fault.ReasonInternal, secretCause), code: codes.Internal, noDetails: true},
+		{name: "unreadable command", err: fault.New(fault.ReasonCommandUnreadable, secretCause), code: codes.Internal, noDetails: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,9 +129,12 @@ func TestStatusKinds(t *testing.T) {
 			if st.Code() != tc.code {
 				t.Errorf("code = %s, want %s", st.Code(), tc.code)
 			}
+			if strings.Contains(st.Message(), "secret") || strings.Contains(st.Message(), "127.0.0") {
+				t.Errorf("message %q leaks the cause", st.Message())
+			}
 			if tc.noDetails {
-				if strings.Contains(st.Message(), "secret") {
-					t.Errorf("message %q leaks the cause", st.Message())
+				if st.Message() != "internal error" {
+					t.Errorf("message = %q, want \"internal error\"", st.Message())
 				}
 				if len(st.Details()) != 0 {
 					t.Errorf("details = %v, want none", st.Details())
@@ -163,11 +142,8 @@ func TestStatusKinds(t *testing.T) {
 				return
 			}
 			fe, _ := fault.As(tc.err)
-			if st.Message() != fe.Message {
-				t.Errorf("message = %q, want %q", st.Message(), fe.Message)
-			}
-			if fe.Cause != nil && strings.Contains(st.Message(), fe.Cause.Error()) {
-				t.Errorf("message %q carries the cause", st.Message())
+			if want := messageOf[fe.Reason]; st.Message() != want {
+				t.Errorf("message = %q, want %q", st.Message(), want)
 			}
 			if info == nil {
 				t.Fatal("no ErrorInfo detail")
@@ -194,13 +170,23 @@ func TestStatusKinds(t *testing.T) {
 // give codes.OK, and status.Error(codes.OK, ...) is a nil error.
 func TestStatusEveryKindIsAnError(t *testing.T) {
 	for k := fault.Internal; k <= fault.OutcomeUnknown; k++ {
-		err := testServer().Status(context.Background(), "CreateOrder", &fault.Error{Kind: k, Reason: "R", Message: "m"})
+		err := testServer().Status(context.Background(), "CreateOrder", &fault.Error{Kind: k, Reason: "R"})
 		if err == nil {
 			t.Errorf("kind %s: Status returned nil", k)
 			continue
 		}
 		if code := status.Code(err); code == codes.OK || code == codes.Unknown {
 			t.Errorf("kind %s: code %s", k, code)
+		}
+	}
+}
+
+// Every reason has its client-facing message here, the only place one is
+// written.
+func TestEveryReasonHasAMessage(t *testing.T) {
+	for _, r := range fault.Reasons() {
+		if messageOf[r] == "" {
+			t.Errorf("reason %s has no message in messageOf", r)
 		}
 	}
 }
