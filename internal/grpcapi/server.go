@@ -124,7 +124,7 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 		PayloadFingerprint: rec.Fingerprint,
 		CreatedAt:          timestamppb.New(rec.CreatedAt),
 		Attempts:           int32(rec.Attempts),
-		LastError:          rec.LastError,
+		LastError:          lastError(rec.LastError),
 	}
 	if !rec.CompletedAt.IsZero() {
 		out.CompletedAt = timestamppb.New(rec.CompletedAt)
@@ -186,6 +186,21 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 		out.Orders = append(out.Orders, toProto(o))
 	}
 	return out, nil
+}
+
+// lastError is a request's last_error as a client may see it: a stable
+// reason (fault.Reason). Anything else (driver text recorded by an older
+// version, still within its retention) is shown as INTERNAL, never as is.
+func lastError(s string) string {
+	if s == "" {
+		return ""
+	}
+	for _, r := range fault.Reasons() {
+		if s == string(r) {
+			return s
+		}
+	}
+	return string(fault.ReasonInternal)
 }
 
 // clip bounds a client-chosen value before it is logged: an invalid

@@ -30,6 +30,7 @@ type spyLedger struct {
 	ledger.Store
 	mu    sync.Mutex
 	calls []string
+	rec   *ledger.Record // what Get answers; nil: ErrNotFound
 }
 
 func (l *spyLedger) note(m string) {
@@ -46,6 +47,9 @@ func (l *spyLedger) Calls() []string {
 
 func (l *spyLedger) Get(context.Context, ledger.Key) (ledger.Record, error) {
 	l.note("Get")
+	if l.rec != nil {
+		return *l.rec, nil
+	}
 	return ledger.Record{}, ledger.ErrNotFound
 }
 
@@ -351,5 +355,27 @@ func TestListInternalErrorCarriesNoDriverText(t *testing.T) {
 	}
 	if len(st.Details()) != 0 {
 		t.Errorf("details %v on an internal error", st.Details())
+	}
+}
+
+// GetRequest's last_error carries a stable reason, never text a ledger row
+// may hold from an older version (driver messages, hosts).
+func TestGetRequestLastErrorIsAReason(t *testing.T) {
+	for stored, want := range map[string]string{
+		"":                    "",
+		"CLUSTER_UNAVAILABLE": "CLUSTER_UNAVAILABLE",
+		"OUTCOME_UNKNOWN":     "OUTCOME_UNKNOWN",
+		"the database is unavailable; retry with the same request_id: gocql: no response from 127.0.0.2:9042": "INTERNAL",
+	} {
+		s, l, _ := newTestAPI(t, testKey)
+		l.rec = &ledger.Record{Key: ledger.Key{Tenant: "acme", Operation: order.Operation, RequestID: uuid.MustParse(validID)},
+			State: ledger.Pending, Attempts: 1, LastError: stored}
+		resp, err := s.GetRequest(context.Background(), &ordersv1.GetRequestRequest{RequestId: validID})
+		if err != nil {
+			t.Fatalf("GetRequest: %v", err)
+		}
+		if got := resp.GetRequest().GetLastError(); got != want {
+			t.Errorf("stored last_error %q answered as %q, want %q", stored, got, want)
+		}
 	}
 }

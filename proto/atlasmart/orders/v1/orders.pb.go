@@ -489,7 +489,9 @@ type WriteRequest struct {
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
 	// Number of attempts made so far, counting the first.
 	Attempts int32 `protobuf:"varint,8,opt,name=attempts,proto3" json:"attempts,omitempty"`
-	// The error of the latest failed attempt; empty if none failed.
+	// Why the latest failed attempt failed, as a stable reason (the ErrorInfo
+	// reasons, e.g. "CLUSTER_UNAVAILABLE"); empty if none failed. Never
+	// driver or server text.
 	LastError string `protobuf:"bytes,9,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	// Tenant the request belongs to.
 	Tenant        string `protobuf:"bytes,10,opt,name=tenant,proto3" json:"tenant,omitempty"`
