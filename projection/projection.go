@@ -2,7 +2,6 @@ package projection
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -29,19 +28,19 @@ const (
 const EventOrderCreated = "ORDER_CREATED"
 
 const (
-	upsertByCustomerCQL = `INSERT INTO orders_by_customer
+	upsertByCustomerCQL = `/* projection.orders_by_customer */ INSERT INTO orders_by_customer
 		(tenant, customer_id, order_month, order_id, status, total, currency, request_id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	upsertByIDCQL = `INSERT INTO orders_by_id
+	upsertByIDCQL = `/* projection.orders_by_id */ INSERT INTO orders_by_id
 		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	upsertEventCQL = `INSERT INTO order_events_by_order
+	upsertEventCQL = `/* projection.order_events_by_order */ INSERT INTO order_events_by_order
 		(tenant, order_id, event_id, event_type, detail, event_time)
 		VALUES (?, ?, ?, ?, ?, ?)`
 
-	selectByIDCQL = `SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at
+	selectByIDCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at
 		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
-	selectByCustomerCQL = `SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at
+	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at
 		FROM orders_by_customer WHERE tenant = ? AND customer_id = ? AND order_month = ?`
 )
 
@@ -54,13 +53,13 @@ type lineUDT struct {
 
 // Store writes and reads the projections.
 type Store struct {
-	s          *gocql.Session
+	s          cassandra.Session
 	failpoints *failpoint.Set
 }
 
 // NewStore returns a Store on a session whose keyspace holds the tables.
 // failpoints may be nil.
-func NewStore(s *gocql.Session, failpoints *failpoint.Set) *Store {
+func NewStore(s cassandra.Session, failpoints *failpoint.Set) *Store {
 	return &Store{s: s, failpoints: failpoints}
 }
 
@@ -68,13 +67,21 @@ func NewStore(s *gocql.Session, failpoints *failpoint.Set) *Store {
 // them one after another.
 var Tables = []string{OrdersByCustomer, EventsByOrder, OrdersByID}
 
-// Write projects o into every table, concurrently. It returns nil only when
-// every write is confirmed at LOCAL_QUORUM; otherwise a *fault.Error
-// (Unavailable or OutcomeUnknown), and the whole Write may be replayed.
+// Write projects o into every table. orders_by_id goes first and alone: it
+// is the order's authoritative row, so once it exists the order's values are
+// fixed (workflow.Finish reads it before writing); the other two follow
+// concurrently. It returns nil only when every write is confirmed at
+// LOCAL_QUORUM; otherwise a *fault.Error (Unavailable or OutcomeUnknown),
+// and the whole Write may be replayed.
 func (p *Store) Write(ctx context.Context, o order.Order) error {
+	if err := p.WriteOne(ctx, o, OrdersByID); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, table := range Tables {
-		g.Go(func() error { return p.WriteOne(gctx, o, table) })
+		if table != OrdersByID {
+			g.Go(func() error { return p.WriteOne(gctx, o, table) })
+		}
 	}
 	return g.Wait()
 }
@@ -126,7 +133,7 @@ func upsertFor(o order.Order, table string) (string, []any, error) {
 }
 
 // ErrNotFound: no such order.
-var ErrNotFound = &fault.Error{Kind: fault.NotFound, Reason: "ORDER_NOT_FOUND", Message: "no order with that id"}
+var ErrNotFound = fault.New(fault.ReasonOrderNotFound, nil)
 
 // Order reads one order by id.
 func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
@@ -156,17 +163,17 @@ func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.O
 
 // Page is one page of a customer's orders.
 type Page struct {
-	Orders    []order.Order
-	NextToken string // empty on the last page
+	Orders []order.Order
+	// NextState is Cassandra's paging state for the next page, nil on the
+	// last page. It is raw and unauthenticated: whoever hands it to a client
+	// wraps it (internal/grpcapi signs it) and checks it before passing it back.
+	NextState []byte
 }
 
 // CustomerOrders lists a customer's orders of one month (month is any day
-// in it), pageSize at a time; token continues a previous page.
-func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, token string) (Page, error) {
-	state, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
-		return Page{}, fault.InvalidArgs([]fault.Violation{{Field: "page_token", Description: "not a token from a previous page"}})
-	}
+// in it), pageSize at a time; state (nil for the first page) is a previous
+// page's NextState, passed to Cassandra as it is.
+func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (Page, error) {
 	first := month.UTC().AddDate(0, 0, 1-month.UTC().Day())
 	iter := p.s.Query(selectByCustomerCQL, tenant, customerID, first).PageSize(pageSize).PageState(state).IterContext(ctx)
 	var (
@@ -177,20 +184,17 @@ func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, m
 	)
 	// PageState disables automatic paging: this iterator covers one page.
 	next := iter.PageState()
-	scanner := iter.Scanner()
-	for scanner.Next() {
-		o := order.Order{Tenant: tenant}
-		if err := scanner.Scan(&orderID, &o.CustomerID, &m, &o.Status, &total, &o.Currency, &reqID, &o.CreatedAt); err != nil {
-			return Page{}, cassandra.ReadError("read customer orders", err)
-		}
+	o := order.Order{Tenant: tenant}
+	for iter.Scan(&orderID, &o.CustomerID, &m, &o.Status, &total, &o.Currency, &reqID, &o.CreatedAt) {
 		o.ID, o.RequestID, o.Month, o.Total, o.CreatedAt = uuid.UUID(orderID), uuid.UUID(reqID), m.Format(time.DateOnly), total.String(), o.CreatedAt.UTC()
 		page.Orders = append(page.Orders, o)
+		o = order.Order{Tenant: tenant}
 	}
-	if err := scanner.Err(); err != nil {
+	if err := iter.Close(); err != nil {
 		return Page{}, cassandra.ReadError("read customer orders", err)
 	}
 	if len(next) > 0 {
-		page.NextToken = base64.RawURLEncoding.EncodeToString(next)
+		page.NextState = next
 	}
 	return page, nil
 }

@@ -25,9 +25,11 @@ type config struct {
 	takeoverAfter     time.Duration
 	requestTimeout    time.Duration
 	shutdownGrace     time.Duration
+	pageTokenKey      keyFlag
 	logFormat         string
 	logLevel          string
 	failpoints        string
+	cqlFaults         string
 
 	reconcilerOn         bool
 	reconcileGrace       time.Duration
@@ -60,6 +62,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
 		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
+		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/cassandra.FaultSession)")
 		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout)")
 		fs.DurationVar(&c.reconcileInterval, "reconcile-interval", c.envDuration("ORDERD_RECONCILE_INTERVAL", 2*time.Second), "pause between reconciler passes")
 		fs.IntVar(&c.reconcileMaxAttempts, "reconcile-max-attempts", c.envInt("ORDERD_RECONCILE_MAX_ATTEMPTS", 5), "attempts before a request is set aside as FAILED")
@@ -79,6 +82,8 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
 		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "deadline of a call whose client set none")
 		fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.envDuration("ORDERD_SHUTDOWN_GRACE", 20*time.Second), "how long open calls may finish after SIGTERM")
+		c.pageTokenKey = c.envKey("ORDERD_PAGE_TOKEN_KEY")
+		fs.Var(&c.pageTokenKey, "page-token-key", "key signing ListCustomerOrders page tokens: hex or base64, at least 32 bytes, the same on every instance; unset: a random key per process (prefer the environment variable: a flag shows in ps)")
 	}
 	return fs
 }

@@ -95,6 +95,7 @@ func run(args []string) error {
 // app is the wired core shared by serve, reconcile and requeue.
 type app struct {
 	session     *gocql.Session
+	stmts       cassandra.Session // what the stores run statements through
 	ledger      *ledger.CassandraStore
 	projections *projection.Store
 	workflow    *workflow.Service
@@ -119,8 +120,17 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	if err != nil {
 		return nil, err
 	}
-	store, err := ledger.NewCassandraStore(session, ledger.Config{
-		Retention: cfg.retention, DueAfter: cfg.reconcileGrace, Failpoints: failpoints,
+	if err := cql.Check(ctx, cassandra.Wrap(session), cfg.keyspace); err != nil {
+		session.Close()
+		return nil, err
+	}
+	stmts, err := statementSession(session, cfg.cqlFaults, log)
+	if err != nil {
+		session.Close()
+		return nil, err
+	}
+	store, err := ledger.NewCassandraStore(stmts, ledger.Config{
+		Retention: cfg.retention, DueAfter: cfg.reconcileGrace,
 		OnSettle: func(op string, outcome ledger.SettleOutcome, cause error) {
 			log.Warn("write outcome was unknown; settled by a LOCAL_SERIAL read", "op", op, "settled", string(outcome), "cause", cause)
 			m.UnknownOutcome(op, outcome)
@@ -130,13 +140,28 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		session.Close()
 		return nil, err
 	}
-	projections := projection.NewStore(session, failpoints)
+	projections := projection.NewStore(stmts, failpoints)
 	wcfg := workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter}
 	if m != nil {
 		wcfg.Observer = m
 	}
 	wf := workflow.New(wcfg, store, projections, failpoints, log)
-	return &app{session: session, ledger: store, projections: projections, workflow: wf, metrics: m}, nil
+	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, metrics: m}, nil
+}
+
+// statementSession is the session the stores run their statements through:
+// the driver's, or, when faults are armed (ORDERD_CQL_FAULTS, tests only),
+// one that makes the named statements fail.
+func statementSession(s *gocql.Session, faults string, log *slog.Logger) (cassandra.Session, error) {
+	if faults == "" {
+		return cassandra.Wrap(s), nil
+	}
+	fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+	if err := fs.ArmSpec(faults); err != nil {
+		return nil, err
+	}
+	log.Warn("CQL faults armed: statements will fail on purpose", "cql_faults", faults)
+	return fs, nil
 }
 
 // reconciler returns the process's reconciler loop, its stats exported.
@@ -146,9 +171,9 @@ func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error
 		return err
 	}
 	loop := reconciler.New(reconciler.Config{
-		Grace: cfg.reconcileGrace, Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
+		Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
 		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax,
-	}, a.ledger, finish, reconciler.NewCassandraCoordinator(a.session), log)
+	}, a.ledger, finish, reconciler.NewCassandraCoordinator(a.stmts), log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err
 	}
@@ -234,7 +259,7 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	defer session.Close()
-	res, err := cql.Migrate(ctx, session, cql.Config{
+	res, err := cql.Migrate(ctx, cassandra.Wrap(session), cql.Config{
 		Keyspace: cfg.keyspace, DataCenter: cfg.localDC, ReplicationFactor: cfg.replicationFactor, Log: log,
 	})
 	if err != nil {
@@ -257,18 +282,25 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	defer a.session.Close()
 	session, wf, projections := a.session, a.workflow, a.projections
 
+	key, err := pageTokenKey(cfg.pageTokenKey.key, log)
+	if err != nil {
+		return err
+	}
+	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key}, wf, projections, log)
+	if err != nil {
+		return err
+	}
+
 	lis, err := net.Listen("tcp", cfg.grpcAddr)
 	if err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w", cfg.grpcAddr, err)
 	}
 	srv := grpc.NewServer(obs.grpcOptions(deadlineInterceptor(cfg.requestTimeout))...)
-	ordersv1.RegisterOrderServiceServer(srv, grpcapi.New(wf, projections, log))
+	ordersv1.RegisterOrderServiceServer(srv, api)
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
 	reflection.Register(srv)
-	probe := grpcapi.NewHealthProbe(healthSrv, func(ctx context.Context) error {
-		return session.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ExecContext(ctx)
-	}, 2*time.Second, log)
+	probe := grpcapi.NewHealthProbe(healthSrv, quorumProbe(session), 2*time.Second, log)
 
 	var loop *reconciler.Loop
 	if cfg.reconcilerOn {
