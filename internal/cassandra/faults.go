@@ -40,28 +40,25 @@ func (f Fault) String() string {
 	return "fault(" + strconv.Itoa(int(f)) + ")"
 }
 
-// FaultSession wraps a Session and makes executions of named statements
-// (see StatementName) fail deterministically: the next N executions of a
-// statement get the armed Fault, then it behaves again. Statements without
-// an armed fault pass through untouched. Safe for concurrent use.
-type FaultSession struct {
-	inner Session
-
+// Faults is a set of faults armed by statement name, served one per
+// execution in the order armed. A FaultSession serves them to real
+// statements; the stores' in-memory fakes (ledgertest, projectiontest,
+// reconcilertest) serve them the same way, so one test arms either alike.
+// Safe for concurrent use.
+type Faults struct {
 	mu    sync.Mutex
 	armed map[string][]Fault // statement name -> faults, one per execution, in order
 	hits  map[string]int     // statement name -> faults served
 }
 
-var _ Session = (*FaultSession)(nil)
-
-// NewFaultSession wraps inner with nothing armed.
-func NewFaultSession(inner Session) *FaultSession {
-	return &FaultSession{inner: inner, armed: map[string][]Fault{}, hits: map[string]int{}}
+// NewFaults returns a set with nothing armed.
+func NewFaults() *Faults {
+	return &Faults{armed: map[string][]Fault{}, hits: map[string]int{}}
 }
 
 // Arm makes the next times executions of statement name fail with f
 // (after any faults already armed for it).
-func (s *FaultSession) Arm(name string, f Fault, times int) {
+func (s *Faults) Arm(name string, f Fault, times int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range times {
@@ -70,14 +67,14 @@ func (s *FaultSession) Arm(name string, f Fault, times int) {
 }
 
 // Hits is how many faults statement name has been served.
-func (s *FaultSession) Hits(name string) int {
+func (s *Faults) Hits(name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hits[name]
 }
 
 // Pending is how many armed faults of statement name are still unserved.
-func (s *FaultSession) Pending(name string) int {
+func (s *Faults) Pending(name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.armed[name])
@@ -86,7 +83,7 @@ func (s *FaultSession) Pending(name string) int {
 // ArmSpec arms faults from a specification such as
 // "ledger.claim=lose-response;ledger.complete=timeout*3" (ORDERD_CQL_FAULTS):
 // statement=fault, optionally *N executions (default 1).
-func (s *FaultSession) ArmSpec(spec string) error {
+func (s *Faults) ArmSpec(spec string) error {
 	for part := range strings.SplitSeq(spec, ";") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -114,26 +111,46 @@ func (s *FaultSession) ArmSpec(spec string) error {
 	return nil
 }
 
-// take consumes the next fault armed for stmt, if any.
-func (s *FaultSession) take(stmt string) (Fault, bool) {
-	name := StatementName(stmt)
-	if name == "" {
-		return 0, false
-	}
+// Take consumes the next fault armed for statement name, if any.
+func (s *Faults) Take(name string) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.armed[name]
 	if len(q) == 0 {
 		return 0, false
 	}
-	f := q[0]
 	if len(q) == 1 {
 		delete(s.armed, name)
 	} else {
 		s.armed[name] = q[1:]
 	}
 	s.hits[name]++
-	return f, true
+	return q[0], true
+}
+
+// FaultSession wraps a Session and makes executions of named statements
+// (see StatementName) fail deterministically: the next N executions of a
+// statement get the armed Fault, then it behaves again. Statements without
+// an armed fault pass through untouched. Safe for concurrent use.
+type FaultSession struct {
+	*Faults
+	inner Session
+}
+
+var _ Session = (*FaultSession)(nil)
+
+// NewFaultSession wraps inner with nothing armed.
+func NewFaultSession(inner Session) *FaultSession {
+	return &FaultSession{Faults: NewFaults(), inner: inner}
+}
+
+// take consumes the next fault armed for stmt, if any.
+func (s *FaultSession) take(stmt string) (Fault, bool) {
+	name := StatementName(stmt)
+	if name == "" {
+		return 0, false
+	}
+	return s.Take(name)
 }
 
 // AwaitSchemaAgreement passes through to the wrapped session, if it can.

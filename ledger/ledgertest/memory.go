@@ -82,14 +82,15 @@ type Statement struct {
 // statement is atomic, an operation of several statements is not, as in
 // the real store. Make one with NewMemory.
 type Memory struct {
+	// Faults armed by statement name (StmtClaim, ...), served as a
+	// cassandra.FaultSession serves them: Arm, Hits, Pending.
+	*cassandra.Faults
 	cfg Config
 
 	mu        sync.Mutex
 	offset    time.Duration // Advance
 	rows      map[ledger.Key]row
 	entries   map[entryKey]entryRow
-	armed     map[string][]cassandra.Fault
-	hits      map[string]int
 	intercept func(Statement) cassandra.Fault
 	calls     map[string]int
 	log       []Statement
@@ -143,8 +144,7 @@ func NewMemory(cfg Config) *Memory {
 		cfg:     cfg,
 		rows:    map[ledger.Key]row{},
 		entries: map[entryKey]entryRow{},
-		armed:   map[string][]cassandra.Fault{},
-		hits:    map[string]int{},
+		Faults:  cassandra.NewFaults(),
 		calls:   map[string]int{},
 	}
 }
@@ -177,31 +177,6 @@ func (m *Memory) ttlFrom(created, now time.Time) time.Duration {
 }
 
 // ---------------------------------------------------------------- faults
-
-// Arm makes the next times executions of the named statement (StmtClaim,
-// ...) fail with f, after any faults already armed for it, as
-// cassandra.FaultSession.Arm does.
-func (m *Memory) Arm(statement string, f cassandra.Fault, times int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for range times {
-		m.armed[statement] = append(m.armed[statement], f)
-	}
-}
-
-// Hits is how many armed faults the named statement has been served.
-func (m *Memory) Hits(statement string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.hits[statement]
-}
-
-// Pending is how many faults armed for the named statement are unserved.
-func (m *Memory) Pending(statement string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.armed[statement])
-}
 
 // SetIntercept makes fn decide, for every statement no armed fault claims,
 // which fault it gets (0 for none), knowing what the statement concerns
@@ -244,23 +219,6 @@ func (m *Memory) enter(method string) {
 	m.calls[method]++
 }
 
-// take consumes the next fault armed for statement.
-func (m *Memory) take(statement string) (cassandra.Fault, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.armed[statement]
-	if len(q) == 0 {
-		return 0, false
-	}
-	if len(q) == 1 {
-		delete(m.armed, statement)
-	} else {
-		m.armed[statement] = q[1:]
-	}
-	m.hits[statement]++
-	return q[0], true
-}
-
 type stmtKind int
 
 const (
@@ -276,7 +234,7 @@ const (
 // response, or ran with an ended context, is OutcomeUnknown. A write
 // applies only without a fault or with FaultLoseResponse.
 func (m *Memory) exec(ctx context.Context, st Statement, kind stmtKind, op string, do func(now time.Time) bool) (bool, error) {
-	f, armed := m.take(st.Name)
+	f, armed := m.Take(st.Name)
 	if !armed {
 		m.mu.Lock()
 		intercept := m.intercept

@@ -81,13 +81,14 @@ func upsert[K comparable, T any](m map[K]version[T], k K, ts int64, row T) {
 // semantics (see the package doc). Safe for concurrent use; the zero value
 // is not usable: call NewMemory.
 type Memory struct {
+	// Faults armed by statement name (StmtOrdersByID, ...), served as a
+	// cassandra.FaultSession serves them: Arm, Hits, Pending.
+	*cassandra.Faults
+
 	mu         sync.Mutex
 	byID       map[idKey]version[order.Order]
 	byCustomer map[customerKey]map[uuid.UUID]version[order.Order]
 	events     map[idKey]map[uuid.UUID]version[Event]
-
-	armed map[string][]cassandra.Fault
-	hits  map[string]int
 
 	calls  map[string]int // by method
 	writes []order.Order  // the orders of Write calls that returned nil, as passed
@@ -99,35 +100,9 @@ func NewMemory() *Memory {
 		byID:       map[idKey]version[order.Order]{},
 		byCustomer: map[customerKey]map[uuid.UUID]version[order.Order]{},
 		events:     map[idKey]map[uuid.UUID]version[Event]{},
-		armed:      map[string][]cassandra.Fault{},
-		hits:       map[string]int{},
+		Faults:     cassandra.NewFaults(),
 		calls:      map[string]int{},
 	}
-}
-
-// Arm makes the next times executions of the named statement (StmtOrdersByID,
-// ...) fail with f, after any faults already armed for it, as
-// cassandra.FaultSession.Arm does.
-func (m *Memory) Arm(statement string, f cassandra.Fault, times int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for range times {
-		m.armed[statement] = append(m.armed[statement], f)
-	}
-}
-
-// Hits is how many faults the named statement has been served.
-func (m *Memory) Hits(statement string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.hits[statement]
-}
-
-// Pending is how many faults armed for the named statement are unserved.
-func (m *Memory) Pending(statement string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.armed[statement])
 }
 
 // FailNext makes the next n Write calls fail as refused (kind Unavailable)
@@ -173,23 +148,6 @@ func (m *Memory) enter(method string) {
 	m.calls[method]++
 }
 
-// take consumes the next fault armed for statement.
-func (m *Memory) take(statement string) (cassandra.Fault, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.armed[statement]
-	if len(q) == 0 {
-		return 0, false
-	}
-	if len(q) == 1 {
-		delete(m.armed, statement)
-	} else {
-		m.armed[statement] = q[1:]
-	}
-	m.hits[statement]++
-	return q[0], true
-}
-
 // Write implements Store: orders_by_id first and alone, then the other two
 // tables (both attempted; the first error is returned).
 func (m *Memory) Write(ctx context.Context, o order.Order) error {
@@ -231,7 +189,7 @@ func (m *Memory) WriteOne(ctx context.Context, o order.Order, table string) erro
 	if err := ctx.Err(); err != nil {
 		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
 	}
-	f, faulty := m.take("projection." + table)
+	f, faulty := m.Take("projection." + table)
 	if faulty && f == cassandra.FaultUnavailable {
 		return fault.New(fault.ReasonClusterUnavailable, injected(op, table, f))
 	}
@@ -297,7 +255,7 @@ func (m *Memory) read(ctx context.Context, statement, op string) error {
 	if err := ctx.Err(); err != nil {
 		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: %w", op, err))
 	}
-	if f, ok := m.take(statement); ok {
+	if f, ok := m.Take(statement); ok {
 		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: injected fault on %s: %s", op, statement, f))
 	}
 	return nil

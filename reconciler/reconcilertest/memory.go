@@ -60,6 +60,9 @@ type lease struct {
 // semantics (see the package doc) whose TTLs follow an injectable clock.
 // Safe for concurrent use.
 type MemoryCoordinator struct {
+	// Faults armed by statement name (StmtAcquire, ...), served as a
+	// cassandra.FaultSession serves them: Arm, Hits, Pending.
+	*cassandra.Faults
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -68,8 +71,6 @@ type MemoryCoordinator struct {
 	cursors map[int]time.Time
 	saves   map[int][]time.Time // applied SaveCursor calls per shard
 
-	armed map[string][]cassandra.Fault
-	hits  map[string]int
 }
 
 var _ Coordinator = (*MemoryCoordinator)(nil)
@@ -82,46 +83,7 @@ func NewMemoryCoordinator(now func() time.Time) *MemoryCoordinator {
 	}
 	return &MemoryCoordinator{now: now, members: map[uuid.UUID]time.Time{}, leases: map[int]lease{},
 		cursors: map[int]time.Time{}, saves: map[int][]time.Time{},
-		armed: map[string][]cassandra.Fault{}, hits: map[string]int{}}
-}
-
-// Arm makes the next times executions of the named statement (StmtAcquire,
-// ...) fail with f, after any faults already armed for it, as
-// cassandra.FaultSession.Arm does.
-func (c *MemoryCoordinator) Arm(statement string, f cassandra.Fault, times int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for range times {
-		c.armed[statement] = append(c.armed[statement], f)
-	}
-}
-
-// Hits is how many faults the named statement has been served.
-func (c *MemoryCoordinator) Hits(statement string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hits[statement]
-}
-
-// Pending is how many faults armed for the named statement are unserved.
-func (c *MemoryCoordinator) Pending(statement string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.armed[statement])
-}
-
-func (c *MemoryCoordinator) takeLocked(statement string) (cassandra.Fault, bool) {
-	q := c.armed[statement]
-	if len(q) == 0 {
-		return 0, false
-	}
-	if len(q) == 1 {
-		delete(c.armed, statement)
-	} else {
-		c.armed[statement] = q[1:]
-	}
-	c.hits[statement]++
-	return q[0], true
+		Faults: cassandra.NewFaults()}
 }
 
 // ttlOf is a TTL as Cassandra keeps it: whole seconds, at least one
@@ -140,7 +102,7 @@ func (c *MemoryCoordinator) writeLocked(ctx context.Context, statement, op strin
 	if err := ctx.Err(); err != nil {
 		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
 	}
-	f, faulty := c.takeLocked(statement)
+	f, faulty := c.Take(statement)
 	switch {
 	case !faulty:
 		apply()
@@ -158,7 +120,7 @@ func (c *MemoryCoordinator) readLocked(ctx context.Context, statement, op string
 	if err := ctx.Err(); err != nil {
 		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: %w", op, err))
 	}
-	if f, ok := c.takeLocked(statement); ok {
+	if f, ok := c.Take(statement); ok {
 		return fault.New(fault.ReasonClusterUnavailable, injected(op, statement, f))
 	}
 	return nil
@@ -187,7 +149,7 @@ func (c *MemoryCoordinator) lwtLocked(ctx context.Context, statement, op string,
 		// The LWT is not sent and the settling read fails the same way.
 		return false, fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
 	}
-	f, faulty := c.takeLocked(statement)
+	f, faulty := c.Take(statement)
 	if faulty && f == cassandra.FaultUnavailable {
 		return false, fault.New(fault.ReasonClusterUnavailable, injected(op, statement, f))
 	}
@@ -199,7 +161,7 @@ func (c *MemoryCoordinator) lwtLocked(ctx context.Context, statement, op string,
 		return applied, nil
 	}
 	unknown := fault.New(fault.ReasonOutcomeUnknown, injected(op, statement, f))
-	if _, bad := c.takeLocked(StmtLease); bad {
+	if _, bad := c.Take(StmtLease); bad {
 		return false, unknown
 	}
 	if take {
