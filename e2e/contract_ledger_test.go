@@ -148,6 +148,25 @@ func TestLedgerTTL(t *testing.T) {
 	if cur, err = store.Get(ctx, rec.Key); err != nil {
 		t.Fatal(err)
 	}
+	// A finisher whose clock lags 20 s computes a TTL 20 s too long. The row
+	// then lives 20 s longer — but all of it: every cell is rewritten with
+	// that one TTL, so no cell (a state) outlives another (its fingerprint),
+	// which is what answered a same-payload retry REQUEST_ID_REUSED.
+	lagging, err := ledger.NewCassandraStore(cassandra.Wrap(s), ledger.Config{Retention: retention,
+		Now: func() time.Time { return time.Now().Add(-20 * time.Second) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lagging.RecordAttempt(ctx, cur, "CLUSTER_UNAVAILABLE"); err != nil {
+		t.Fatal(err)
+	}
+	ttls := cellTTLs(t, ctx, s, rec.Key)
+	if ttls["state"] != ttls["payload_hash"] || ttls["state"] != ttls["created_at"] || ttls["state"] < int(expiry.Sub(time.Now()).Seconds())+15 {
+		t.Errorf("after a lagging finisher's write: TTLs %v, want all cells equal (and about 20 s past the expiry instant)", ttls)
+	}
+	if cur, err = store.Get(ctx, rec.Key); err != nil {
+		t.Fatal(err)
+	}
 	if done, err := store.Complete(ctx, cur, []byte(`{"order":1}`), time.Now().UTC().Truncate(time.Millisecond)); err != nil || done.State != ledger.Complete {
 		t.Fatalf("Complete = %s, %v", done.State, err)
 	}

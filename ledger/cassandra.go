@@ -72,6 +72,8 @@ type Config struct {
 	// OnSettle, if set, is told how every write with an unknown outcome was
 	// settled (for logs and metrics); cause is the error that made it unknown.
 	OnSettle func(op string, outcome SettleOutcome, cause error)
+	// Now is this process's clock; default time.Now (tests skew it).
+	Now func() time.Time
 }
 
 // SettleOutcome is what the LOCAL_SERIAL read found after an unknown outcome.
@@ -110,7 +112,10 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 	if cfg.OnSettle == nil {
 		cfg.OnSettle = func(string, SettleOutcome, error) {}
 	}
-	return &CassandraStore{s: s, cfg: cfg, now: time.Now}, nil
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &CassandraStore{s: s, cfg: cfg, now: cfg.Now}, nil
 }
 
 // DueAfter is how long after its claim a request falls due.
@@ -278,8 +283,12 @@ func (c *CassandraStore) run(ctx context.Context, u update) (bool, Record, error
 			return true, Record{}, nil
 		}
 		if err == nil {
-			// The IF clause returned only the columns it tested: read the row.
-			cur, err := c.Get(ctx, u.key)
+			// The IF clause returned only the columns it tested: read the
+			// row. LOCAL_QUORUM is enough: the round that found the
+			// condition false first committed any round in flight at
+			// quorum, and a serial read would only queue behind the
+			// finishers racing on this row (contention timeouts).
+			cur, err := c.Peek(ctx, u.key)
 			return false, cur, err
 		}
 		err = cassandra.WriteError(u.op+" request", err)

@@ -487,7 +487,9 @@ type WriteRequest struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// When the request reached COMPLETE or FAILED; unset while PENDING.
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
-	// Number of attempts made so far, counting the first.
+	// Number of attempts that ended without finishing the request: 0 while
+	// the first is under way and when it succeeded. An attempt the client
+	// abandoned (its own deadline) does not count.
 	Attempts int32 `protobuf:"varint,8,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	// Why the latest failed attempt failed, as a stable reason (the ErrorInfo
 	// reasons, e.g. "CLUSTER_UNAVAILABLE"); empty if none failed. Never
