@@ -161,12 +161,25 @@ func TestTwoNodesDownFailsFastThenRecovers(t *testing.T) {
 	}
 	t.Logf("two nodes down: detected (first fast UNAVAILABLE) %s after the kill; then 20 calls, slowest %s",
 		detected.Round(time.Millisecond), worst.Round(time.Millisecond))
+	// Node 1 still answers reads at ONE, but no LOCAL_QUORUM write can
+	// succeed: health says NOT_SERVING (a ping at ONE said SERVING here),
+	// and stays so while the quorum is missing.
+	took := waitHealth(t, p, healthpb.HealthCheckResponse_NOT_SERVING, 30*time.Second)
+	for range 3 {
+		time.Sleep(time.Second)
+		if s, err := healthStatus(p); s != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Fatalf("health flapped to %v %v with two nodes down", s, err)
+		}
+	}
+	t.Logf("two nodes down: health NOT_SERVING %s after the first fast UNAVAILABLE", took.Round(time.Millisecond))
 
 	for _, i := range []int{2, 3} {
 		if err := cluster.StartNode(context.Background(), i); err != nil {
 			t.Fatal(err)
 		}
 	}
+	took = waitHealth(t, p, healthpb.HealthCheckResponse_SERVING, 60*time.Second)
+	t.Logf("nodes back: health SERVING %s after the restarts returned", took.Round(time.Millisecond))
 	// The clients retry every request with its own id.
 	for _, req := range sent {
 		if _, err := eventually(60*time.Second, func() error { _, _, err := create(t, p.client, req); return err }); err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/fault"
 )
 
 // State is a request's place in its life.
@@ -56,7 +58,9 @@ type Record struct {
 func (r Record) ExpiresAt(retention time.Duration) time.Time { return r.CreatedAt.Add(retention) }
 
 // ErrNotFound: no record for the key (never claimed, withdrawn, or expired).
-var ErrNotFound = errors.New("ledger: no such request")
+// Like every store's not-found (projection.ErrNotFound), it is a sentinel
+// *fault.Error of kind NotFound: test it with errors.Is, or by kind.
+var ErrNotFound error = fault.New(fault.ReasonRequestNotFound, errors.New("ledger: no such request"))
 
 // ErrUnfinishable marks a finisher's error that no retry can cure and that
 // happened before anything of the work was written (the stored command

@@ -132,8 +132,9 @@ func upsertFor(o order.Order, table string) (string, []any, error) {
 	return "", nil, fmt.Errorf("no projection table %q", table)
 }
 
-// ErrNotFound: no such order.
-var ErrNotFound = fault.New(fault.ReasonOrderNotFound, nil)
+// ErrNotFound: no such order. Like every store's not-found
+// (ledger.ErrNotFound), a sentinel *fault.Error of kind NotFound.
+var ErrNotFound error = fault.New(fault.ReasonOrderNotFound, errors.New("projection: no such order"))
 
 // Order reads one order by id.
 func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {

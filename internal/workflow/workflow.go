@@ -367,13 +367,10 @@ func (s *Service) noteFailure(ctx context.Context, rec ledger.Record, cause erro
 	}
 }
 
-// Request returns the ledger's view of a request (LOCAL_SERIAL).
+// Request returns the ledger's view of a request (LOCAL_SERIAL);
+// ledger.ErrNotFound (kind NotFound) if none is recorded.
 func (s *Service) Request(ctx context.Context, operation string, requestID uuid.UUID) (ledger.Record, error) {
-	rec, err := s.ledger.Get(ctx, ledger.Key{Tenant: s.cfg.Tenant, Operation: operation, RequestID: requestID})
-	if errors.Is(err, ledger.ErrNotFound) {
-		return rec, fault.New(fault.ReasonRequestNotFound, err)
-	}
-	return rec, err
+	return s.ledger.Get(ctx, ledger.Key{Tenant: s.cfg.Tenant, Operation: operation, RequestID: requestID})
 }
 
 func (s *Service) key(requestID uuid.UUID) ledger.Key {
