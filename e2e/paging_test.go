@@ -76,6 +76,9 @@ func TestListCustomerOrdersPageTokens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("token %q is not base64url: %v", firstToken, err)
 	}
+	if len(raw) <= 33 {
+		t.Fatalf("token %q (%d bytes) is too short to carry a version byte and a 32-byte MAC: not a signed token", firstToken, len(raw))
+	}
 	tampered := append([]byte(nil), raw...)
 	tampered[len(tampered)/2] ^= 0x01
 	for name, r := range map[string]*ordersv1.ListCustomerOrdersRequest{

@@ -20,23 +20,23 @@ import (
 // Regression tests for the defects of issue 9 that only the whole binary on
 // the real cluster shows. Each failed on the code as it landed (7fe1df1).
 
-// TestFailingRequestWithVisibleOrderIsNeverDeadLettered (defect 2): the
-// event projection keeps failing after orders_by_id and orders_by_customer
-// were written, so the order is visible. However many attempts fail, the
+// TestFailingRequestWithVisibleOrderIsNeverDeadLettered (defect 2): every
+// projection is written — the order is visible — but COMPLETE keeps failing
+// (failpoint before-complete). However many attempts fail, the
 // request stays PENDING (never FAILED / REQUEST_FAILED, which would
 // contradict the visible order), its last_error is a stable reason (no
 // driver text), clients are told to retry, and once the fault is gone it
 // completes with the order that was already visible.
 func TestFailingRequestWithVisibleOrderIsNeverDeadLettered(t *testing.T) {
 	faulty := startOrderd(t, append([]string{"ORDERD_RECONCILE_MAX_ATTEMPTS=2",
-		"ORDERD_FAILPOINTS=projection.order_events_by_order=error"}, fastReconciler...)...)
+		"ORDERD_FAILPOINTS=before-complete=error"}, fastReconciler...)...)
 	req := newRequest("19.99")
 	if _, _, err := create(t, faulty.client, req); status.Code(err) != codes.Unavailable {
-		t.Fatalf("CreateOrder with the event write failing: %v, want Unavailable", err)
+		t.Fatalf("CreateOrder with COMPLETE failing: %v, want Unavailable", err)
 	}
 	orderID := order.ID(tenant, uuid.MustParse(req.RequestId)).String()
 	if _, err := faulty.client.GetOrder(callCtx(t), &ordersv1.GetOrderRequest{OrderId: orderID}); err != nil {
-		t.Fatalf("the order's authoritative row was written before the failing event: GetOrder %v", err)
+		t.Fatalf("the order was written before COMPLETE failed: GetOrder %v", err)
 	}
 	// Let the reconciler fail it well past the maximum attempts.
 	var w *ordersv1.WriteRequest
