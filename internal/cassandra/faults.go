@@ -23,12 +23,17 @@ const (
 	// FaultLoseResponse: the statement runs and applies; its response is
 	// replaced by a write timeout (it did apply).
 	FaultLoseResponse
+	// FaultPass: the statement runs as if nothing were armed. It lets a test
+	// fault a later execution of a statement that also runs earlier (the
+	// settling read after an unknown outcome, not the read before it).
+	FaultPass
 )
 
 var faultNames = map[string]Fault{
 	"unavailable":   FaultUnavailable,
 	"timeout":       FaultTimeout,
 	"lose-response": FaultLoseResponse,
+	"pass":          FaultPass,
 }
 
 func (f Fault) String() string {
@@ -104,14 +109,15 @@ func (s *Faults) ArmSpec(spec string) error {
 		}
 		f, ok := faultNames[action]
 		if !ok {
-			return fmt.Errorf("cql fault %q: unknown fault %q (unavailable, timeout, lose-response)", part, action)
+			return fmt.Errorf("cql fault %q: unknown fault %q (unavailable, timeout, lose-response, pass)", part, action)
 		}
 		s.Arm(strings.TrimSpace(name), f, times)
 	}
 	return nil
 }
 
-// Take consumes the next fault armed for statement name, if any.
+// Take consumes the next fault armed for statement name, if any. A
+// FaultPass is consumed and counted, but reported as no fault.
 func (s *Faults) Take(name string) (Fault, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,6 +131,9 @@ func (s *Faults) Take(name string) (Fault, bool) {
 		s.armed[name] = q[1:]
 	}
 	s.hits[name]++
+	if q[0] == FaultPass {
+		return 0, false
+	}
 	return q[0], true
 }
 

@@ -99,3 +99,22 @@ func TestArmSpecRejectsBadSpecifications(t *testing.T) {
 		}
 	}
 }
+
+// A pass lets one execution through, so a later one can be faulted.
+func TestFaultPassLetsOneExecutionThrough(t *testing.T) {
+	inner := &countingSession{ran: map[string]int{}}
+	fs := NewFaultSession(inner)
+	if err := fs.ArmSpec("ledger.get=pass;ledger.get=unavailable"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := fs.Query("/* ledger.get */ SELECT").ExecContext(ctx); err != nil || inner.ran["ledger.get"] != 1 {
+		t.Fatalf("first execution: %v, ran %d; want it through", err, inner.ran["ledger.get"])
+	}
+	if err := fs.Query("/* ledger.get */ SELECT").ExecContext(ctx); fault.KindOf(ReadError("get", err)) != fault.Unavailable {
+		t.Fatalf("second execution: %v, want the armed unavailable", err)
+	}
+	if fs.Hits("ledger.get") != 2 || inner.ran["ledger.get"] != 1 {
+		t.Errorf("hits %d, ran %d; want 2 and 1", fs.Hits("ledger.get"), inner.ran["ledger.get"])
+	}
+}

@@ -1103,6 +1103,18 @@ var requeueCases = []testCase{
 		}
 		s.wantRow(t, requeued(failed))
 	}},
+	{"Requeue/unknown, unsettled: OutcomeUnknown, still FAILED, the entry already written", func(t *testing.T, s *suite) {
+		failed := s.failedClaim(t)
+		s.arm(StmtGet, cassandra.FaultPass, 1) // Requeue's own read of the request
+		s.arm(StmtRequeue, cassandra.FaultTimeout, 1)
+		s.arm(StmtGet, cassandra.FaultUnavailable, s.SettleAttempts)
+		lo := s.Now()
+		_, err := s.Store.Requeue(s.ctx, failed.Key)
+		hi := s.Now()
+		wantKind(t, "Requeue", err, fault.OutcomeUnknown)
+		s.wantRow(t, failed)
+		s.wantEntryDueNow(t, failed, lo, hi)
+	}},
 	{"Requeue/unknown, timeout on every try: Unavailable, still FAILED", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
 		s.arm(StmtRequeue, cassandra.FaultTimeout, s.SettleAttempts)
