@@ -334,13 +334,13 @@ func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byt
 		applied: func(cur Record) bool { return cur.State == Complete && cur.ClaimToken == rec.ClaimToken },
 		awaits:  pendingClaim(rec),
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return Record{}, err
-	}
-	if applied && cur.State == Complete {
-		done = cur // settled by a read: the row as stored
-	} else if !applied {
+	case !applied:
 		return cur, nil
+	case cur.State == Complete:
+		done = cur // settled by a read: the row as stored
 	}
 	// Best effort: a leftover entry is dropped by the reconciler when it
 	// falls due and finds the request settled.
