@@ -262,7 +262,9 @@ func expiredRemnant(row map[string]any) bool {
 type update struct {
 	op   string // for errors and OnSettle: "complete", "attempt", ...
 	stmt string
-	args []any
+	// args are the bind values, made anew for every send: a resend carries
+	// the TTL left at its own time, not at the first send's.
+	args func() []any
 	key  Key
 	// applied: the row shows the update (or an identical one) applied.
 	applied func(Record) bool
@@ -278,7 +280,7 @@ type update struct {
 // a read that fails leaves the error OutcomeUnknown.
 func (c *CassandraStore) run(ctx context.Context, u update) (bool, Record, error) {
 	for attempt := 1; ; attempt++ {
-		applied, err := c.s.Query(u.stmt, u.args...).MapScanCASContext(ctx, map[string]any{})
+		applied, err := c.s.Query(u.stmt, u.args()...).MapScanCASContext(ctx, map[string]any{})
 		if err == nil && applied {
 			return true, Record{}, nil
 		}
@@ -328,8 +330,10 @@ func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byt
 	applied, cur, err := c.run(ctx, update{
 		op:   "complete",
 		stmt: completeCQL,
-		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts, nullable(rec.LastError), at, outcome},
-			keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		args: func() []any {
+			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts, nullable(rec.LastError), at, outcome},
+				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
+		},
 		key:     rec.Key,
 		applied: func(cur Record) bool { return cur.State == Complete && cur.ClaimToken == rec.ClaimToken },
 		awaits:  pendingClaim(rec),
@@ -353,8 +357,10 @@ func (c *CassandraStore) RecordAttempt(ctx context.Context, rec Record, reason s
 	_, _, err := c.run(ctx, update{
 		op:   "attempt",
 		stmt: attemptCQL,
-		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts + 1, reason},
-			keyArgs(rec.Key), []any{rec.ClaimToken.String(), rec.Attempts}),
+		args: func() []any {
+			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts + 1, reason},
+				keyArgs(rec.Key), []any{rec.ClaimToken.String(), rec.Attempts})
+		},
 		key: rec.Key,
 		applied: func(cur Record) bool {
 			return cur.ClaimToken == rec.ClaimToken && cur.Attempts > rec.Attempts
@@ -378,8 +384,10 @@ func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, reason stri
 	applied, cur, err := c.run(ctx, update{
 		op:   "fail",
 		stmt: failCQL,
-		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{failed.Attempts, reason, at},
-			keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		args: func() []any {
+			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{failed.Attempts, reason, at},
+				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
+		},
 		key:     rec.Key,
 		applied: func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },
 		awaits:  pendingClaim(rec),
@@ -398,9 +406,11 @@ func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, reason stri
 // Withdraw implements Store.
 func (c *CassandraStore) Withdraw(ctx context.Context, rec Record) (Record, error) {
 	applied, cur, err := c.run(ctx, update{
-		op:      "withdraw",
-		stmt:    withdrawCQL,
-		args:    args(keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		op:   "withdraw",
+		stmt: withdrawCQL,
+		args: func() []any {
+			return args(keyArgs(rec.Key), []any{rec.ClaimToken.String()})
+		},
 		key:     rec.Key,
 		applied: func(Record) bool { return false }, // a row read back is never our delete
 		awaits:  pendingClaim(rec),
@@ -441,8 +451,10 @@ func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
 	applied, cur, err := c.run(ctx, update{
 		op:   "requeue",
 		stmt: requeueCQL,
-		args: args([]any{c.ttl(rec)}, claimArgs(rec), []any{nullable(rec.LastError)},
-			keyArgs(rec.Key), []any{rec.ClaimToken.String()}),
+		args: func() []any {
+			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{nullable(rec.LastError)},
+				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
+		},
 		key:     rec.Key,
 		applied: func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken },
 		awaits:  func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },

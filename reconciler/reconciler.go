@@ -217,10 +217,24 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		if len(l.owned) >= fair {
 			break
 		}
-		if _, taken := owners[s]; taken || l.owned[s] {
+		var (
+			ok  bool
+			err error
+		)
+		owner, taken := owners[s]
+		switch {
+		case l.owned[s]:
 			continue
+		case taken && owner == l.cfg.Instance:
+			// A lease of ours this loop lost track of (a renew whose outcome
+			// settled as not applied while the lease was still ours): take
+			// it back now rather than leave the shard idle until it expires.
+			ok, err = l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
+		case taken:
+			continue
+		default:
+			ok, err = l.coord.Acquire(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
 		}
-		ok, err := l.coord.Acquire(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
 		if err != nil {
 			return fmt.Errorf("acquire shard %d: %w", s, err)
 		}

@@ -1074,3 +1074,35 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("set fields overridden: %+v", c)
 	}
 }
+
+// A renew whose outcome settles as not applied while the lease is still
+// this instance's makes the loop forget the shard; the next coordinate
+// takes it back at once, not after the lease's TTL.
+func TestCoordinateTakesBackALeaseItLostTrackOf(t *testing.T) {
+	h := newHarness(t0)
+	a := h.member(uuid.New())
+	mustCoordinate(t, a)
+	if n := len(ownedShards(a)); n != ledger.PendingShards {
+		t.Fatalf("a alone holds %d shards, want %d", n, ledger.PendingShards)
+	}
+	// Every renew of this round times out unapplied: the leases stay a's.
+	h.coord.Arm(reconcilertest.StmtRenew, cassandra.FaultTimeout, ledger.PendingShards)
+	h.clock.Advance(time.Second)
+	if err := a.coordinate(context.Background()); err != nil {
+		t.Logf("coordinate with every renew timing out: %v", err)
+	}
+	owners, err := h.coord.Owners(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, o := range owners {
+		if o != a.cfg.Instance {
+			t.Fatalf("shard %d owned by %v after unapplied renews, want still a", s, o)
+		}
+	}
+	h.clock.Advance(time.Second) // well inside the TTL
+	mustCoordinate(t, a)
+	if n := len(ownedShards(a)); n != ledger.PendingShards {
+		t.Fatalf("after the next coordinate a holds %d shards, want all %d back before the TTL", n, ledger.PendingShards)
+	}
+}
