@@ -32,10 +32,8 @@ const quorumProbeVersion = 1
 // SERVING. It reads: a replica that answers reads but cannot write (disk
 // full, commit log failure) passes. And it says nothing of latency under
 // load or of paxos contention.
-func quorumProbe(s *gocql.Session) func(context.Context) error {
+func quorumProbe(s cassandra.Session) func(context.Context) error {
 	return func(ctx context.Context) error {
-		// Through the seam: the driver binds no values to a statement that
-		// begins with its name comment (cassandra.DriverSession moves it).
-		return cassandra.Wrap(s).Query(quorumProbeCQL, quorumProbeVersion).Consistency(gocql.LocalQuorum).ExecContext(ctx)
+		return s.Query(quorumProbeCQL, quorumProbeVersion).Consistency(gocql.LocalQuorum).ExecContext(ctx)
 	}
 }

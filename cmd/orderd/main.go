@@ -120,11 +120,12 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	if err != nil {
 		return nil, err
 	}
-	if err := cql.Check(ctx, cassandra.Wrap(session), cfg.keyspace); err != nil {
+	driver := cassandra.Wrap(session)
+	if err := cql.Check(ctx, driver, cfg.keyspace); err != nil {
 		session.Close()
 		return nil, err
 	}
-	stmts, err := statementSession(session, cfg.cqlFaults, log)
+	stmts, err := statementSession(driver, cfg.cqlFaults, log)
 	if err != nil {
 		session.Close()
 		return nil, err
@@ -152,11 +153,11 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 // statementSession is the session the stores run their statements through:
 // the driver's, or, when faults are armed (ORDERD_CQL_FAULTS, tests only),
 // one that makes the named statements fail.
-func statementSession(s *gocql.Session, faults string, log *slog.Logger) (cassandra.Session, error) {
+func statementSession(driver cassandra.Session, faults string, log *slog.Logger) (cassandra.Session, error) {
 	if faults == "" {
-		return cassandra.Wrap(s), nil
+		return driver, nil
 	}
-	fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+	fs := cassandra.NewFaultSession(driver)
 	if err := fs.ArmSpec(faults); err != nil {
 		return nil, err
 	}
@@ -280,7 +281,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	defer a.session.Close()
-	session, wf, projections := a.session, a.workflow, a.projections
+	wf, projections := a.workflow, a.projections
 
 	key, err := pageTokenKey(cfg.pageTokenKey.key, log)
 	if err != nil {
@@ -300,7 +301,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
 	reflection.Register(srv)
-	probe := grpcapi.NewHealthProbe(healthSrv, quorumProbe(session), 2*time.Second, log)
+	probe := grpcapi.NewHealthProbe(healthSrv, quorumProbe(a.stmts), 2*time.Second, log)
 
 	var loop *reconciler.Loop
 	if cfg.reconcilerOn {
