@@ -33,8 +33,8 @@ func scrape(t *testing.T, p *orderdProcess, series string) float64 {
 	return v
 }
 
-// TestMetricsCountWhatClientsSaw: a new request, its replay and a
-// conflicting reuse move the outcome and gRPC counters an operator alerts on.
+// TestMetricsCountWhatClientsSaw: a new request, its replay (from the replay
+// cache) and a conflicting reuse move the outcome and gRPC counters an operator alerts on.
 func TestMetricsCountWhatClientsSaw(t *testing.T) {
 	p := startOrderd(t)
 	series := map[string]string{
@@ -43,6 +43,7 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 		"conflict": `orderd_create_outcomes_total{outcome="conflict"}`,
 		"ok":       `orderd_grpc_requests_total{code="OK",method="/atlasmart.orders.v1.OrderService/CreateOrder"}`,
 		"failed":   `orderd_grpc_requests_total{code="FailedPrecondition",method="/atlasmart.orders.v1.OrderService/CreateOrder"}`,
+		"cached":   `orderd_replay_cache_hits_total`,
 	}
 	before := map[string]float64{}
 	for k, s := range series {
@@ -60,7 +61,8 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 	if _, _, err := create(t, p.client, conflicting); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("conflicting reuse: %v", err)
 	}
-	want := map[string]float64{"new": 1, "replayed": 1, "conflict": 1, "ok": 2, "failed": 1}
+	// The replay is answered from this instance's cache of recorded outcomes.
+	want := map[string]float64{"new": 1, "replayed": 1, "conflict": 1, "ok": 2, "failed": 1, "cached": 1}
 	for k, s := range series {
 		if got := scrape(t, p, s) - before[k]; got != want[k] {
 			t.Errorf("%s went up by %v, want %v", s, got, want[k])

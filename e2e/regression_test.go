@@ -96,14 +96,17 @@ func deleteLedgerRow(t *testing.T, requestID string) {
 // REQUEST_ID_REUSED and change nothing (no overwritten order, no ledger row
 // left); the same payload is answered with the original order as a replay
 // (its created_at, not a new one).
+//
+// The late retries go to another orderd instance: the one that answered
+// first holds the outcome in its replay cache and would answer from it.
 func TestLateRetryAfterLedgerExpiryNeverRewritesTheOrder(t *testing.T) {
-	c := server(t).client
 	req := newRequest("30.00")
-	first, _, err := create(t, c, req)
+	first, _, err := create(t, server(t).client, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deleteLedgerRow(t, req.RequestId)
+	c := startOrderd(t).client
 
 	other := proto.Clone(req).(*ordersv1.CreateOrderRequest)
 	other.Total = "999.00"

@@ -23,6 +23,7 @@ type config struct {
 	tenant            string
 	retention         time.Duration
 	takeoverAfter     time.Duration
+	replayCacheSize   int
 	requestTimeout    time.Duration
 	shutdownGrace     time.Duration
 	pageTokenKey      keyFlag
@@ -61,6 +62,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant that scopes request ids and orders (until authentication lands)")
 		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
+		fs.IntVar(&c.replayCacheSize, "replay-cache-size", c.envInt("ORDERD_REPLAY_CACHE_SIZE", 10_000), "recent recorded outcomes kept in memory to answer duplicates without a ledger read (a few hundred bytes each); 0 disables")
 		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
 		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/cassandra.FaultSession)")
 		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout)")

@@ -142,7 +142,11 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		return nil, err
 	}
 	projections := projection.NewStore(stmts, failpoints)
-	wcfg := workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter}
+	cacheSize := cfg.replayCacheSize
+	if cacheSize <= 0 {
+		cacheSize = -1 // off; a zero workflow.Config field means the default
+	}
+	wcfg := workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize}
 	if m != nil {
 		wcfg.Observer = m
 	}

@@ -41,6 +41,7 @@ type Metrics struct {
 	unknownOutcomes *prometheus.CounterVec
 	cqlDuration     *prometheus.HistogramVec
 	retryAge        prometheus.Histogram
+	replayCacheHits prometheus.Counter
 }
 
 var _ workflow.Observer = (*Metrics)(nil)
@@ -77,11 +78,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Age of the first attempt of a request when a later attempt of the same command arrives (from the ledger's created_at). Retries later than the retention re-execute.",
 			Buckets: retryAgeBuckets,
 		}),
+		replayCacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "replay_cache_hits_total",
+			Help: "Duplicate CreateOrder attempts answered from the in-process cache of recorded outcomes, without a ledger read (they also count as replayed in create_outcomes_total).",
+		}),
 	}
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge,
+		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -120,6 +125,14 @@ func (m *Metrics) RetryAge(age time.Duration) {
 		return
 	}
 	m.retryAge.Observe(age.Seconds())
+}
+
+// ReplayCached implements workflow.Observer.
+func (m *Metrics) ReplayCached() {
+	if m == nil {
+		return
+	}
+	m.replayCacheHits.Inc()
 }
 
 // UnknownOutcome counts one write whose outcome was unknown, by how it was

@@ -16,6 +16,7 @@ type fakeObserver struct {
 	mu       sync.Mutex
 	outcomes []Outcome
 	ages     []time.Duration
+	cached   int
 }
 
 var _ Observer = (*fakeObserver)(nil)
@@ -30,6 +31,12 @@ func (o *fakeObserver) RetryAge(age time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ages = append(o.ages, age)
+}
+
+func (o *fakeObserver) ReplayCached() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cached++
 }
 
 func (o *fakeObserver) seen() ([]Outcome, []time.Duration) {

@@ -51,6 +51,10 @@ type Config struct {
 	// Observer is told how every CreateOrder attempt ended (for metrics);
 	// nil observes nothing.
 	Observer Observer
+	// ReplayCacheSize bounds the in-process cache of recent recorded
+	// outcomes that answers duplicates without a ledger read; default
+	// 10,000 (a few MB); negative disables it.
+	ReplayCacheSize int
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +72,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
+	}
+	if c.ReplayCacheSize == 0 {
+		c.ReplayCacheSize = 10_000
 	}
 	return c
 }
@@ -122,12 +129,16 @@ type Observer interface {
 	// attempt of the same command: age is the time since that first claim
 	// (how long clients keep retrying, to compare with the retention).
 	RetryAge(age time.Duration)
+	// ReplayCached is called when a duplicate was answered from the
+	// in-process replay cache, without reading the ledger.
+	ReplayCached()
 }
 
 type nopObserver struct{}
 
 func (nopObserver) CreateOutcome(Outcome)  {}
 func (nopObserver) RetryAge(time.Duration) {}
+func (nopObserver) ReplayCached()          {}
 
 // Service runs the workflow.
 type Service struct {
@@ -135,13 +146,16 @@ type Service struct {
 	ledger     ledger.Store
 	projector  Projector
 	failpoints *failpoint.Set
+	replays    replayCache
 	log        *slog.Logger
 	now        func() time.Time
 }
 
 // New returns a Service. failpoints may be nil.
 func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log *slog.Logger) *Service {
-	return &Service{cfg: cfg.withDefaults(), ledger: l, projector: p, failpoints: failpoints, log: log, now: time.Now}
+	cfg = cfg.withDefaults()
+	return &Service{cfg: cfg, ledger: l, projector: p, failpoints: failpoints, replays: newReplayCache(cfg.ReplayCacheSize),
+		log: log, now: time.Now}
 }
 
 // Tenant is the tenant this service acts for.
@@ -180,16 +194,41 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 	}
 	key := s.key(requestID)
 	encoded := cmd.Encode() // stored and fingerprinted: encode once
-	claim := ledger.Record{
+	fingerprint := order.Fingerprint(encoded)
+	if hit, ok := s.replays.get(key); ok {
+		return s.cachedReplay(hit, fingerprint)
+	}
+	res, err := s.claimAndAnswer(ctx, ledger.Record{
 		Key:         key,
 		EntityID:    order.ID(key.Tenant, requestID),
-		Fingerprint: order.Fingerprint(encoded),
+		Fingerprint: fingerprint,
 		Command:     encoded,
 		// Milliseconds: what a Cassandra timestamp keeps, so the order
 		// built now equals the one rebuilt from the stored row later.
 		CreatedAt:  s.now().UTC().Truncate(time.Millisecond),
 		ClaimToken: uuid.New(),
+	})
+	if err == nil {
+		// Recorded: the ledger holds this outcome as COMPLETE for good.
+		s.replays.add(key, fingerprint, res.Order)
 	}
+	return res, err
+}
+
+// cachedReplay answers a duplicate from the replay cache: the recorded
+// outcome if the command is the one recorded, REQUEST_ID_REUSED if not.
+func (s *Service) cachedReplay(hit cachedOutcome, fingerprint string) (Result, error) {
+	if hit.fingerprint != fingerprint {
+		return Result{}, fault.New(fault.ReasonRequestIDReused, nil)
+	}
+	s.cfg.Observer.ReplayCached()
+	s.cfg.Observer.RetryAge(max(0, s.now().UTC().Truncate(time.Millisecond).Sub(hit.order.CreatedAt)))
+	return Result{Order: hit.order, Replayed: true, Outcome: OutcomeReplayed}, nil
+}
+
+// claimAndAnswer claims the request with claim, then does the work or
+// answers from the earlier attempt that holds it.
+func (s *Service) claimAndAnswer(ctx context.Context, claim ledger.Record) (Result, error) {
 	won, cur, err := s.ledger.Claim(ctx, claim)
 	if err != nil {
 		return Result{}, err
