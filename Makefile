@@ -79,19 +79,22 @@ lint:
 clean:
 	rm -rf $(BIN)
 
-# Reconciler benchmark (issue 4): one pass finding 100 PENDING among 1,000
-# and among 100,000 COMPLETE requests; prints both times and their ratio.
+# Reconciler benchmarks (issues 4 and 10): one pass finding 100 PENDING among
+# 1,000 and among 100,000 COMPLETE requests (both times and their ratio), and
+# one instance healing 10,000 PENDING requests (how long it takes).
 bench-reconciler:
-	$(GO) test ./e2e/ -run '^$$' -bench BenchmarkReconcilerFindPending -benchtime 1x -timeout 60m
+	$(GO) test ./e2e/ -run '^$$' -bench 'BenchmarkReconciler(FindPending|Heal)' -benchtime 1x -timeout 60m
 
-# Benchmarks (issue 6): orderd against its own CQL (direct, naive), the
+# Benchmarks (issues 6 and 10): orderd against statement plans issued
+# directly (today's two-LWT plan, the planned one-LWT plan, the projections
+# alone, naive) at concurrency 1 to 64, a replay storm on one request id, the
 # replay path, a mixed load, and the claim LWT with paxos v1 against v2 (the
 # local cluster is restarted between them). Writes docs/benchmarks.md and
 # docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
 BENCH_REQUESTS ?= 2000
 bench: build
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,replay,mix,lwt -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,lwt -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
 	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up

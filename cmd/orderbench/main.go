@@ -1,7 +1,8 @@
-// Command orderbench measures orderd against the CQL it issues (issue 6).
-// It is a benchmark that prints numbers, never a test.
+// Command orderbench measures orderd against the statement plans it could
+// issue (issues 6 and 10). It is a benchmark that prints numbers, never a
+// test.
 //
-//	orderbench run -phases compare,replay,mix -json bin/bench-main.json
+//	orderbench run -phases compare,storm,replay,mix -json bin/bench-main.json
 //	orderbench run -phases lwt -label v1 -json bin/bench-lwt-v1.json
 //	orderbench run -phases soak -soak 5m -json bin/bench-soak.json
 //	orderbench report -out docs/benchmarks.md -plot docs/benchmark-latency.svg bin/bench-*.json
@@ -9,19 +10,34 @@
 // `run` starts the orderd binary itself (so it can read the process's CPU
 // time and memory) on a fresh keyspace of the running cluster. Phases:
 //
-//	compare  new requests at each concurrency through three drivers, in turn:
-//	         orderd (gRPC), direct (the handler's own CQL from this process,
-//	         in the handler's order: due-queue entry, claim LWT, the three
-//	         projections concurrently, COMPLETE LWT, entry delete) and naive
-//	         (the same statements one after another, design doc 000 §2 order)
+//	compare  new requests at each -concurrency level through five drivers,
+//	         each warmed up first, taking turns in rounds:
+//	           orderd   CreateOrder through orderd (gRPC), today's plan
+//	           two-lwt  today's plan issued from this process in the
+//	                    handler's order: due-queue entry, claim LWT, read of
+//	                    orders_by_id, orders_by_id then the other two
+//	                    projections concurrently, COMPLETE LWT, entry delete
+//	           one-lwt  the planned protocol issued from this process: read
+//	                    of orders_by_id, due-queue entry, claim LWT,
+//	                    orders_by_customer and order_events_by_order
+//	                    concurrently, orders_by_id, entry delete; no
+//	                    COMPLETE LWT
+//	           floor    the three projection upserts concurrently, nothing
+//	                    else (no ledger, no idempotency)
+//	           naive    two-lwt's statements one after another (design doc
+//	                    000 §2 order)
+//	storm    a replay storm through orderd: one request created, then sent
+//	         again -requests times from 64 streams, every answer a replay;
+//	         new requests at 64 streams take turns with it
 //	replay   the replay path's latency against a new request's, through orderd
 //	mix      orderd under a mix of new requests, duplicate retries and
 //	         conflicting reuses (per-outcome latency)
 //	lwt      the claim LWT alone (run once per paxos_variant)
 //	soak     orderd at 64 streams for -soak; RSS at the start and the end
 //
-// `make bench` runs all of it, restarting the local cluster between the
-// paxos v1 and v2 phases, and writes docs/benchmarks.md.
+// `make bench` runs all but soak, restarting the local cluster between the
+// paxos v1 and v2 phases, and writes docs/benchmarks.md (with the soak's
+// results when `make bench-soak` left bin/bench-soak.json).
 package main
 
 import (

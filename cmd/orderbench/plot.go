@@ -48,9 +48,9 @@ func latencyPlot(runs []Run) string {
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">concurrent streams</text>`+"\n", left+pw/2, h-10)
 	fmt.Fprintf(&b, `<text x="14" y="%.1f" transform="rotate(-90 14 %.1f)" text-anchor="middle">latency (ms)</text>`+"\n", top+ph/2, top+ph/2)
-	colors := map[string]string{"orderd": "#d62728", "direct": "#1f77b4", "naive": "#7f7f7f"}
+	colors := map[string]string{"orderd": "#d62728", "two-lwt": "#1f77b4", "one-lwt": "#2ca02c", "floor": "#ff7f0e", "naive": "#7f7f7f"}
 	row := 0
-	for _, d := range []string{"orderd", "direct", "naive"} {
+	for _, d := range []string{"orderd", "two-lwt", "one-lwt", "floor", "naive"} {
 		for _, dash := range []bool{false, true} {
 			var pts []string
 			for _, c := range levels {

@@ -20,6 +20,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -76,9 +77,9 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("orderbench run", flag.ContinueOnError)
 	fs.StringVar(&f.orderd, "orderd", "bin/orderd", "orderd binary to start")
 	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
-	fs.StringVar(&f.phases, "phases", "compare,replay,mix", "phases to run: compare, replay, mix, lwt, soak")
-	fs.StringVar(&f.concurrency, "concurrency", "1,8,32,64", "concurrency levels of the compare phase")
-	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1)")
+	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, lwt, soak")
+	fs.StringVar(&f.concurrency, "concurrency", "1,8,16,32,64", "concurrency levels of the compare phase")
+	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1); the storm's replays and new requests")
 	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
 	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
@@ -133,6 +134,8 @@ func runCmd(args []string) error {
 		switch phase {
 		case "compare":
 			rs, err = b.compare(ctx, levels, f.requests)
+		case "storm":
+			rs, err = b.storm(ctx, 64, f.requests)
 		case "replay":
 			rs, err = b.replay(ctx, 32, f.requests)
 		case "mix":
@@ -167,34 +170,51 @@ type bench struct {
 // op performs one request; i numbers it.
 type op func(ctx context.Context, i int) error
 
+// driver is one way of performing a request, measured under its name.
+type driver struct {
+	name string
+	// outcome, when set, is the one answer every request of this driver
+	// gets (the storm phase's "new" and "replayed").
+	outcome string
+	do      op
+}
+
 // measure runs n ops at concurrency c and returns latencies and resource use.
-func (b *bench) measure(ctx context.Context, phase, driver string, c, n int, do op) (Result, error) {
-	r, _, err := b.measureRaw(ctx, phase, driver, c, n, do)
+func (b *bench) measure(ctx context.Context, phase, name string, c, n int, do op) (Result, error) {
+	r, _, err := b.measureRaw(ctx, phase, driver{name: name, do: do}, c, n)
 	return r, err
 }
 
 // measureRaw is measure, also returning the sorted latencies.
-func (b *bench) measureRaw(ctx context.Context, phase, driver string, c, n int, do op) (Result, []time.Duration, error) {
+func (b *bench) measureRaw(ctx context.Context, phase string, d driver, c, n int) (Result, []time.Duration, error) {
 	od0, cl0, me0 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
 	start := time.Now()
-	lat, errCount, firstErr := runOps(ctx, c, n, do)
+	lat, errCount, firstErr := runOps(ctx, c, n, d.do)
 	elapsed := time.Since(start)
 	od1, cl1, me1 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
 	slices.Sort(lat)
 	per1k := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
-	r := Result{Label: b.label, Phase: phase, Driver: driver, Concurrency: c, Requests: n, Errors: errCount,
+	r := Result{Label: b.label, Phase: phase, Driver: d.name, Outcome: d.outcome, Concurrency: c, Requests: n, Errors: errCount,
 		Seconds: elapsed.Seconds(), Throughput: float64(n) / elapsed.Seconds(),
 		P50ms: ms(loadgen.Percentile(lat, 50)), P95ms: ms(loadgen.Percentile(lat, 95)), P99ms: ms(loadgen.Percentile(lat, 99)),
 		ClusterCPUPer1k: per1k(cl1 - cl0), ClientCPUPer1k: per1k(me1 - me0), OrderdPeakRSSMB: peakRSSMB(b.od.pid())}
-	if driver == "orderd" {
+	if d.name == "orderd" {
 		r.OrderdCPUPer1k = per1k(od1 - od0)
 	}
 	if firstErr != nil && r.Errors > n/100 {
-		return r, nil, fmt.Errorf("%s/%s at %d: %d of %d failed, first: %w", phase, driver, c, r.Errors, n, firstErr)
+		return r, nil, fmt.Errorf("%s/%s%s at %d: %d of %d failed, first: %w", phase, d.name, outcomeSuffix(d.outcome), c, r.Errors, n, firstErr)
 	}
-	fmt.Fprintf(os.Stderr, "orderbench: %-8s %-7s c=%-3d n=%-5d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms\n",
-		phase, driver, c, n, r.Throughput, r.P50ms, r.P99ms)
+	fmt.Fprintf(os.Stderr, "orderbench: %-8s %-16s c=%-3d n=%-5d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms\n",
+		phase, d.name+outcomeSuffix(d.outcome), c, n, r.Throughput, r.P50ms, r.P99ms)
 	return r, lat, nil
+}
+
+// outcomeSuffix names an outcome after a driver in progress lines and errors.
+func outcomeSuffix(outcome string) string {
+	if outcome == "" {
+		return ""
+	}
+	return "/" + outcome
 }
 
 // runOps runs ops 0..n-1 on c goroutines and returns each op's latency (by
@@ -295,73 +315,224 @@ var (
 	benchFingerprint = benchCommand.Fingerprint()
 )
 
-// direct issues the handler's CQL in the handler's order from this process.
-func (b *bench) direct(ctx context.Context, _ int) error {
-	won, rec, err := b.store.Claim(ctx, claimRecord())
-	if err != nil || !won {
-		return errors.Join(err, errors.New("claim not won"))
+// claim is Store.Claim (due-queue entry, then the claim LWT) of a new
+// request, which must win.
+func (b *bench) claim(ctx context.Context, rec ledger.Record) (ledger.Record, error) {
+	won, cur, err := b.store.Claim(ctx, rec)
+	switch {
+	case err != nil:
+		return ledger.Record{}, fmt.Errorf("claim request %s: %w", rec.RequestID, err)
+	case !won:
+		return ledger.Record{}, fmt.Errorf("claim request %s: not won", rec.RequestID)
+	}
+	return cur, nil
+}
+
+// orderAbsent is the LOCAL_QUORUM read of orders_by_id for o's id (derived
+// from the request id), which must find nothing: o is new.
+func (b *bench) orderAbsent(ctx context.Context, o order.Order) error {
+	_, err := b.proj.Order(ctx, o.Tenant, o.ID)
+	switch {
+	case errors.Is(err, projection.ErrNotFound):
+		return nil
+	case err == nil:
+		return fmt.Errorf("order %s of a new request already exists", o.ID)
+	}
+	return fmt.Errorf("read order %s: %w", o.ID, err)
+}
+
+// complete is Store.Complete (the COMPLETE LWT, then the entry delete),
+// which must leave the request COMPLETE.
+func (b *bench) complete(ctx context.Context, rec ledger.Record, o order.Order) error {
+	done, err := b.store.Complete(ctx, rec, o.EncodeOutcome(), time.Now().UTC().Truncate(time.Millisecond))
+	switch {
+	case err != nil:
+		return fmt.Errorf("complete request %s: %w", rec.RequestID, err)
+	case done.State != ledger.Complete:
+		return fmt.Errorf("complete request %s: state %s", rec.RequestID, done.State)
+	}
+	return nil
+}
+
+// writeConcurrently projects o into tables at once.
+func (b *bench) writeConcurrently(ctx context.Context, o order.Order, tables ...string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, table := range tables {
+		g.Go(func() error { return b.proj.WriteOne(gctx, o, table) })
+	}
+	return g.Wait()
+}
+
+// twoLWT issues today's handler plan (workflow createOrder and Finish) from
+// this process, in the handler's order: due-queue entry and claim LWT, the
+// read of orders_by_id that Finish makes before writing, the projections
+// (projection.Store.Write: orders_by_id, then the other two concurrently),
+// the COMPLETE LWT and the entry delete. It is orderd with zero overhead of
+// its own.
+func (b *bench) twoLWT(ctx context.Context, _ int) error {
+	rec, err := b.claim(ctx, claimRecord())
+	if err != nil {
+		return err
 	}
 	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+	if err := b.orderAbsent(ctx, o); err != nil {
+		return err
+	}
 	if err := b.proj.Write(ctx, o); err != nil {
 		return err
 	}
-	_, err = b.store.Complete(ctx, rec, o.EncodeOutcome(), time.Now().UTC())
-	return err
+	return b.complete(ctx, rec, o)
 }
 
-// naive issues the same statements one after another (design doc 000 §2).
+// oneLWT issues the planned protocol (issue 10) from this process: the read
+// of orders_by_id, due-queue entry and claim LWT, orders_by_customer and
+// order_events_by_order concurrently, then orders_by_id, then the claim's
+// entry delete. There is no COMPLETE LWT: the request stays PENDING in the
+// ledger, and with its entry gone the reconciler never looks at it.
+func (b *bench) oneLWT(ctx context.Context, _ int) error {
+	rec := claimRecord()
+	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+	if err := b.orderAbsent(ctx, o); err != nil {
+		return err
+	}
+	rec, err := b.claim(ctx, rec)
+	if err != nil {
+		return err
+	}
+	if err := b.writeConcurrently(ctx, o, projection.OrdersByCustomer, projection.EventsByOrder); err != nil {
+		return err
+	}
+	if err := b.proj.WriteOne(ctx, o, projection.OrdersByID); err != nil {
+		return err
+	}
+	return b.store.RemoveEntry(ctx, b.store.ClaimEntry(rec))
+}
+
+// floor writes the three projections concurrently and nothing else (no
+// ledger, no idempotency): the least a create can cost.
+func (b *bench) floor(ctx context.Context, _ int) error {
+	o := order.New("default", uuid.New(), benchCommand, time.Now().UTC().Truncate(time.Millisecond))
+	return b.writeConcurrently(ctx, o, projection.Tables...)
+}
+
+// naive issues twoLWT's statements one after another (design doc 000 §2).
 func (b *bench) naive(ctx context.Context, _ int) error {
-	won, rec, err := b.store.Claim(ctx, claimRecord())
-	if err != nil || !won {
-		return errors.Join(err, errors.New("claim not won"))
+	rec, err := b.claim(ctx, claimRecord())
+	if err != nil {
+		return err
 	}
 	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+	if err := b.orderAbsent(ctx, o); err != nil {
+		return err
+	}
 	for _, table := range projection.Tables {
 		if err := b.proj.WriteOne(ctx, o, table); err != nil {
 			return err
 		}
 	}
-	_, err = b.store.Complete(ctx, rec, o.EncodeOutcome(), time.Now().UTC())
-	return err
+	return b.complete(ctx, rec, o)
+}
+
+// warmUp runs every driver a little first (connections, prepared
+// statements, JIT), so that none pays for them inside a measurement.
+func (b *bench) warmUp(ctx context.Context, drivers []driver) error {
+	for _, d := range drivers {
+		if _, _, err := b.measureRaw(ctx, "warmup", d, 8, 200); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inTurns measures n ops of every driver at concurrency c. The drivers take
+// turns in rounds, so drift on a shared, noisy machine falls on all of them
+// alike; each driver's rounds are pooled into one result.
+func (b *bench) inTurns(ctx context.Context, phase string, c, n int, drivers []driver) ([]Result, error) {
+	const rounds = 3
+	results := make([][]Result, len(drivers))
+	lats := make([][][]time.Duration, len(drivers))
+	for range rounds {
+		for k, d := range drivers {
+			r, lat, err := b.measureRaw(ctx, phase, d, c, max(n/rounds, 1))
+			if err != nil {
+				return nil, err
+			}
+			results[k] = append(results[k], r)
+			lats[k] = append(lats[k], lat)
+		}
+	}
+	out := make([]Result, len(drivers))
+	for k := range drivers {
+		out[k] = merge(results[k], lats[k])
+	}
+	return out, nil
 }
 
 func (b *bench) compare(ctx context.Context, levels []int, requests int) ([]Result, error) {
-	// Warm up every path (connections, prepared statements, JIT).
-	for _, d := range []op{b.viaOrderd, b.direct, b.naive} {
-		if _, err := b.measure(ctx, "warmup", "-", 8, 200, d); err != nil {
-			return nil, err
-		}
+	drivers := []driver{
+		{name: "orderd", do: b.viaOrderd},
+		{name: "two-lwt", do: b.twoLWT},
+		{name: "one-lwt", do: b.oneLWT},
+		{name: "floor", do: b.floor},
+		{name: "naive", do: b.naive},
 	}
-	// Drivers take turns in rounds, so drift on a shared, noisy machine
-	// falls on all three alike; each driver's rounds are pooled.
-	const rounds = 3
-	drivers := []struct {
-		name string
-		do   op
-	}{{"orderd", b.viaOrderd}, {"direct", b.direct}, {"naive", b.naive}}
+	if err := b.warmUp(ctx, drivers); err != nil {
+		return nil, err
+	}
 	var out []Result
 	for _, c := range levels {
 		n := requests
 		if c == 1 {
 			n = max(requests/4, 50)
 		}
-		results := make([][]Result, len(drivers))
-		lats := make([][][]time.Duration, len(drivers))
-		for range rounds {
-			for k, d := range drivers {
-				r, lat, err := b.measureRaw(ctx, "compare", d.name, c, max(n/rounds, 1), d.do)
-				if err != nil {
-					return nil, err
-				}
-				results[k] = append(results[k], r)
-				lats[k] = append(lats[k], lat)
-			}
+		rs, err := b.inTurns(ctx, "compare", c, n, drivers)
+		if err != nil {
+			return nil, err
 		}
-		for k := range drivers {
-			out = append(out, merge(results[k], lats[k]))
-		}
+		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// storm is a replay storm through orderd: one request is created, then the
+// very same CreateOrderRequest is sent n times from c streams at once, and
+// every answer must be a replay. New requests at the same concurrency take
+// turns with it, so the replay/new ratios come from one run.
+func (b *bench) storm(ctx context.Context, c, n int) ([]Result, error) {
+	req := newRequest(0)
+	first, err := b.od.client.CreateOrder(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("create the storm's order (request %s): %w", req.RequestId, err)
+	}
+	if first.Replayed {
+		return nil, fmt.Errorf("the storm's first request %s was answered as a replay", req.RequestId)
+	}
+	// Counted apart from failed calls: measureRaw tolerates a few errors,
+	// but an answer other than a replay is wrong, not slow.
+	var notReplayed atomic.Int64
+	replay := func(ctx context.Context, _ int) error {
+		resp, err := b.od.client.CreateOrder(ctx, req)
+		if err == nil && !resp.Replayed {
+			notReplayed.Add(1)
+			err = fmt.Errorf("request %s was not replayed", req.RequestId)
+		}
+		return err
+	}
+	drivers := []driver{
+		{name: "orderd", outcome: "new", do: b.viaOrderd},
+		{name: "orderd", outcome: "replayed", do: replay},
+	}
+	if err := b.warmUp(ctx, drivers); err != nil {
+		return nil, err
+	}
+	rs, err := b.inTurns(ctx, "storm", c, n, drivers)
+	if err != nil {
+		return nil, err
+	}
+	if k := notReplayed.Load(); k > 0 {
+		return nil, fmt.Errorf("%d answers to the storm's request %s were not replays", k, req.RequestId)
+	}
+	return rs, nil
 }
 
 func (b *bench) replay(ctx context.Context, c, n int) ([]Result, error) {
