@@ -14,14 +14,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
 	"github.com/atlasmart/orderd/reconciler"
 )
 
 // BenchmarkReconcilerFindPending measures one reconciler pass over every
 // shard finding 100 PENDING requests among 1,000 and among 100,000 COMPLETE
-// ones (each made by the real ledger: due-queue entry, claim LWT, complete
-// LWT, entry deleted), and prints both times and their ratio. Run it with
+// ones (each made by the real ledger as a finished request leaves it:
+// due-queue entry, claim LWT, entry released), and prints both times and their ratio. Run it with
 //
 //	make bench-reconciler
 //
@@ -115,7 +118,7 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 }
 
 // claimMany claims n new requests through the real ledger; complete says
-// whether each is then completed (its due entry deleted) or left PENDING.
+// whether each is then finished (its due entry released) or left unfinished.
 func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool) {
 	b.Helper()
 	var (
@@ -140,7 +143,121 @@ func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool)
 					err = fmt.Errorf("claim of a new id %s lost", id)
 				}
 				if err == nil && complete {
-					_, err = store.Complete(ctx, cur, []byte(`{}`), time.Now().UTC())
+					err = store.Release(ctx, cur)
+				}
+				if err != nil {
+					first.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := first.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkReconcilerHeal measures how fast one reconciler instance heals a
+// backlog that a crash left behind: 10,000 requests claimed and left
+// PENDING (nothing projected), finished by the real workflow (projections
+// and COMPLETE) at two bounds of per-bucket concurrency, and a sequential
+// reference on 1,000. Goal (issue 10): 10,000 healed in ≤ 20 s. Run it with
+//
+//	make bench-reconciler
+func BenchmarkReconcilerHeal(b *testing.B) {
+	type result struct {
+		pending, concurrency int
+		took                 time.Duration
+		passes               int
+	}
+	var results []result
+	for _, c := range []struct{ pending, concurrency int }{{1_000, 1}, {10_000, 16}, {10_000, 64}} {
+		r := result{pending: c.pending, concurrency: c.concurrency}
+		ks := fmt.Sprintf("bench_heal_%d_%d", c.concurrency, time.Now().UnixNano()/1e6)
+		if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
+			b.Fatalf("migrate %s: %v\n%s", ks, err, out)
+		}
+		func() {
+			defer dropKeyspace(context.Background(), ks)
+			s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks, Timeout: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			driver := cassandra.Wrap(s)
+			store, err := ledger.NewCassandraStore(driver, ledger.Config{DueAfter: time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			wf := workflow.New(workflow.Config{Tenant: tenant}, store, projection.NewStore(driver, nil), nil, log)
+			claimPending(b, store, c.pending)
+			time.Sleep(1100 * time.Millisecond) // every entry due
+
+			loop := reconciler.New(reconciler.Config{Margin: time.Nanosecond, Concurrency: c.concurrency}, store,
+				func(ctx context.Context, rec ledger.Record) error { _, err := wf.Finish(ctx, rec); return err },
+				reconciler.NewCassandraCoordinator(driver), log)
+			all := make([]int, ledger.PendingShards)
+			for i := range all {
+				all[i] = i
+			}
+			b.ResetTimer()
+			start, finished := time.Now(), 0
+			for finished < c.pending && time.Since(start) < 5*time.Minute {
+				res, err := loop.PassShards(context.Background(), all)
+				if err != nil {
+					b.Logf("pass: %v", err)
+				}
+				finished += res.Finished
+				r.passes++
+			}
+			r.took = time.Since(start)
+			b.StopTimer()
+			if finished != c.pending {
+				b.Fatalf("healed %d of %d PENDING requests in %s", finished, c.pending, r.took)
+			}
+		}()
+		results = append(results, r)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\nhealing a backlog of PENDING requests with one reconciler instance (%d shards):\n", ledger.PendingShards)
+	fmt.Fprintf(&sb, "%9s %12s %10s %8s %12s\n", "PENDING", "concurrency", "took", "passes", "healed/s")
+	for _, r := range results {
+		fmt.Fprintf(&sb, "%9d %12d %10s %8d %12.0f\n", r.pending, r.concurrency, r.took.Round(time.Millisecond), r.passes,
+			float64(r.pending)/r.took.Seconds())
+	}
+	fmt.Print(sb.String())
+	for _, r := range results[1:] {
+		b.ReportMetric(r.took.Seconds(), fmt.Sprintf("s/heal10k@%d", r.concurrency))
+	}
+}
+
+// claimPending claims n new requests with real commands through the real
+// ledger and leaves them PENDING, as a crash right after each claim would.
+func claimPending(b *testing.B, store *ledger.CassandraStore, n int) {
+	b.Helper()
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64
+		first atomic.Value
+	)
+	cmd := order.Command{CustomerID: "heal-bench", Total: "12.34", Currency: "EUR"}
+	encoded := cmd.Encode()
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				id := uuid.New()
+				rec := ledger.Record{
+					Key:      ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: id},
+					EntityID: order.ID(tenant, id), Fingerprint: order.Fingerprint(encoded), Command: encoded,
+					CreatedAt: time.Now().UTC().Truncate(time.Millisecond), ClaimToken: uuid.New(),
+				}
+				won, _, err := store.Claim(context.Background(), rec)
+				if err == nil && !won {
+					err = fmt.Errorf("claim of a new id %s lost", id)
 				}
 				if err != nil {
 					first.CompareAndSwap(nil, err)

@@ -36,9 +36,6 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL ?`
 	selectCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
-	completeCQL = `/* ledger.complete */ UPDATE write_requests_by_id USING TTL ?
-		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'COMPLETE', completed_at = ?, outcome = ?
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
 	attemptCQL = `/* ledger.attempt */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, state = 'PENDING', attempts = ?, last_error = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ? AND attempts = ?`
@@ -260,7 +257,7 @@ func expiredRemnant(row map[string]any) bool {
 // update is one conditional update of a claim, with what tells from a row
 // read afterwards whether it applied.
 type update struct {
-	op   string // for errors and OnSettle: "complete", "attempt", ...
+	op   string // for errors and OnSettle: "claim", "attempt", ...
 	stmt string
 	// args are the bind values, made anew for every send: a resend carries
 	// the TTL left at its own time, not at the first send's.
@@ -323,33 +320,9 @@ func pendingClaim(rec Record) func(Record) bool {
 	return func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken }
 }
 
-// Complete implements Store.
-func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byte, at time.Time) (Record, error) {
-	done := rec
-	done.State, done.CompletedAt, done.Outcome = Complete, at, outcome
-	applied, cur, err := c.run(ctx, update{
-		op:   "complete",
-		stmt: completeCQL,
-		args: func() []any {
-			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts, nullable(rec.LastError), at, outcome},
-				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
-		},
-		key:     rec.Key,
-		applied: func(cur Record) bool { return cur.State == Complete && cur.ClaimToken == rec.ClaimToken },
-		awaits:  pendingClaim(rec),
-	})
-	switch {
-	case err != nil:
-		return Record{}, err
-	case !applied:
-		return cur, nil
-	case cur.State == Complete:
-		done = cur // settled by a read: the row as stored
-	}
-	// Best effort: a leftover entry is dropped by the reconciler when it
-	// falls due and finds the request settled.
-	_ = c.RemoveEntry(ctx, c.entryFor(rec))
-	return done, nil
+// Release implements Store.
+func (c *CassandraStore) Release(ctx context.Context, rec Record) error {
+	return c.RemoveEntry(ctx, c.entryFor(rec))
 }
 
 // RecordAttempt implements Store.

@@ -14,9 +14,14 @@ import (
 type State string
 
 const (
-	// Pending: claimed; the work may or may not be done yet.
+	// Pending: claimed. The work is done when the request's order row
+	// exists (orders_by_id: written last, it is the recorded outcome); the
+	// ledger row stays PENDING until its TTL (docs/architecture.md).
 	Pending State = "PENDING"
-	// Complete: the work is done and Outcome is recorded.
+	// Complete: the work is done and Outcome is recorded in the row. Only
+	// rows written before the one-LWT protocol are in this state (they live
+	// until their TTL); readers still honour them. Request views derive it
+	// for PENDING rows whose order exists.
 	Complete State = "COMPLETE"
 	// Failed: set aside before anything of the work was written (its
 	// stored command cannot be finished); LastError holds the reason.
@@ -83,11 +88,11 @@ type Store interface {
 	Get(ctx context.Context, key Key) (Record, error)
 	// Peek reads a record at LOCAL_QUORUM: cheap, may miss a write in flight.
 	Peek(ctx context.Context, key Key) (Record, error)
-	// Complete moves rec's claim from PENDING to COMPLETE with its outcome,
-	// removes the claim's due entry, and returns the record as it now is:
-	// COMPLETE (by this call or an earlier one) or whatever terminal state it
-	// was found in. ErrNotFound if the claim is gone (withdrawn or expired).
-	Complete(ctx context.Context, rec Record, outcome []byte, at time.Time) (Record, error)
+	// Release says that rec's work is done (its order is recorded where it
+	// is read from): the claim's due entry is no longer needed and goes. The
+	// claim itself stays as it is, PENDING, until its TTL. A Release that
+	// fails leaves the entry for the reconciler, which finds the work done.
+	Release(ctx context.Context, rec Record) error
 	// RecordAttempt notes on rec's claim, still PENDING, that one more
 	// attempt failed, with its reason. Losing a race to another note or a
 	// state change is not an error: it is bookkeeping.

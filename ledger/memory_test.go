@@ -20,7 +20,8 @@ import (
 func TestMemoryContract(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledgertest.Subject {
 		m := ledgertest.NewMemory(ledgertest.Config{})
-		return ledgertest.Subject{Store: m, Arm: m.Arm, Pending: m.Pending, Now: m.Now}
+		return ledgertest.Subject{Store: m, Arm: m.Arm, Pending: m.Pending, Now: m.Now,
+			Legacy: func(_ context.Context, rec ledger.Record) error { m.Put(rec); return nil }}
 	})
 }
 
@@ -102,9 +103,9 @@ func TestMemoryStaleClaimAfterExpiry(t *testing.T) {
 	if won, _, err := m.Claim(ctx, fresh); err != nil || !won {
 		t.Fatalf("Claim after expiry = %v, %v; want won", won, err)
 	}
-	got, err := m.Complete(ctx, old, []byte("stale"), m.Now())
+	got, err := m.MarkFailed(ctx, old, "STALE")
 	if err != nil || got.State != ledger.Pending || got.ClaimToken != fresh.ClaimToken {
-		t.Fatalf("Complete of the expired claim = %s/%s, %v; want the fresh claim, PENDING", got.State, got.ClaimToken, err)
+		t.Fatalf("MarkFailed of the expired claim = %s/%s, %v; want the fresh claim, PENDING", got.State, got.ClaimToken, err)
 	}
 }
 
@@ -170,11 +171,11 @@ func TestMemoryEndedContext(t *testing.T) {
 	rec := claimAt(t, m, t0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := m.Complete(ctx, rec, []byte("x"), t0); fault.KindOf(err) != fault.OutcomeUnknown {
-		t.Errorf("Complete with an ended context = %v, want OutcomeUnknown", err)
+	if _, err := m.MarkFailed(ctx, rec, "X"); fault.KindOf(err) != fault.OutcomeUnknown {
+		t.Errorf("MarkFailed with an ended context = %v, want OutcomeUnknown", err)
 	}
 	if got, _ := m.Record(rec.Key); got.State != ledger.Pending {
-		t.Errorf("state after Complete with an ended context = %s, want PENDING", got.State)
+		t.Errorf("state after MarkFailed with an ended context = %s, want PENDING", got.State)
 	}
 	if _, err := m.Get(ctx, rec.Key); fault.KindOf(err) != fault.Unavailable {
 		t.Errorf("Get with an ended context = %v, want Unavailable", err)
@@ -199,12 +200,12 @@ func TestMemoryOnSettle(t *testing.T) {
 	if won, _, err := m.Claim(ctx, rec); !won || err != nil {
 		t.Fatal(won, err)
 	}
-	m.Arm(ledgertest.StmtComplete, cassandra.FaultTimeout, 1)
+	m.Arm(ledgertest.StmtFail, cassandra.FaultTimeout, 1)
 	m.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
-	if _, err := m.Complete(ctx, rec, nil, m.Now()); fault.KindOf(err) != fault.OutcomeUnknown {
+	if _, err := m.MarkFailed(ctx, rec, "X"); fault.KindOf(err) != fault.OutcomeUnknown {
 		t.Fatal(err)
 	}
-	want := []settled{{"claim", ledger.SettledApplied}, {"complete", ledger.Unsettled}}
+	want := []settled{{"claim", ledger.SettledApplied}, {"fail", ledger.Unsettled}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("OnSettle heard %v, want %v", got, want)
 	}

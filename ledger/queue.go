@@ -52,7 +52,7 @@ func (e DueEntry) SameRow(o DueEntry) bool {
 	return e.Key == o.Key && e.Shard == o.Shard && e.Due.Equal(o.Due) && e.ClaimToken == o.ClaimToken
 }
 
-// ClaimEntry is the entry rec's claim wrote (the one Complete removes).
+// ClaimEntry is the entry rec's claim wrote (the one Release removes).
 func (c *CassandraStore) ClaimEntry(rec Record) DueEntry { return c.entryFor(rec) }
 
 // ShardOf is the due-queue shard of a request.

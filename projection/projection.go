@@ -67,23 +67,24 @@ func NewStore(s cassandra.Session, failpoints *failpoint.Set) *Store {
 // them one after another.
 var Tables = []string{OrdersByCustomer, EventsByOrder, OrdersByID}
 
-// Write projects o into every table. orders_by_id goes first and alone: it
-// is the order's authoritative row, so once it exists the order's values are
-// fixed (workflow.Finish reads it before writing); the other two follow
-// concurrently. It returns nil only when every write is confirmed at
-// LOCAL_QUORUM; otherwise a *fault.Error (Unavailable or OutcomeUnknown),
-// and the whole Write may be replayed.
+// Write projects o into every table: orders_by_customer and
+// order_events_by_order concurrently, then, once both are confirmed,
+// orders_by_id. orders_by_id goes last because it is the order's recorded
+// outcome: once it exists the whole order is visible, and the workflow
+// answers duplicates from it (docs/architecture.md). It returns nil only
+// when every write is confirmed at LOCAL_QUORUM; otherwise a *fault.Error
+// (Unavailable or OutcomeUnknown), and the whole Write may be replayed.
 func (p *Store) Write(ctx context.Context, o order.Order) error {
-	if err := p.WriteOne(ctx, o, OrdersByID); err != nil {
-		return err
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, table := range Tables {
 		if table != OrdersByID {
 			g.Go(func() error { return p.WriteOne(gctx, o, table) })
 		}
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return p.WriteOne(ctx, o, OrdersByID)
 }
 
 // WriteOne projects o into one table (one of Tables).

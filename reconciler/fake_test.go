@@ -121,15 +121,18 @@ func dueCalls(l *ledgertest.Memory, shard int, bucket time.Time) int {
 	return n
 }
 
-// completions is how many times the request went PENDING -> COMPLETE.
-func completions(l *ledgertest.Memory, key ledger.Key) int {
-	n := 0
-	for _, st := range l.Statements(ledgertest.StmtComplete) {
-		if st.Key == key && st.Applied {
-			n++
-		}
+// completions is how many times the request's order was recorded.
+func completions(h *harness, key ledger.Key) int { return h.fin.Recorded(key) }
+
+// wantFinished checks that the request's order is recorded and its claim
+// is still in the ledger (PENDING: finishing leaves the claim as it is),
+// and returns the claim.
+func wantFinished(t *testing.T, h *harness, key ledger.Key) ledger.Record {
+	t.Helper()
+	if h.fin.Recorded(key) == 0 {
+		t.Fatalf("request %s: no order recorded", key.RequestID)
 	}
-	return n
+	return wantState(t, h, key, ledger.Pending)
 }
 
 // nextDue is when the request's (single) entry falls due: where the last
@@ -151,25 +154,26 @@ var _ Coordinator = (*reconcilertest.MemoryCoordinator)(nil)
 
 // ---------------------------------------------------------------- finisher
 
-// fakeFinisher mimics workflow.Service.Finish on the ledger: it completes
-// the request (the ledger's Complete: only the claim's PENDING record
-// changes), or, for each request's first failN calls, fails with err (the
-// loop notes the failed attempt).
+// fakeFinisher mimics workflow.Service.Finish: it records the request's
+// order (once: a later call finds it recorded) and releases the claim's due
+// entry, or, for each request's first failN calls, fails with err (the loop
+// notes the failed attempt).
 type fakeFinisher struct {
 	l   *ledgertest.Memory
 	now func() time.Time
 
-	mu    sync.Mutex
-	failN int // failures per request before it succeeds; <0: always fail
-	err   error
-	calls map[uuid.UUID]int
+	mu     sync.Mutex
+	failN  int // failures per request before it succeeds; <0: always fail
+	err    error
+	calls  map[uuid.UUID]int
+	orders map[ledger.Key]int // times the order was recorded (at most 1)
 	// before, if set, runs at the start of every call (outside the lock).
 	before func(rec ledger.Record)
 }
 
 func newFakeFinisher(l *ledgertest.Memory, now func() time.Time) *fakeFinisher {
 	return &fakeFinisher{l: l, now: now, err: fault.New(fault.ReasonClusterUnavailable, errors.New("projection write failed")),
-		calls: map[uuid.UUID]int{}}
+		calls: map[uuid.UUID]int{}, orders: map[ledger.Key]int{}}
 }
 
 // Finish is the Finisher.
@@ -180,18 +184,22 @@ func (f *fakeFinisher) Finish(ctx context.Context, rec ledger.Record) error {
 	f.mu.Lock()
 	f.calls[rec.RequestID]++
 	n, failN, ferr := f.calls[rec.RequestID], f.failN, f.err
-	f.mu.Unlock()
 	if failN < 0 || n <= failN {
+		f.mu.Unlock()
 		return fmt.Errorf("request %s: %w", rec.RequestID, ferr)
 	}
-	done, err := f.l.Complete(ctx, rec, []byte(`{"order":"ok"}`), f.now().UTC().Truncate(time.Millisecond))
-	if err != nil {
-		return err
+	if f.orders[rec.Key] == 0 {
+		f.orders[rec.Key]++
 	}
-	if done.State != ledger.Complete {
-		return fmt.Errorf("request %s: state %s after completing it", rec.RequestID, done.State)
-	}
-	return nil
+	f.mu.Unlock()
+	return f.l.Release(ctx, rec)
+}
+
+// Recorded is how many times the request's order was recorded (0 or 1).
+func (f *fakeFinisher) Recorded(key ledger.Key) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.orders[key]
 }
 
 // SetErr makes failing calls return err.

@@ -136,9 +136,9 @@ func TestPassFinishesAbandonedRequest(t *testing.T) {
 	if dueCalls(h.ledger, shard, entry.Due) != 1 {
 		t.Errorf("entry's bucket read %d times, want 1", dueCalls(h.ledger, shard, entry.Due))
 	}
-	wantState(t, h, rec.Key, ledger.Complete)
-	if completions(h.ledger, rec.Key) != 1 {
-		t.Errorf("completions = %d, want 1", completions(h.ledger, rec.Key))
+	wantFinished(t, h, rec.Key)
+	if completions(h, rec.Key) != 1 {
+		t.Errorf("completions = %d, want 1", completions(h, rec.Key))
 	}
 	wantNoEntries(t, h, rec.Key)
 	st := l.Stats()
@@ -186,7 +186,7 @@ func TestPassLeavesYoungRequestAlone(t *testing.T) {
 		if res.Finished != 1 || h.fin.Calls(rec.RequestID) != 1 {
 			t.Errorf("once due: PassResult = %+v, finisher calls %d; want it finished once", res, h.fin.Calls(rec.RequestID))
 		}
-		wantState(t, h, rec.Key, ledger.Complete)
+		wantFinished(t, h, rec.Key)
 	})
 
 	// Entries fall due at their not_before, not with their bucket.
@@ -224,7 +224,7 @@ func TestPassLeavesYoungRequestAlone(t *testing.T) {
 		if dueCalls(h.ledger, shard, old) != 2 {
 			t.Errorf("young entry's bucket read %d times, want 2", dueCalls(h.ledger, shard, old))
 		}
-		wantState(t, h, key, ledger.Complete)
+		wantFinished(t, h, key)
 		wantNoEntries(t, h, key)
 	})
 }
@@ -366,7 +366,7 @@ func TestFailingRequestBacksOffAndIsNeverDeadLettered(t *testing.T) {
 	if res.Finished != 1 {
 		t.Fatalf("pass after recovery: %+v, want it finished", res)
 	}
-	wantState(t, h, rec.Key, ledger.Complete)
+	wantFinished(t, h, rec.Key)
 	wantNoEntries(t, h, rec.Key)
 }
 
@@ -423,14 +423,14 @@ func TestRequestFailingTwiceThenSucceeding(t *testing.T) {
 		}
 	}
 
-	got := wantState(t, h, rec.Key, ledger.Complete)
+	got := wantFinished(t, h, rec.Key)
 	if got.Attempts != 2 {
 		t.Errorf("attempts = %d, want 2 (the two failed ones)", got.Attempts)
 	}
 	if n := h.fin.Calls(rec.RequestID); n != 3 {
 		t.Errorf("finisher calls = %d, want 3", n)
 	}
-	if n := completions(h.ledger, rec.Key); n != 1 {
+	if n := completions(h, rec.Key); n != 1 {
 		t.Errorf("completions = %d, want exactly 1", n)
 	}
 	wantNoEntries(t, h, rec.Key)
@@ -654,8 +654,8 @@ func TestCursorStopsAtEntryWithGetError(t *testing.T) {
 	if res.Finished != 2 {
 		t.Errorf("PassResult = %+v, want the two readable requests finished", res)
 	}
-	wantState(t, h, a.Key, ledger.Complete)
-	wantState(t, h, c.Key, ledger.Complete) // later buckets are still worked
+	wantFinished(t, h, a.Key)
+	wantFinished(t, h, c.Key) // later buckets are still worked
 	wantState(t, h, b.Key, ledger.Pending)
 	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(be.Due) {
 		t.Fatalf("cursor = %s, want it kept at the failed entry's bucket %s", cur, be.Due)
@@ -678,7 +678,7 @@ func TestCursorStopsAtEntryWithGetError(t *testing.T) {
 	h.ledger.SetIntercept(nil)
 	h.clock.Advance(time.Minute)
 	mustPass(t, l, shard)
-	wantState(t, h, b.Key, ledger.Complete)
+	wantFinished(t, h, b.Key)
 	want := ledger.BucketOf(h.clock.Now().Add(-2 * time.Minute))
 	if cur, _ := h.coord.CursorOf(shard); !cur.Equal(want) {
 		t.Errorf("cursor = %s, want %s", cur, want)
@@ -702,7 +702,7 @@ func TestDueEntriesErrorFailsPassAndKeepsCursor(t *testing.T) {
 	if st := l.Stats(); st.PassErrors != 1 || st.Passes != 1 {
 		t.Errorf("Stats = %+v, want Passes 1, PassErrors 1", st)
 	}
-	wantState(t, h, a.Key, ledger.Complete)
+	wantFinished(t, h, a.Key)
 	if cur, _ := h.coord.CursorOf(shard); cur.After(bad) {
 		t.Errorf("cursor = %s, moved past the unreadable bucket %s", cur, bad)
 	}
@@ -754,7 +754,7 @@ func TestStatsPendingAndOldest(t *testing.T) {
 	if want := now.Sub(oldest); st.OldestPending != want {
 		t.Errorf("Stats.OldestPending = %s, want %s", st.OldestPending, want)
 	}
-	wantState(t, h, young.Key, ledger.Complete)
+	wantFinished(t, h, young.Key)
 
 	mustPass(t, l, shard)
 	if st := l.Stats(); st.Pending != 0 || st.OldestPending != 0 || st.Passes != 3 {
@@ -952,16 +952,15 @@ func TestPassCoversOwnedShards(t *testing.T) {
 	}
 	for _, r := range recs {
 		mine := slices.Contains(ownedShards(a), ledger.ShardOf(r.RequestID))
-		rec, _ := h.ledger.Record(r.Key)
-		if mine != (rec.State == ledger.Complete) {
-			t.Errorf("request in shard %d (a's: %v) is %s", ledger.ShardOf(r.RequestID), mine, rec.State)
+		if finished := h.fin.Recorded(r.Key) > 0; mine != finished {
+			t.Errorf("request in shard %d (a's: %v): finished %v", ledger.ShardOf(r.RequestID), mine, finished)
 		}
 	}
 	if _, err := b.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range recs {
-		wantState(t, h, r.Key, ledger.Complete)
+		wantFinished(t, h, r.Key)
 	}
 }
 
@@ -1000,7 +999,7 @@ func TestRunCoordinatesPassesAndLeaves(t *testing.T) {
 		t.Errorf("after Run, still a member")
 	}
 	for _, r := range recs {
-		wantState(t, h, r.Key, ledger.Complete)
+		wantFinished(t, h, r.Key)
 	}
 }
 
@@ -1044,8 +1043,8 @@ func TestConcurrentPassesCompleteEachRequestOnce(t *testing.T) {
 			}
 		}
 		for _, r := range recs {
-			wantState(t, h, r.Key, ledger.Complete)
-			if n := completions(h.ledger, r.Key); n != 1 {
+			wantFinished(t, h, r.Key)
+			if n := completions(h, r.Key); n != 1 {
 				t.Fatalf("round %d: request %s completed %d times, want exactly 1", round, r.RequestID, n)
 			}
 			wantNoEntries(t, h, r.Key)
@@ -1065,7 +1064,7 @@ func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
 	if c.Instance == uuid.Nil || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second ||
 		c.MaxAttempts != 5 || c.BackoffBase != 5*time.Second || c.BackoffMax != 5*time.Minute ||
-		c.Margin != 2*time.Minute || c.InitialLookback != time.Hour {
+		c.Margin != 2*time.Minute || c.InitialLookback != time.Hour || c.Concurrency != 16 {
 		t.Errorf("defaults = %+v", c)
 	}
 	id := uuid.New()
@@ -1104,5 +1103,51 @@ func TestCoordinateTakesBackALeaseItLostTrackOf(t *testing.T) {
 	mustCoordinate(t, a)
 	if n := len(ownedShards(a)); n != ledger.PendingShards {
 		t.Fatalf("after the next coordinate a holds %d shards, want all %d back before the TTL", n, ledger.PendingShards)
+	}
+}
+
+// A backlog heals Concurrency requests at a time, never more: the finisher
+// holds every call until that many are in flight together.
+func TestPassFinishesABucketConcurrentlyWithinTheBound(t *testing.T) {
+	h := newHarness(t0.Add(10 * time.Second))
+	const shard, n, bound = 5, 40, 4
+	var keys []ledger.Key
+	for range n {
+		rec, _ := h.addPending(t, shard, t0.Add(-5*time.Minute))
+		keys = append(keys, rec.Key)
+	}
+	var (
+		mu             sync.Mutex
+		inFlight, peak int
+		reached        bool
+		full           = make(chan struct{})
+	)
+	h.fin.before = func(ledger.Record) {
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		if inFlight == bound && !reached {
+			reached = true
+			close(full)
+		}
+		mu.Unlock()
+		select {
+		case <-full:
+		case <-time.After(time.Second): // the bound was never reached: peak tells
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}
+	res := mustPass(t, h.loop(Config{Concurrency: bound}), shard)
+	if res.Finished != n || res.Pending != n {
+		t.Errorf("PassResult = %+v, want %d pending and finished", res, n)
+	}
+	if peak != bound {
+		t.Errorf("at most %d requests were finished at once, want exactly %d", peak, bound)
+	}
+	for _, k := range keys {
+		wantFinished(t, h, k)
+		wantNoEntries(t, h, k)
 	}
 }

@@ -128,7 +128,7 @@ func runCmd(args []string) error {
 	defer od.stop()
 
 	run := Run{Command: "orderbench run " + strings.Join(args, " "), Machine: machine(), Cassandra: version(ctx, session), Started: time.Now().UTC()}
-	b := &bench{od: od, store: store, proj: proj, label: f.label}
+	b := &bench{od: od, cql: session, store: store, proj: proj, label: f.label}
 	for _, phase := range strings.Split(f.phases, ",") {
 		var rs []Result
 		switch phase {
@@ -162,6 +162,7 @@ func runCmd(args []string) error {
 
 type bench struct {
 	od    *orderdProc
+	cql   *gocql.Session
 	store *ledger.CassandraStore
 	proj  *projection.Store
 	label string
@@ -341,15 +342,30 @@ func (b *bench) orderAbsent(ctx context.Context, o order.Order) error {
 	return fmt.Errorf("read order %s: %w", o.ID, err)
 }
 
-// complete is Store.Complete (the COMPLETE LWT, then the entry delete),
-// which must leave the request COMPLETE.
+// legacyCompleteCQL is the conditional COMPLETE of the protocol before
+// one-LWT, as ledger.CassandraStore issued it (every cell rewritten with the
+// row's TTL): the baseline's second Paxos round.
+const legacyCompleteCQL = `UPDATE write_requests_by_id USING TTL ?
+	SET entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?, attempts = ?, last_error = ?,
+		state = 'COMPLETE', completed_at = ?, outcome = ?
+	WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
+
+// complete is the old protocol's completion: the COMPLETE LWT, which must
+// apply, then the claim's entry delete.
 func (b *bench) complete(ctx context.Context, rec ledger.Record, o order.Order) error {
-	done, err := b.store.Complete(ctx, rec, o.EncodeOutcome(), time.Now().UTC().Truncate(time.Millisecond))
+	ttl := int(rec.ExpiresAt(7 * 24 * time.Hour).Sub(time.Now()).Seconds())
+	applied, err := b.cql.Query(legacyCompleteCQL, ttl, rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt,
+		rec.ClaimToken.String(), rec.Attempts, nil, time.Now().UTC(), o.EncodeOutcome(),
+		rec.Tenant, rec.Operation, rec.RequestID.String(), rec.ClaimToken.String()).
+		SerialConsistency(gocql.LocalSerial).MapScanCASContext(ctx, map[string]any{})
 	switch {
 	case err != nil:
 		return fmt.Errorf("complete request %s: %w", rec.RequestID, err)
-	case done.State != ledger.Complete:
-		return fmt.Errorf("complete request %s: state %s", rec.RequestID, done.State)
+	case !applied:
+		return fmt.Errorf("complete request %s: not applied", rec.RequestID)
+	}
+	if err := b.store.Release(ctx, rec); err != nil {
+		return fmt.Errorf("remove the entry of request %s: %w", rec.RequestID, err)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error
 	}
 	loop := reconciler.New(reconciler.Config{
 		Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
-		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax,
+		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax, Concurrency: cfg.reconcileConcurrency,
 	}, a.ledger, finish, reconciler.NewCassandraCoordinator(a.stmts), log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err

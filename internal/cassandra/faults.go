@@ -86,7 +86,7 @@ func (s *Faults) Pending(name string) int {
 }
 
 // ArmSpec arms faults from a specification such as
-// "ledger.claim=lose-response;ledger.complete=timeout*3" (ORDERD_CQL_FAULTS):
+// "ledger.claim=lose-response;ledger.attempt=timeout*3" (ORDERD_CQL_FAULTS):
 // statement=fault, optionally *N executions (default 1).
 func (s *Faults) ArmSpec(spec string) error {
 	for part := range strings.SplitSeq(spec, ";") {

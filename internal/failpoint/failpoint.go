@@ -20,8 +20,10 @@ import (
 
 // The points the write path evaluates.
 const (
-	AfterClaim     = "after-claim"
-	BeforeComplete = "before-complete"
+	AfterClaim = "after-claim"
+	// BeforeRelease: the order is recorded (every projection written),
+	// its due entry not yet released.
+	BeforeRelease = "before-release"
 	// ProjectionPrefix + table name, evaluated before that table's write.
 	ProjectionPrefix = "projection."
 	// AfterProjectionPrefix + table name, evaluated after that table's write.

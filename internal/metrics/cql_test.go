@@ -75,7 +75,6 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 	wants := map[string]want{
 		"ledger.claimCQL":      {"insert_write_requests_by_id", true},
 		"ledger.selectCQL":     {"select_write_requests_by_id", false},
-		"ledger.completeCQL":   {"update_write_requests_by_id", true},
 		"ledger.attemptCQL":    {"update_write_requests_by_id", true},
 		"ledger.failCQL":       {"update_write_requests_by_id", true},
 		"ledger.requeueCQL":    {"update_write_requests_by_id", true},

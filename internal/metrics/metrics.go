@@ -98,7 +98,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, o := range workflow.Outcomes() {
 		m.createOutcomes.WithLabelValues(string(o))
 	}
-	for _, op := range []string{"claim", "complete"} {
+	for _, op := range []string{"claim"} {
 		for _, s := range []ledger.SettleOutcome{ledger.SettledApplied, ledger.SettledNotApplied, ledger.Unsettled} {
 			m.unknownOutcomes.WithLabelValues(op, string(s))
 		}

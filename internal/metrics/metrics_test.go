@@ -88,8 +88,8 @@ func TestOutcomesAndUnknownOutcomes(t *testing.T) {
 	if n := testutil.CollectAndCount(m.createOutcomes); n != len(workflow.Outcomes()) {
 		t.Errorf("%d outcome series, want %d", n, len(workflow.Outcomes()))
 	}
-	if n := testutil.CollectAndCount(m.unknownOutcomes); n != 6 {
-		t.Errorf("%d unknown-outcome series, want 6", n)
+	if n := testutil.CollectAndCount(m.unknownOutcomes); n != 3 {
+		t.Errorf("%d unknown-outcome series, want 3 (the claim's)", n)
 	}
 	if got := testutil.ToFloat64(m.unknownOutcomes.WithLabelValues("claim", "applied")); got != 1 {
 		t.Errorf("unknown_outcomes{claim,applied} = %v, want 1", got)

@@ -9,9 +9,9 @@ import (
 	"github.com/atlasmart/orderd/internal/fault"
 )
 
-// ledgerCalls counts the ledger calls a duplicate could make.
-func ledgerCalls(f *fixture) int {
-	return f.led.Calls("Claim") + f.led.Calls("Get") + f.led.Calls("Peek")
+// storeCalls counts the calls a duplicate could make of the stores.
+func storeCalls(f *fixture) int {
+	return f.led.Calls("Claim") + f.led.Calls("Get") + f.led.Calls("Peek") + f.proj.Calls("Order")
 }
 
 func TestReplayCacheAnswersDuplicatesWithoutTheLedger(t *testing.T) {
@@ -22,7 +22,7 @@ func TestReplayCacheAnswersDuplicatesWithoutTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := ledgerCalls(f)
+	before := storeCalls(f)
 
 	f.clock.Advance(3 * time.Second)
 	again, err := f.svc.CreateOrder(ctx, sameInputOtherSpelling())
@@ -35,8 +35,8 @@ func TestReplayCacheAnswersDuplicatesWithoutTheLedger(t *testing.T) {
 	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
 		t.Fatalf("reused request id: reason %s, want REQUEST_ID_REUSED", fe.Reason)
 	}
-	if n := ledgerCalls(f) - before; n != 0 {
-		t.Errorf("the duplicate and the reuse made %d ledger calls, want none", n)
+	if n := storeCalls(f) - before; n != 0 {
+		t.Errorf("the duplicate and the reuse made %d store calls, want none", n)
 	}
 	outcomes, ages := obs.seen()
 	if obs.cached != 1 || len(ages) != 1 || ages[0] != 3*time.Second {
@@ -69,7 +69,7 @@ func TestReplayCacheHoldsOnlyRecordedOutcomes(t *testing.T) {
 	}
 }
 
-func TestReplayCacheDisabledAsksTheLedger(t *testing.T) {
+func TestReplayCacheDisabledReadsTheRecordedOrder(t *testing.T) {
 	f := newFixture(t, Config{ReplayCacheSize: -1}, nil)
 	ctx := context.Background()
 	if _, err := f.svc.CreateOrder(ctx, baseInput()); err != nil {
@@ -79,7 +79,7 @@ func TestReplayCacheDisabledAsksTheLedger(t *testing.T) {
 	if err != nil || res.Outcome != OutcomeReplayed {
 		t.Fatalf("duplicate: %+v, %v", res, err)
 	}
-	if n := f.led.Calls("Claim"); n != 2 {
-		t.Errorf("%d claims, want 2: the duplicate must read the ledger", n)
+	if n := f.proj.Calls("Order"); n != 2 {
+		t.Errorf("%d reads of the order row, want 2: the duplicate must read the recorded order", n)
 	}
 }

@@ -198,7 +198,7 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 	if hit, ok := s.replays.get(key); ok {
 		return s.cachedReplay(hit, fingerprint)
 	}
-	res, err := s.claimAndAnswer(ctx, ledger.Record{
+	res, err := s.answer(ctx, cmd, ledger.Record{
 		Key:         key,
 		EntityID:    order.ID(key.Tenant, requestID),
 		Fingerprint: fingerprint,
@@ -209,7 +209,7 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 		ClaimToken: uuid.New(),
 	})
 	if err == nil {
-		// Recorded: the ledger holds this outcome as COMPLETE for good.
+		// Recorded: the order row exists and never changes for this request.
 		s.replays.add(key, fingerprint, res.Order)
 	}
 	return res, err
@@ -222,13 +222,22 @@ func (s *Service) cachedReplay(hit cachedOutcome, fingerprint string) (Result, e
 		return Result{}, fault.New(fault.ReasonRequestIDReused, nil)
 	}
 	s.cfg.Observer.ReplayCached()
-	s.cfg.Observer.RetryAge(max(0, s.now().UTC().Truncate(time.Millisecond).Sub(hit.order.CreatedAt)))
+	s.observeRetry(hit.order.CreatedAt)
 	return Result{Order: hit.order, Replayed: true, Outcome: OutcomeReplayed}, nil
 }
 
-// claimAndAnswer claims the request with claim, then does the work or
-// answers from the earlier attempt that holds it.
-func (s *Service) claimAndAnswer(ctx context.Context, claim ledger.Record) (Result, error) {
+// answer runs the request's attempt past the cache: it answers from the
+// recorded outcome if there is one, else claims the request with claim and
+// does the work, or answers from the earlier attempt that holds it.
+func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Record) (Result, error) {
+	// The order row is the recorded outcome: a plain read, no Paxos round.
+	if o, done, err := s.recorded(ctx, claim.Tenant, claim.EntityID, cmd); err != nil || done {
+		if err != nil {
+			return Result{}, err
+		}
+		s.observeRetry(o.CreatedAt)
+		return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
+	}
 	won, cur, err := s.ledger.Claim(ctx, claim)
 	if err != nil {
 		return Result{}, err
@@ -237,15 +246,13 @@ func (s *Service) claimAndAnswer(ctx context.Context, claim ledger.Record) (Resu
 		if err := s.failpoints.Eval(failpoint.AfterClaim); err != nil {
 			return Result{}, err
 		}
-		o, err := s.finishNoting(ctx, cur)
+		// No order row a moment ago and the claim is ours: write it (a
+		// finisher holding an expired claim is the one exception, see
+		// docs/architecture.md).
+		o, err := s.project(ctx, cur, order.New(cur.Tenant, cur.RequestID, cmd, cur.CreatedAt))
+		s.note(ctx, cur, err)
 		if err != nil {
 			return Result{}, err
-		}
-		if !o.CreatedAt.Equal(cur.CreatedAt) {
-			// The order predates this claim: an earlier claim of the same
-			// request id wrote it and its ledger row has expired since.
-			// This answer is that order's replay.
-			return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
 		}
 		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
@@ -255,11 +262,33 @@ func (s *Service) claimAndAnswer(ctx context.Context, claim ledger.Record) (Resu
 	// A retry of an earlier attempt: how late retries come decides whether
 	// the retention is long enough.
 	s.cfg.Observer.RetryAge(max(0, claim.CreatedAt.Sub(cur.CreatedAt)))
-	return s.duplicate(ctx, cur)
+	return s.duplicate(ctx, cur, cmd)
+}
+
+// recorded reads the request's recorded outcome: the order row (at
+// LOCAL_QUORUM), which is written last, once the order is wholly visible,
+// and never changes. done is false if there is none yet; an order with
+// another command is REQUEST_ID_REUSED.
+func (s *Service) recorded(ctx context.Context, tenant string, orderID uuid.UUID, cmd order.Command) (o order.Order, done bool, err error) {
+	o, err = s.projector.Order(ctx, tenant, orderID)
+	switch {
+	case fault.KindOf(err) == fault.NotFound:
+		return order.Order{}, false, nil
+	case err != nil:
+		return order.Order{}, false, err
+	case !o.Carries(cmd):
+		return order.Order{}, false, fault.New(fault.ReasonRequestIDReused, nil)
+	}
+	return o, true, nil
+}
+
+// observeRetry reports the age of a request a duplicate was answered for.
+func (s *Service) observeRetry(created time.Time) {
+	s.cfg.Observer.RetryAge(max(0, s.now().UTC().Truncate(time.Millisecond).Sub(created)))
 }
 
 // duplicate answers an attempt of a request that an earlier attempt claimed.
-func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, error) {
+func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Command) (Result, error) {
 	waitUntil := s.now().Add(s.cfg.MaxWait)
 	if d, ok := ctx.Deadline(); ok {
 		// Keep enough of the deadline to finish the work or answer.
@@ -268,7 +297,7 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 	pause := s.cfg.PollInterval
 	for {
 		switch cur.State {
-		case ledger.Complete:
+		case ledger.Complete: // a row completed before the one-LWT protocol
 			o, err := order.DecodeOutcome(cur.Outcome)
 			if err != nil {
 				return Result{}, err
@@ -280,7 +309,8 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 		// PENDING: an attempt is in flight or died. The writes are
 		// deterministic, so once it is old enough this attempt finishes it.
 		if s.now().Sub(cur.CreatedAt) >= s.cfg.TakeoverAfter {
-			o, err := s.finishNoting(ctx, cur)
+			o, err := s.Finish(ctx, cur)
+			s.note(ctx, cur, err)
 			if err != nil {
 				return Result{}, err
 			}
@@ -295,6 +325,12 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 8*s.cfg.PollInterval)
+		if o, done, err := s.recorded(ctx, cur.Tenant, cur.EntityID, cmd); err != nil || done {
+			if err != nil {
+				return Result{}, err
+			}
+			return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
+		}
 		next, err := s.ledger.Peek(ctx, cur.Key)
 		if err != nil {
 			return Result{}, err
@@ -303,26 +339,25 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record) (Result, err
 	}
 }
 
-// Finish does the work of a claimed request from its ledger row alone:
-// project the order, then mark the request COMPLETE with the order as its
-// recorded outcome. It is safe to run any number of times, concurrently, by
-// anyone; it returns the recorded outcome. It does not note failures on the
-// ledger: its caller does.
+// Finish does the work of a claimed request from its ledger row alone and
+// returns its recorded outcome, the order. It is safe to run any number of
+// times, concurrently, by anyone. It does not note failures on the ledger:
+// its caller does.
 //
-// The first write of an order is authoritative. The order id derives from
-// the request id, so before writing, Finish reads the order's row
-// (orders_by_id, always written first): if an earlier claim of this request
-// id (whose ledger row has expired since) wrote it, that order is the
-// outcome — its projections are rewritten as they were, never with this
-// claim's time — and a command that differs from it is rejected
-// (REQUEST_ID_REUSED): the claim is withdrawn and nothing is written.
+// It first reads the order row. If there is one, an earlier attempt
+// recorded the outcome (or the claim that wrote it has expired since): that
+// order is the outcome, and its rows are rewritten exactly as they were
+// (which also completes an order whose other rows a crash, or a version
+// that wrote orders_by_id first, left out). If the row carries another
+// command, this claim must never run: it is withdrawn and the answer is
+// REQUEST_ID_REUSED, with nothing written.
 //
 // Errors: a *fault.Error of kind Unavailable or OutcomeUnknown (retry;
-// projections may exist), Conflict (the claim was withdrawn), Failed (the
-// request was set aside), or one wrapping ledger.ErrUnfinishable (the stored
-// command cannot be read; nothing was written).
+// projections may exist), Conflict (the claim was withdrawn), or one
+// wrapping ledger.ErrUnfinishable (the stored command cannot be read;
+// nothing was written).
 func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, error) {
-	if rec.State == ledger.Complete {
+	if rec.State == ledger.Complete { // a row completed before the one-LWT protocol
 		return order.DecodeOutcome(rec.Outcome)
 	}
 	cmd, err := order.DecodeCommand(rec.Command)
@@ -330,37 +365,33 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 		return order.Order{}, fault.New(fault.ReasonCommandUnreadable,
 			fmt.Errorf("request %s: %w: %w", rec.RequestID, ledger.ErrUnfinishable, err))
 	}
-	o := order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt)
-	first, err := s.projector.Order(ctx, rec.Tenant, o.ID)
+	o, done, err := s.recorded(ctx, rec.Tenant, rec.EntityID, cmd)
 	switch {
-	case err == nil && !first.Carries(cmd):
+	case fault.KindOf(err) == fault.Conflict:
 		return order.Order{}, s.withdraw(ctx, rec)
-	case err == nil:
-		o = first
-	case fault.KindOf(err) != fault.NotFound:
+	case err != nil:
 		return order.Order{}, err
+	case !done:
+		o = order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt)
 	}
+	return s.project(ctx, rec, o)
+}
+
+// project writes o's rows, orders_by_id last (the recorded outcome), then
+// releases rec's due entry. The release is best effort: once the order is
+// recorded the request is done, and an entry left behind only costs the
+// reconciler one look.
+func (s *Service) project(ctx context.Context, rec ledger.Record, o order.Order) (order.Order, error) {
 	if err := s.projector.Write(ctx, o); err != nil {
 		return order.Order{}, err
 	}
-	if err := s.failpoints.Eval(failpoint.BeforeComplete); err != nil {
+	if err := s.failpoints.Eval(failpoint.BeforeRelease); err != nil {
 		return order.Order{}, err
 	}
-	done, err := s.ledger.Complete(ctx, rec, o.EncodeOutcome(), s.now().UTC().Truncate(time.Millisecond))
-	switch {
-	case errors.Is(err, ledger.ErrNotFound):
-		return order.Order{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: claim gone before completion", rec.RequestID))
-	case err != nil:
-		return order.Order{}, err
+	if err := s.ledger.Release(ctx, rec); err != nil {
+		s.log.Warn("could not release a finished request's due entry; the reconciler will", "request_id", rec.RequestID, "error", err)
 	}
-	switch done.State {
-	case ledger.Complete:
-		return order.DecodeOutcome(done.Outcome)
-	case ledger.Failed:
-		return order.Order{}, fault.New(fault.ReasonRequestFailed, nil)
-	default:
-		return order.Order{}, fmt.Errorf("request %s: state %s after completing it", rec.RequestID, done.State)
-	}
+	return o, nil
 }
 
 // withdraw removes a claim whose command differs from the order its request
@@ -376,19 +407,20 @@ func (s *Service) withdraw(ctx context.Context, rec ledger.Record) error {
 	return fmt.Errorf("request %s: withdrawing a conflicting claim found it %s", rec.RequestID, cur.State)
 }
 
-// finishNoting is Finish for a handler's attempt: a failure that may be
-// cured by another attempt is also noted on the ledger (attempts,
-// last_error as a stable reason), best effort — the request stays PENDING
-// either way and the caller reports the first error. A call whose own
-// context ended is not an attempt that failed: the client gave up waiting,
-// nothing was wrong with the request. (The reconciler notes its own
-// attempts: it decides on dead-lettering from them.)
-func (s *Service) finishNoting(ctx context.Context, rec ledger.Record) (order.Order, error) {
-	o, err := s.Finish(ctx, rec)
-	if err != nil && ctx.Err() == nil && retryable(err) {
-		s.noteFailure(ctx, rec, err)
+// note records on the ledger, best effort, a handler's attempt that failed
+// in a way another attempt may cure (attempts, last_error as a stable
+// reason); the request stays PENDING either way and the caller reports the
+// error. A call whose own context ended is not an attempt that failed: the
+// client gave up waiting, nothing was wrong with the request. (The
+// reconciler notes its own attempts: it decides on dead-lettering from
+// them.)
+func (s *Service) note(ctx context.Context, rec ledger.Record, err error) {
+	if err == nil || ctx.Err() != nil || !retryable(err) {
+		return
 	}
-	return o, err
+	if nerr := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, string(fault.ReasonOf(err))); nerr != nil {
+		s.log.Warn("could not record a failed attempt", "request_id", rec.RequestID, "error", nerr)
+	}
 }
 
 // retryable: the request is still PENDING and another attempt may finish it.
@@ -400,16 +432,30 @@ func retryable(err error) bool {
 	return false
 }
 
-func (s *Service) noteFailure(ctx context.Context, rec ledger.Record, cause error) {
-	if err := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, string(fault.ReasonOf(cause))); err != nil {
-		s.log.Warn("could not record a failed attempt", "request_id", rec.RequestID, "error", err)
-	}
-}
-
-// Request returns the ledger's view of a request (LOCAL_SERIAL);
-// ledger.ErrNotFound (kind NotFound) if none is recorded.
+// Request returns a request as its client would see it: the ledger's row
+// (LOCAL_SERIAL), COMPLETE with its order as the outcome when the row is
+// PENDING and the order is recorded (completed_at is then the order's
+// creation time, which every row of it carries). ledger.ErrNotFound (kind
+// NotFound) if none is recorded.
 func (s *Service) Request(ctx context.Context, operation string, requestID uuid.UUID) (ledger.Record, error) {
-	return s.ledger.Get(ctx, ledger.Key{Tenant: s.cfg.Tenant, Operation: operation, RequestID: requestID})
+	rec, err := s.ledger.Get(ctx, ledger.Key{Tenant: s.cfg.Tenant, Operation: operation, RequestID: requestID})
+	if err != nil || rec.State != ledger.Pending {
+		return rec, err
+	}
+	cmd, err := order.DecodeCommand(rec.Command)
+	if err != nil {
+		return rec, nil // it can never be recorded; the reconciler sets it aside
+	}
+	o, done, err := s.recorded(ctx, rec.Tenant, rec.EntityID, cmd)
+	switch {
+	case fault.KindOf(err) == fault.Conflict:
+		return rec, nil // a claim about to be withdrawn
+	case err != nil:
+		return ledger.Record{}, err
+	case done:
+		rec.State, rec.Outcome, rec.CompletedAt = ledger.Complete, o.EncodeOutcome(), o.CreatedAt
+	}
+	return rec, nil
 }
 
 func (s *Service) key(requestID uuid.UUID) ledger.Key {

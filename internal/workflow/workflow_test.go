@@ -103,6 +103,18 @@ func testKey(t *testing.T) ledger.Key {
 }
 
 // onlyRecord returns the single record of the ledger.
+// requestView is the only request as its client sees it (Service.Request):
+// COMPLETE with its order once the order is recorded.
+func requestView(t *testing.T, f *fixture) ledger.Record {
+	t.Helper()
+	rec := onlyRecord(t, f.led)
+	view, err := f.svc.Request(context.Background(), rec.Operation, rec.RequestID)
+	if err != nil {
+		t.Fatalf("Request(%s): %v", rec.RequestID, err)
+	}
+	return view
+}
+
 func onlyRecord(t *testing.T, led *ledgertest.Memory) ledger.Record {
 	t.Helper()
 	all := led.Records()
@@ -171,7 +183,10 @@ func TestCreateOrderAcceptOnce(t *testing.T) {
 		t.Errorf("order =\n  %+v\nwant\n  %+v", res.Order, want)
 	}
 
-	rec := onlyRecord(t, f.led)
+	if raw := onlyRecord(t, f.led); raw.State != ledger.Pending || raw.Outcome != nil {
+		t.Errorf("ledger row %s with outcome %q: want the claim left PENDING, the outcome recorded as the order", raw.State, raw.Outcome)
+	}
+	rec := requestView(t, f)
 	if rec.Key != testKey(t) {
 		t.Errorf("record key = %+v, want %+v", rec.Key, testKey(t))
 	}
@@ -321,9 +336,9 @@ func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
 	if !res.Replayed {
 		t.Error("retry: Replayed = false, want true (the request was claimed earlier)")
 	}
-	rec = onlyRecord(t, f.led)
+	rec = requestView(t, f)
 	if rec.State != ledger.Complete {
-		t.Fatalf("record state = %s after the retry, want COMPLETE", rec.State)
+		t.Fatalf("request state = %s after the retry, want COMPLETE", rec.State)
 	}
 	if got := decodeOutcome(t, rec); !reflect.DeepEqual(got, res.Order) {
 		t.Errorf("recorded outcome =\n  %+v\nreturned\n  %+v", got, res.Order)
@@ -341,10 +356,12 @@ func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
 	}
 }
 
-// The projector must see the same order on every attempt, even when each
-// attempt reaches it.
-func TestProjectionRewrittenWithSameOrderAfterCompleteFails(t *testing.T) {
-	fps, err := failpoint.Parse("before-complete=error")
+// A failure after the order is recorded (every row written, the due entry
+// not yet released) leaves the request PENDING in the ledger; a retry is
+// answered from the recorded order without writing again, and a finisher
+// (the reconciler) rewrites exactly the same order.
+func TestFailureAfterTheOrderIsRecordedIsAnsweredFromIt(t *testing.T) {
+	fps, err := failpoint.Parse("before-release=error")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,35 +370,35 @@ func TestProjectionRewrittenWithSameOrderAfterCompleteFails(t *testing.T) {
 	wantFault(t, err, fault.Unavailable)
 	rec := onlyRecord(t, f.led)
 	if rec.State != ledger.Pending || rec.Attempts != 1 || rec.LastError != string(fault.ReasonOf(err)) {
-		t.Errorf("record after failed complete = %s, attempts %d, last_error %q; want PENDING, 1, the failure's reason %s",
+		t.Errorf("record after the failure = %s, attempts %d, last_error %q; want PENDING, 1, the failure's reason %s",
 			rec.State, rec.Attempts, rec.LastError, fault.ReasonOf(err))
 	}
-
-	// Disarm and retry after the takeover age.
-	f.svc.failpoints = nil
-	f.clock.Advance(time.Minute)
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
-	if err != nil {
-		t.Fatalf("retry: %v", err)
+	if len(f.led.Entries(rec.Key)) != 1 {
+		t.Errorf("due entries = %d, want the claim's, kept for the reconciler", len(f.led.Entries(rec.Key)))
 	}
-	if !res.Replayed {
-		t.Error("retry: Replayed = false, want true")
+
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil || !res.Replayed || res.Outcome != OutcomeReplayed {
+		t.Fatalf("retry: %+v, %v; want a replay of the recorded order", res, err)
 	}
 	writes := f.proj.Writes()
-	if len(writes) != 2 {
-		t.Fatalf("projection writes = %d, want 2", len(writes))
+	if len(writes) != 1 || !reflect.DeepEqual(writes[0], res.Order) {
+		t.Fatalf("projected %+v, answered %+v; want the one recorded order", writes, res.Order)
 	}
-	if !reflect.DeepEqual(writes[0], writes[1]) {
-		t.Errorf("the two attempts projected different orders:\n  %+v\n  %+v", writes[0], writes[1])
+	if view := requestView(t, f); view.State != ledger.Complete {
+		t.Errorf("request state = %s, want COMPLETE", view.State)
 	}
-	if f.proj.WriteCount(res.Order.ID) != 2 {
-		t.Errorf("writes of order %s = %d, want 2", res.Order.ID, f.proj.WriteCount(res.Order.ID))
+
+	f.svc.failpoints = nil
+	o, err := f.svc.Finish(context.Background(), onlyRecord(t, f.led))
+	if err != nil || !reflect.DeepEqual(o, res.Order) {
+		t.Fatalf("Finish = %+v, %v; want the recorded order", o, err)
 	}
-	if !reflect.DeepEqual(writes[0], res.Order) {
-		t.Errorf("projected %+v, answered %+v", writes[0], res.Order)
+	if writes := f.proj.Writes(); len(writes) != 2 || !reflect.DeepEqual(writes[1], res.Order) {
+		t.Errorf("Finish projected %+v, want the same order again", writes)
 	}
-	if rec := onlyRecord(t, f.led); rec.State != ledger.Complete {
-		t.Errorf("record state = %s, want COMPLETE", rec.State)
+	if n := len(f.led.Entries(rec.Key)); n != 0 {
+		t.Errorf("due entries after Finish = %d, want 0 (released)", n)
 	}
 }
 
@@ -405,9 +422,9 @@ func TestCreateOrderAfterClaimFailureLeavesPendingForTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("retry: %v", err)
 	}
-	if !res.Replayed || onlyRecord(t, f.led).State != ledger.Complete || len(f.proj.Writes()) != 1 {
+	if !res.Replayed || requestView(t, f).State != ledger.Complete || len(f.proj.Writes()) != 1 {
 		t.Errorf("retry: replayed %v, state %s, writes %d; want true, COMPLETE, 1",
-			res.Replayed, onlyRecord(t, f.led).State, len(f.proj.Writes()))
+			res.Replayed, requestView(t, f).State, len(f.proj.Writes()))
 	}
 }
 
@@ -507,7 +524,7 @@ func TestDuplicateReturnsOrderCompletedWhileWaiting(t *testing.T) {
 	if !res.Replayed {
 		t.Error("Replayed = false, want true")
 	}
-	rec := onlyRecord(t, f.led)
+	rec := requestView(t, f)
 	if rec.State != ledger.Complete {
 		t.Fatalf("record state = %s, want COMPLETE", rec.State)
 	}
@@ -559,7 +576,7 @@ func TestConcurrentIdenticalCreateOrder(t *testing.T) {
 	if fresh != 1 {
 		t.Errorf("%d calls answered Replayed=false, want exactly 1", fresh)
 	}
-	rec := onlyRecord(t, f.led)
+	rec := requestView(t, f)
 	if rec.State != ledger.Complete {
 		t.Errorf("record state = %s, want COMPLETE", rec.State)
 	}

@@ -24,7 +24,6 @@ import (
 const (
 	StmtClaim      = "ledger.claim"
 	StmtGet        = "ledger.get" // Get, Peek, and every settling read
-	StmtComplete   = "ledger.complete"
 	StmtAttempt    = "ledger.attempt"
 	StmtFail       = "ledger.fail"
 	StmtRequeue    = "ledger.requeue"
@@ -203,7 +202,7 @@ func (m *Memory) Statements(name string) []Statement {
 	return out
 }
 
-// Calls is how many times the method ("Claim", "Get", "Peek", "Complete",
+// Calls is how many times the method ("Claim", "Get", "Peek", "Release",
 // "RecordAttempt", "Withdraw", "MarkFailed", "Requeue", "DueEntries",
 // "Reschedule", "RemoveEntry") was called, failed calls included, calls one
 // method makes of another not included.
@@ -508,35 +507,10 @@ func pendingClaim(rec ledger.Record) func(ledger.Record) bool {
 	return func(cur ledger.Record) bool { return cur.State == ledger.Pending && cur.ClaimToken == rec.ClaimToken }
 }
 
-// Complete implements ledger.Store.
-func (m *Memory) Complete(ctx context.Context, rec ledger.Record, outcome []byte, at time.Time) (ledger.Record, error) {
-	m.enter("Complete")
-	rec, outcome = cloneRecord(rec), slices.Clone(outcome)
-	done := rec
-	done.State, done.CompletedAt, done.Outcome = ledger.Complete, at, outcome
-	applied, cur, err := m.run(ctx, update{
-		op:   "complete",
-		stmt: StmtComplete,
-		key:  rec.Key,
-		cond: pendingClaim(rec),
-		write: m.rewrite(rec.Key, m.ttlFrom(rec.CreatedAt, m.Now()), func(r *ledger.Record) {
-			setClaimCells(r, rec)
-			r.Attempts, r.LastError = rec.Attempts, rec.LastError
-			r.State, r.CompletedAt, r.Outcome = ledger.Complete, ms(at), slices.Clone(outcome)
-		}),
-		applied: func(cur ledger.Record) bool { return cur.State == ledger.Complete && cur.ClaimToken == rec.ClaimToken },
-		awaits:  pendingClaim(rec),
-	})
-	if err != nil {
-		return ledger.Record{}, err
-	}
-	if applied && cur.State == ledger.Complete {
-		done = cur
-	} else if !applied {
-		return cur, nil
-	}
-	_ = m.removeEntry(ctx, m.entryFor(rec))
-	return cloneRecord(done), nil
+// Release implements ledger.Store.
+func (m *Memory) Release(ctx context.Context, rec ledger.Record) error {
+	m.enter("Release")
+	return m.removeEntry(ctx, m.entryFor(rec))
 }
 
 // RecordAttempt implements ledger.Store.

@@ -35,6 +35,10 @@ type Subject struct {
 	Now func() time.Time
 	// SettleAttempts is the store's ledger.Config.SettleAttempts; default 3.
 	SettleAttempts int
+	// Legacy turns a PENDING claim's row into rec (state COMPLETE with its
+	// outcome and completed_at) the way the protocol before one-LWT wrote
+	// it: such rows exist until their TTL, and the store must honour them.
+	Legacy func(ctx context.Context, rec ledger.Record) error
 }
 
 // Run is the ledger's contract, for ledger.Store, the due queue and the
@@ -42,7 +46,7 @@ type Subject struct {
 // subtest, and subtests run in parallel: each gets its own Subject (its own
 // armed faults) and its own keys, so subjects may share one keyspace.
 //
-// Every conditional write (claim, complete, attempt, fail, withdraw,
+// Every conditional write (claim, attempt, fail, withdraw,
 // requeue) is run applied, not applied, and with an unknown outcome settled
 // each way the store settles it; each subtest asserts what the call returned
 // and what reads return afterwards (Get, DueEntries).
@@ -61,7 +65,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 				s.SettleAttempts = 3
 			}
 			tc.run(t, s)
-			for _, name := range []string{StmtClaim, StmtGet, StmtComplete, StmtAttempt, StmtFail, StmtRequeue,
+			for _, name := range []string{StmtClaim, StmtGet, StmtAttempt, StmtFail, StmtRequeue,
 				StmtWithdraw, StmtClusterNow, StmtEnqueue, StmtRemove, StmtDue} {
 				if n := s.Pending(name); n != 0 {
 					t.Errorf("%d faults armed on %s were never served: the branch under test did not run", n, name)
@@ -83,7 +87,7 @@ type testCase struct {
 }
 
 // cases is the contract, grouped by the operation under test.
-var cases = concat(claimCases, getCases, completeCases, attemptCases, failCases, withdrawCases, requeueCases, queueCases)
+var cases = concat(claimCases, getCases, releaseCases, attemptCases, failCases, withdrawCases, requeueCases, queueCases)
 
 func concat(groups ...[]testCase) []testCase {
 	var out []testCase
@@ -146,12 +150,23 @@ func (s *suite) stale(t *testing.T, rec ledger.Record) ledger.Record {
 	return s.mustClaim(t, s.recordFor(rec.Key))
 }
 
+// complete makes rec's row COMPLETE as the protocol before one-LWT did
+// (Subject.Legacy): such rows live until their TTL and every write must
+// still leave them alone.
 func (s *suite) complete(t *testing.T, rec ledger.Record) ledger.Record {
 	t.Helper()
-	done, err := s.Store.Complete(s.ctx, rec, []byte(`{"order":"`+rec.RequestID.String()+`"}`), s.at())
-	if err != nil || done.State != ledger.Complete {
-		t.Fatalf("Complete = %s, %v; want COMPLETE", done.State, err)
+	if s.Legacy == nil {
+		t.Fatal("the subject cannot write a COMPLETE row (Subject.Legacy)")
 	}
+	done := rec
+	done.State, done.Outcome, done.CompletedAt = ledger.Complete, []byte(`{"order":"`+rec.RequestID.String()+`"}`), s.at()
+	if err := s.Legacy(s.ctx, done); err != nil {
+		t.Fatalf("write a COMPLETE row: %v", err)
+	}
+	if err := s.Store.Release(s.ctx, rec); err != nil { // completing removed the entry
+		t.Fatalf("Release: %v", err)
+	}
+	s.wantRow(t, done)
 	return done
 }
 
@@ -533,158 +548,36 @@ var getCases = []testCase{
 	}},
 }
 
-// ---------------------------------------------------------------- complete
+// ---------------------------------------------------------------- release
 
-var completeCases = []testCase{
-	{"Complete/applied: COMPLETE with the outcome; the claim's entry goes", func(t *testing.T, s *suite) {
+var releaseCases = []testCase{
+	{"Release: the claim's entry goes, the claim stays PENDING", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		at := s.at()
-		got, err := s.Store.Complete(s.ctx, rec, []byte("outcome-1"), at)
-		if err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		want := rec
-		want.State, want.Outcome, want.CompletedAt = ledger.Complete, []byte("outcome-1"), at
-		if d := diff(got, want); d != "" {
-			t.Errorf("Complete returned: %s", d)
-		}
-		s.wantRow(t, want)
-		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
-	}},
-	{"Complete/not applied, already COMPLETE: the first outcome", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		first := s.complete(t, rec)
-		got, err := s.Store.Complete(s.ctx, rec, []byte("another outcome"), s.at().Add(time.Second))
-		if err != nil {
-			t.Fatalf("second Complete: %v", err)
-		}
-		if d := diff(got, first); d != "" {
-			t.Errorf("second Complete returned: %s", d)
-		}
-		s.wantRow(t, first)
-	}},
-	{"Complete/not applied, stale claim token: the newer claim, unchanged", func(t *testing.T, s *suite) {
-		old := s.claimed(t)
-		newer := s.stale(t, old)
-		got, err := s.Store.Complete(s.ctx, old, []byte("stale"), s.at())
-		if err != nil {
-			t.Fatalf("Complete of the stale claim: %v", err)
-		}
-		if d := diff(got, newer); d != "" {
-			t.Errorf("Complete of the stale claim returned: %s", d)
-		}
-		s.wantRow(t, newer)
-		s.wantEntry(t, s.Store.ClaimEntry(newer))
-
-		done := s.complete(t, newer)
-		got, err = s.Store.Complete(s.ctx, old, []byte("stale"), s.at())
-		if err != nil || diff(got, done) != "" {
-			t.Errorf("Complete of the stale claim after the newer completed = %+v, %v; want the newer's record", got, err)
-		}
-		s.wantRow(t, done)
-	}},
-	{"Complete/not applied, FAILED: the FAILED record", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		failed := s.fail(t, rec, "COMMAND_UNREADABLE")
-		got, err := s.Store.Complete(s.ctx, rec, []byte("late"), s.at())
-		if err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		if d := diff(got, failed); d != "" {
-			t.Errorf("Complete returned: %s", d)
-		}
-		s.wantRow(t, failed)
-	}},
-	{"Complete/not applied, claim gone: ErrNotFound", func(t *testing.T, s *suite) {
-		rec := s.record()
-		_, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
-		wantNotFound(t, "Complete of a claim never made", err)
-		rec = s.claimed(t)
-		if _, err := s.Store.Withdraw(s.ctx, rec); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("Withdraw: %v", err)
-		}
-		_, err = s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
-		wantNotFound(t, "Complete of a withdrawn claim", err)
-		s.wantNoRow(t, rec.Key)
-	}},
-	{"Complete/not applied, the read after it fails: Unavailable", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		done := s.complete(t, rec)
-		s.arm(StmtGet, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.Complete(s.ctx, rec, []byte("again"), s.at())
-		wantKind(t, "Complete", err, fault.Unavailable)
-		s.wantRow(t, done)
-	}},
-	{"Complete/unknown, lose-response: settled, COMPLETE; the entry goes", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		at := s.at()
-		s.arm(StmtComplete, cassandra.FaultLoseResponse, 1)
-		got, err := s.Store.Complete(s.ctx, rec, []byte("outcome-1"), at)
-		if err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		want := rec
-		want.State, want.Outcome, want.CompletedAt = ledger.Complete, []byte("outcome-1"), at
-		if d := diff(got, want); d != "" {
-			t.Errorf("Complete returned: %s", d)
-		}
-		s.wantRow(t, want)
-		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
-	}},
-	{"Complete/unknown, timeout: settled not applied, re-sent, COMPLETE", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		at := s.at()
-		s.arm(StmtComplete, cassandra.FaultTimeout, s.SettleAttempts-1)
-		got, err := s.Store.Complete(s.ctx, rec, []byte("outcome-1"), at)
-		if err != nil {
-			t.Fatalf("Complete: %v", err)
-		}
-		want := rec
-		want.State, want.Outcome, want.CompletedAt = ledger.Complete, []byte("outcome-1"), at
-		if d := diff(got, want); d != "" {
-			t.Errorf("Complete returned: %s", d)
-		}
-		s.wantRow(t, want)
-		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
-	}},
-	{"Complete/unknown, timeout on every try: Unavailable, still PENDING with its entry", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		s.arm(StmtComplete, cassandra.FaultTimeout, s.SettleAttempts)
-		_, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
-		wantKind(t, "Complete", err, fault.Unavailable)
-		s.wantRow(t, pending(rec))
 		s.wantEntry(t, s.Store.ClaimEntry(rec))
-	}},
-	{"Complete/unknown, not applied and unsettled: OutcomeUnknown, still PENDING", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		s.arm(StmtComplete, cassandra.FaultTimeout, 1)
-		s.unsettled()
-		got, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
-		wantKind(t, "Complete", err, fault.OutcomeUnknown)
-		if got.State != "" {
-			t.Errorf("Complete returned a %s record with its error", got.State)
+		if err := s.Store.Release(s.ctx, rec); err != nil {
+			t.Fatalf("Release: %v", err)
 		}
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
 		s.wantRow(t, pending(rec))
-		s.wantEntry(t, s.Store.ClaimEntry(rec))
-	}},
-	{"Complete/unknown, applied and unsettled: OutcomeUnknown, COMPLETE", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
-		s.arm(StmtComplete, cassandra.FaultLoseResponse, 1)
-		s.unsettled()
-		got, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
-		wantKind(t, "Complete", err, fault.OutcomeUnknown)
-		if got.State != "" {
-			t.Errorf("Complete returned a %s record with its error", got.State)
+		if err := s.Store.Release(s.ctx, rec); err != nil { // again: nothing left to remove
+			t.Errorf("second Release: %v", err)
 		}
-		s.wantState(t, rec.Key, ledger.Complete)
 	}},
-	{"Complete/unavailable: Unavailable, still PENDING with its entry", func(t *testing.T, s *suite) {
+	{"Release/unavailable: Unavailable, the entry kept for the reconciler", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtComplete, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.Complete(s.ctx, rec, []byte("x"), s.at())
-		wantKind(t, "Complete", err, fault.Unavailable)
-		s.wantRow(t, pending(rec))
+		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		wantKind(t, "Release", s.Store.Release(s.ctx, rec), fault.Unavailable)
 		s.wantEntry(t, s.Store.ClaimEntry(rec))
+		s.wantRow(t, pending(rec))
+	}},
+	{"Release/unknown: OutcomeUnknown; either way a retry settles it", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtRemove, cassandra.FaultTimeout, 1)
+		wantKind(t, "Release", s.Store.Release(s.ctx, rec), fault.OutcomeUnknown)
+		if err := s.Store.Release(s.ctx, rec); err != nil {
+			t.Fatalf("Release again: %v", err)
+		}
+		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
 	}},
 }
 

@@ -18,8 +18,8 @@
 //   - values come back as Cassandra returns them: timestamps in UTC to the
 //     millisecond, decimals in inf.Dec's form, no lines in a listing, nil
 //     lines for none;
-//   - orders_by_id is written first and alone; a failure there writes nothing
-//     else;
+//   - orders_by_id is written last, and only once the other two are
+//     confirmed: a failure in either leaves it unwritten;
 //   - Arm injects the faults a cassandra.FaultSession injects, by the same
 //     statement names, with the same error kinds: a write that is refused
 //     (FaultUnavailable) is Unavailable and not applied; a write that times

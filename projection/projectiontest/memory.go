@@ -31,7 +31,7 @@ const (
 // its callers use. (Declared here, not taken from workflow, so that
 // workflow's tests can import this package.)
 type Store interface {
-	// Write projects o into every table, orders_by_id first.
+	// Write projects o into every table, orders_by_id last.
 	Write(ctx context.Context, o order.Order) error
 	// Order reads one order; projection.ErrNotFound (kind NotFound) if absent.
 	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
@@ -106,7 +106,8 @@ func NewMemory() *Memory {
 }
 
 // FailNext makes the next n Write calls fail as refused (kind Unavailable)
-// before writing anything: Arm(StmtOrdersByID, cassandra.FaultUnavailable, n).
+// at their last step, before the order's recorded outcome (orders_by_id) is
+// written: Arm(StmtOrdersByID, cassandra.FaultUnavailable, n).
 func (m *Memory) FailNext(n int) { m.Arm(StmtOrdersByID, cassandra.FaultUnavailable, n) }
 
 // Calls is how many times method ("Write", "Order", "CustomerOrders") was
@@ -148,13 +149,11 @@ func (m *Memory) enter(method string) {
 	m.calls[method]++
 }
 
-// Write implements Store: orders_by_id first and alone, then the other two
-// tables (both attempted; the first error is returned).
+// Write implements Store: orders_by_customer and order_events_by_order
+// (both attempted; the first error is returned), then, only if both were
+// confirmed, orders_by_id.
 func (m *Memory) Write(ctx context.Context, o order.Order) error {
 	m.enter("Write")
-	if err := m.WriteOne(ctx, o, projection.OrdersByID); err != nil {
-		return err
-	}
 	var first error
 	for _, table := range projection.Tables {
 		if table == projection.OrdersByID {
@@ -166,6 +165,9 @@ func (m *Memory) Write(ctx context.Context, o order.Order) error {
 	}
 	if first != nil {
 		return first
+	}
+	if err := m.WriteOne(ctx, o, projection.OrdersByID); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

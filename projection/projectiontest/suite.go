@@ -327,8 +327,8 @@ var cases = []struct {
 		s.wantEvents(t, o)
 	}},
 
-	{"a failed orders_by_id write writes nothing else", func(t *testing.T, s *suite) {
-		// orders_by_id goes first and alone.
+	{"a failed orders_by_id write: the rest is there, the order is not", func(t *testing.T, s *suite) {
+		// orders_by_id goes last, once the other two are confirmed.
 		for _, wf := range writeFaults {
 			if wf.applied {
 				continue
@@ -338,37 +338,33 @@ var cases = []struct {
 			s.Arm(StmtOrdersByID, wf.fault, 1)
 			wantKind(t, "Write with orders_by_id "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
 			s.wantNoOrder(t, o.ID)
-			s.wantListed(t, customer, base)
-			s.wantEvents(t, o)
+			s.wantListed(t, customer, base, o)
+			s.wantEvents(t, o, createdEvent(o))
 
 			s.write(t, o) // the retry completes it
 			s.wantOrder(t, o)
-			s.wantListed(t, customer, base, o)
-			s.wantEvents(t, o, createdEvent(o))
 		}
 	}},
 
-	{"a lost orders_by_id response: the order is there, the rest is not yet", func(t *testing.T, s *suite) {
+	{"a lost orders_by_id response: the whole order is there", func(t *testing.T, s *suite) {
 		o := s.order("cust-1", base, "42.50")
 		s.Arm(StmtOrdersByID, cassandra.FaultLoseResponse, 1)
 		wantKind(t, "Write with orders_by_id lose-response", s.Store.Write(s.ctx, o), fault.OutcomeUnknown)
 		s.wantOrder(t, o)
-		s.wantListed(t, "cust-1", base)
-		s.wantEvents(t, o)
+		s.wantListed(t, "cust-1", base, o)
+		s.wantEvents(t, o, createdEvent(o))
 
 		s.write(t, o)
 		s.wantOrder(t, o)
-		s.wantListed(t, "cust-1", base, o)
-		s.wantEvents(t, o, createdEvent(o))
 	}},
 
-	{"a failed orders_by_customer write", func(t *testing.T, s *suite) {
+	{"a failed orders_by_customer write: no orders_by_id row", func(t *testing.T, s *suite) {
 		for _, wf := range writeFaults {
 			customer := "cust-" + wf.fault.String()
 			o := s.order(customer, base, "42.50")
 			s.Arm(StmtOrdersByCustomer, wf.fault, 1)
 			wantKind(t, "Write with orders_by_customer "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
-			s.wantOrder(t, o) // written first
+			s.wantNoOrder(t, o.ID) // written only after the other two
 			if wf.applied {
 				s.wantListed(t, customer, base, o)
 			} else {
@@ -376,23 +372,25 @@ var cases = []struct {
 			}
 			// The event write runs beside it and may or may not have been cut short.
 			s.write(t, o)
+			s.wantOrder(t, o)
 			s.wantListed(t, customer, base, o)
 			s.wantEvents(t, o, createdEvent(o))
 		}
 	}},
 
-	{"a failed order_events_by_order write", func(t *testing.T, s *suite) {
+	{"a failed order_events_by_order write: no orders_by_id row", func(t *testing.T, s *suite) {
 		for _, wf := range writeFaults {
 			o := s.order("cust-1", base, "42.50")
 			s.Arm(StmtEventsByOrder, wf.fault, 1)
 			wantKind(t, "Write with order_events_by_order "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
-			s.wantOrder(t, o)
+			s.wantNoOrder(t, o.ID)
 			if wf.applied {
 				s.wantEvents(t, o, createdEvent(o))
 			} else {
 				s.wantEvents(t, o)
 			}
 			s.write(t, o)
+			s.wantOrder(t, o)
 			s.wantEvents(t, o, createdEvent(o))
 		}
 	}},
