@@ -78,8 +78,13 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 	cluster.SerialConsistency = gocql.LocalSerial
 	cluster.Timeout = cfg.Timeout
 	cluster.ConnectTimeout = cfg.ConnectTimeout
+	// Token-aware, replicas in ring order, never shuffled: every statement
+	// on one partition is coordinated by the same replica while it is up,
+	// so concurrent LWTs on one request (a retry storm) do not race Paxos
+	// ballots from three coordinators. Load still spreads: each replica is
+	// first for its share of the ring.
 	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(
-		gocql.DCAwareRoundRobinPolicy(cfg.LocalDC), gocql.ShuffleReplicas())
+		gocql.DCAwareRoundRobinPolicy(cfg.LocalDC), gocql.DoNotShuffleReplicas())
 	// Retries apply only to statements marked Idempotent(true).
 	cluster.RetryPolicy = &gocql.ExponentialBackoffRetryPolicy{NumRetries: 2, Min: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	cluster.ReconnectInterval = 2 * time.Second

@@ -485,7 +485,9 @@ type WriteRequest struct {
 	PayloadFingerprint string `protobuf:"bytes,5,opt,name=payload_fingerprint,json=payloadFingerprint,proto3" json:"payload_fingerprint,omitempty"`
 	// When the request was first seen.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	// When the request reached COMPLETE or FAILED; unset while PENDING.
+	// COMPLETE: the order's creation time (the recorded order carries it;
+	// every row of the order is written as of that instant). FAILED: when the
+	// request was set aside. Unset while PENDING.
 	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
 	// Number of attempts that ended without finishing the request: 0 while
 	// the first is under way and when it succeeded. An attempt the client
