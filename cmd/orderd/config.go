@@ -44,6 +44,7 @@ type config struct {
 
 	metricsAddr         string
 	metricsAddrExplicit bool // set by flag or environment, not the default
+	pprof               bool
 	tracing             string
 
 	envErrs []string // ORDERD_* values that did not parse
@@ -79,6 +80,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	if cmd == "serve" || cmd == "reconcile" {
 		fs.StringVar(&c.metricsAddr, "metrics-addr", env("ORDERD_METRICS_ADDR", "127.0.0.1:9090"), "HTTP listen address of /metrics (Prometheus); empty disables")
 		_, c.metricsAddrExplicit = os.LookupEnv("ORDERD_METRICS_ADDR")
+		fs.BoolVar(&c.pprof, "pprof", c.envBool("ORDERD_PPROF", false), "serve Go profiles at /debug/pprof/ on the metrics listener")
 	}
 	if cmd == "serve" {
 		fs.StringVar(&c.tracing, "tracing", env("ORDERD_TRACING", "off"), "OpenTelemetry tracing: off, stdout (spans on stderr) or otlp (OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT)")

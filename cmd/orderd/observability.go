@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"syscall"
 	"time"
@@ -36,13 +37,14 @@ type observability struct {
 	metrics *metrics.Metrics
 	lis     net.Listener             // the /metrics listener
 	tp      *sdktrace.TracerProvider // nil unless tracing is on
+	pprof   bool                     // serve /debug/pprof/ beside /metrics
 }
 
 // newObservability binds the metrics listener (so a taken port fails the
 // start, not the first scrape) and sets up the tracer provider when
 // tracing is on. The caller must call shutdown.
 func newObservability(ctx context.Context, cfg *config, log *slog.Logger) (*observability, error) {
-	o := &observability{}
+	o := &observability{pprof: cfg.pprof}
 	if cfg.metricsAddr != "" {
 		lis, err := net.Listen("tcp", cfg.metricsAddr)
 		switch {
@@ -147,6 +149,16 @@ func (o *observability) serveMetrics(ctx context.Context, g *errgroup.Group, log
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.Handler(o.reg))
+	if o.pprof {
+		// Profiles on the metrics listener only, and only when asked for:
+		// they show code paths and take CPU while they run.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		log.Info("serving profiles", "path", "/debug/pprof/")
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	g.Go(func() error {
 		log.Info("serving metrics", "metrics_addr", o.lis.Addr().String())
