@@ -13,6 +13,9 @@ func TestReportRatios(t *testing.T) {
 		{Phase: "compare", Driver: "two-lwt", Concurrency: 16, Throughput: 100, P50ms: 20},
 		{Phase: "compare", Driver: "one-lwt", Concurrency: 16, Throughput: 150, P50ms: 11},
 		{Phase: "compare", Driver: "naive", Concurrency: 16, Throughput: 80, P50ms: 25},
+		{Phase: "compare", Driver: "orderd", Concurrency: 64, Throughput: 160, P50ms: 6, OrderdCPUPer1k: 0.1, ClusterCPUPer1k: 4},
+		{Phase: "compare", Driver: "two-lwt", Concurrency: 64, Throughput: 100, P50ms: 10},
+		{Phase: "compare", Driver: "one-lwt", Concurrency: 64, Throughput: 170, P50ms: 5},
 		{Phase: "storm", Driver: "orderd", Outcome: "new", Concurrency: 64, Requests: 300, Throughput: 200, P50ms: 40},
 		{Phase: "storm", Driver: "orderd", Outcome: "replayed", Concurrency: 64, Requests: 300, Throughput: 100, P50ms: 60},
 	}}
@@ -21,8 +24,9 @@ func TestReportRatios(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{
 		"| 16 | 0.90 | 1.10 | 0.60 | 2.00 | 1.50 | 0.55 | 0.25 |",
-		"concurrency 16: p50 within 1.10x of two-lwt **met** (1.10)",
-		"replay throughput / new throughput = 0.50; replay p50 / new p50 = 1.50",
+		"concurrency 16: throughput ≥ 1.5x two-lwt **not met** (0.90); ≥ 0.9x one-lwt **not met** (0.60); p50 ≤ 0.7x two-lwt **not met** (1.10); CPU ≤ 5% **not met** (0.250)",
+		"concurrency 64: throughput ≥ 1.5x two-lwt **met** (1.60); ≥ 0.9x one-lwt **met** (0.94); p50 ≤ 0.7x two-lwt **met** (0.60); CPU ≤ 5% **met** (0.025)",
+		"replay throughput / new throughput = 0.50 (goal ≥ 10); replay p50 / new p50 = 1.50 (goal ≤ 0.1)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

@@ -667,7 +667,10 @@ func startOrderd(bin string, env []string) (*orderdProc, error) {
 	addr := l.Addr().String()
 	l.Close()
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(env, "ORDERD_GRPC_ADDR="+addr, "ORDERD_METRICS_ADDR=")
+	// The lwt phase leaves its claims PENDING on purpose; with the default
+	// grace the reconciler inside orderd would finish them while later
+	// measurements run. It still scans its shards as in production.
+	cmd.Env = append(env, "ORDERD_GRPC_ADDR="+addr, "ORDERD_METRICS_ADDR=", "ORDERD_RECONCILE_GRACE=1h")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
