@@ -117,8 +117,9 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 	b.ReportMetric(ratio, "ratio")
 }
 
-// claimMany claims n new requests through the real ledger; complete says
-// whether each is then finished (its due entry released) or left unfinished.
+// claimMany claims n new requests, each with a real command, through the
+// real ledger; complete says whether each is then finished (its due entry
+// released) or left PENDING, as a crash right after the claim leaves it.
 func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool) {
 	b.Helper()
 	var (
@@ -126,6 +127,8 @@ func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool)
 		next  atomic.Int64
 		first atomic.Value
 	)
+	cmd := order.Command{CustomerID: "bench", Total: "12.34", Currency: "EUR"}
+	encoded := cmd.Encode()
 	for range 64 {
 		wg.Add(1)
 		go func() {
@@ -134,9 +137,9 @@ func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool)
 			for next.Add(1) <= int64(n) {
 				id := uuid.New()
 				rec := ledger.Record{
-					Key:      ledger.Key{Tenant: tenant, Operation: "CREATE_ORDER", RequestID: id},
-					EntityID: uuid.New(), Fingerprint: "sha256:v1:bench", Command: []byte(`{}`),
-					CreatedAt: time.Now().UTC().Truncate(time.Millisecond), Attempts: 1, ClaimToken: uuid.New(),
+					Key:      ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: id},
+					EntityID: order.ID(tenant, id), Fingerprint: order.Fingerprint(encoded), Command: encoded,
+					CreatedAt: time.Now().UTC().Truncate(time.Millisecond), ClaimToken: uuid.New(),
 				}
 				won, cur, err := store.Claim(ctx, rec)
 				if err == nil && !won {
@@ -192,7 +195,7 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 			}
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			wf := workflow.New(workflow.Config{Tenant: tenant}, store, projection.NewStore(driver, nil), nil, log)
-			claimPending(b, store, c.pending)
+			claimMany(b, store, c.pending, false)
 			time.Sleep(1100 * time.Millisecond) // every entry due
 
 			loop := reconciler.New(reconciler.Config{Margin: time.Nanosecond, Concurrency: c.concurrency}, store,
@@ -230,44 +233,5 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 	fmt.Print(sb.String())
 	for _, r := range results[1:] {
 		b.ReportMetric(r.took.Seconds(), fmt.Sprintf("s/heal10k@%d", r.concurrency))
-	}
-}
-
-// claimPending claims n new requests with real commands through the real
-// ledger and leaves them PENDING, as a crash right after each claim would.
-func claimPending(b *testing.B, store *ledger.CassandraStore, n int) {
-	b.Helper()
-	var (
-		wg    sync.WaitGroup
-		next  atomic.Int64
-		first atomic.Value
-	)
-	cmd := order.Command{CustomerID: "heal-bench", Total: "12.34", Currency: "EUR"}
-	encoded := cmd.Encode()
-	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				id := uuid.New()
-				rec := ledger.Record{
-					Key:      ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: id},
-					EntityID: order.ID(tenant, id), Fingerprint: order.Fingerprint(encoded), Command: encoded,
-					CreatedAt: time.Now().UTC().Truncate(time.Millisecond), ClaimToken: uuid.New(),
-				}
-				won, _, err := store.Claim(context.Background(), rec)
-				if err == nil && !won {
-					err = fmt.Errorf("claim of a new id %s lost", id)
-				}
-				if err != nil {
-					first.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := first.Load().(error); err != nil {
-		b.Fatal(err)
 	}
 }
