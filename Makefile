@@ -2,9 +2,9 @@
 #
 #   make run    fetch what is needed, start the local three-node cluster if
 #               none is reachable, migrate, serve on 127.0.0.1:8080
-#   make test   unit tests, then e2e tests against a real three-node cluster
-#               (started for the run and stopped after it, unless one was
-#               already up)
+#   make test   unit tests, the model check of the write protocol (SPIN),
+#               then e2e tests against a real three-node cluster (started
+#               for the run and stopped after it, unless one was already up)
 #
 # See README.md. Settings: ORDERD_* (orderd), CASSANDRA_* (deploy/local).
 
@@ -20,7 +20,7 @@ export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 # Unit tests: every package but e2e.
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run test test-unit test-e2e cluster-up cluster-down cluster-status \
+.PHONY: all build run test test-unit model-check test-e2e cluster-up cluster-down cluster-status \
 	cluster-wipe migrate generate generate-check lint fuzz clean bench-reconciler bench bench-soak
 
 all: build
@@ -51,11 +51,18 @@ migrate: cluster-up
 run: migrate
 	$(ORDERD) serve
 
-test: test-unit test-e2e
+test: test-unit model-check test-e2e
 
 test-unit:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# The write protocol's Promela model (model/README.md), checked with SPIN:
+# the correct configurations must verify, the reintroduced defects must be
+# caught. Needs spin and gcc (apt-get install -y spin gcc); about a minute
+# of CPU, MODEL_CHECK_JOBS (default 2) runs at once.
+model-check:
+	scripts/model-check.sh
 
 # The e2e harness starts the cluster itself (and stops what it started).
 test-e2e:

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Model-checks orderd's write protocol (model/orderd.pml, see model/README.md)
+# with SPIN: every "pass" configuration must verify with no error; every
+# "bug" configuration (a defect of the earlier correctness issue put back),
+# "finding" configuration (an open defect of the current code, or the
+# documented window) and "assume" configuration (a timing assumption
+# dropped) must yield a counterexample. Exits non-zero otherwise. One line
+# per run.
+#
+#   scripts/model-check.sh            all runs, MODEL_CHECK_JOBS (default 2) at once
+#   scripts/model-check.sh NAME...    only those runs (e.g. pass/dup bug/a)
+#
+# Each run's pan output and trail are kept under bin/model-check/<run>/;
+# replay a counterexample with the command printed for it.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+for tool in spin gcc; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "model-check: error: $tool not found (Debian/Ubuntu: apt-get install -y spin gcc)" >&2
+    exit 1
+  fi
+done
+
+MODEL=model/orderd.pml
+OUT=bin/model-check
+JOBS=${MODEL_CHECK_JOBS:-2}
+# Safety properties only (assertions, end states), no bitstate: an
+# exhaustive search. -O0: at these sizes compiling pan with -O2 costs more
+# than it saves. COLLAPSE: the biggest run needs ~0.5 GB instead of ~1 GB.
+CFLAGS="-O0 -DSAFETY -DCOLLAPSE -DVECTORSZ=256"
+
+# name | expect (pass|fail) | spin -D flags | what it checks
+RUNS=(
+  "pass/dup|pass||two clients, one command (A, A); handler 1 retries, late retries included"
+  "pass/reuse|pass|-DP2=B|two clients, two commands (A, B) on one request id"
+  "pass/unreadable|pass|-DMAXBAD=1 -DMAXPOLL=0|a stored command finishers cannot read: dead letter, REQUEST_FAILED"
+  "pass/faults2|pass|-DMAXFAULTS=2 -DTRIES1=1|two failed or timed-out statements"
+  "pass/crashes2|pass|-DMAXCRASH=2 -DTRIES1=1|two crashes"
+  "pass/requeue-fix|pass|-DMAXBAD=1 -DREQUEUE=2 -DTRIES1=1|operator requeue with the proposed fix (finding 1)"
+  "bug/a|fail|-DBUG_DEADLETTER_VISIBLE|dead letter after N failed attempts: a visible order after REQUEST_FAILED"
+  "bug/b|fail|-DBUG_LATE_RETRY_REWRITE|no read of orders_by_id before writing: a late retry rewrites an acknowledged order"
+  "bug/c1|fail|-DBUG_CLAIM_BEFORE_ENTRY|the claim before its due entry: a request stranded PENDING"
+  "bug/c2|fail|-DBUG_RELEASE_EARLY|the due entry released before the order is recorded: stranded PENDING"
+  "finding/requeue-race|fail|-DMAXBAD=1 -DREQUEUE=1 -DTRIES1=1 -DMAXFAULTS=0 -DMAXCRASH=0|OPEN: ledger.Requeue racing the reconciler's drop of a FAILED request's entry strands it PENDING"
+  "finding/unreadable-projected|fail|-DMAXBAD=1 -DDOUBT_UNREADABLE_PROJECTED -DMAXFAULTS=0|OPEN: the claimant projects a command finishers cannot read; the dead letter contradicts its rows"
+  "finding/expire-unfinished|fail|-DEXPIRE_UNFINISHED|DOCUMENTED window: a PENDING request unfinished for its whole retention"
+  "assume/due-after-deadline|fail|-DDUE_ANYTIME -DMAXFAULTS=0|the reconciler's grace (DueAfter) must exceed the handler's deadline: without it a claim is stranded"
+)
+
+# Which property an assertion text is.
+property() {
+  case "$1" in
+    *"Cust&(Cust-1)"*) echo "ONE_ORDER" ;;
+    *"first==0"*) echo "FIRST_PAYLOAD" ;;
+    *"(Ipay==ackPay)"*) echo "ACK_HOLDS" ;;
+    *"!(failedAns)"*) echo "FAILED_HOLDS" ;;
+    *"reused&"*) echo "REUSED_HOLDS" ;;
+    *"ent[Ltok]!=0"*) echo "NOT_STRANDED" ;;
+    *"!(wrongOrder)"*) echo "ANSWER_IS_OWN_COMMAND" ;;
+    *"!(disagree)"*) echo "ANSWERS_AGREE" ;;
+    *"(Lst!=1)||(Ipay!=0)"*) echo "QUIESCENT_NOTHING_PENDING" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+run_one() { # name expect flags
+  local name=$1 expect=$2 flags=$3 dir="$OUT/$1" t0 t1 secs rc=0
+  rm -rf "$dir" && mkdir -p "$dir"
+  cp "$MODEL" "$dir/orderd.pml"
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  (
+    cd "$dir"
+    spin -a $flags orderd.pml >spin.txt 2>&1 &&
+      gcc $CFLAGS -o pan pan.c >gcc.txt 2>&1 &&
+      ./pan -m1000000 -w24 >pan.txt 2>&1
+  ) || rc=$?
+  t1=$(date +%s.%N)
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+  local errors states what ok
+  errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.txt" 2>/dev/null | head -1)
+  states=$(awk '/states, stored/ { print $1; exit }' "$dir/pan.txt" 2>/dev/null)
+  if [[ $rc -ne 0 && -z "$errors" ]]; then
+    what="did not run (see $dir/spin.txt, gcc.txt, pan.txt)"
+    ok=no
+  elif [[ "$errors" == 0 ]] && grep -q "Search not completed\|max search depth too small\|out of memory" "$dir/pan.txt"; then
+    what="search incomplete (depth or memory bound hit)"
+    ok=no
+  elif [[ "$errors" == 0 ]]; then
+    what="no errors"
+    [[ $expect == pass ]] && ok=yes || ok=no
+  else
+    local text
+    text=$(sed -n 's/^pan:1: \(.*\) (at depth [0-9]*)$/\1/p' "$dir/pan.txt" | head -1)
+    case "$text" in
+      "assertion violated "*) what="counterexample: $(property "${text#assertion violated }")" ;;
+      *) what="counterexample: ${text:-see $dir/pan.txt}" ;;
+    esac
+    [[ $expect == fail ]] && ok=yes || ok=no
+  fi
+  local verdict
+  if [[ $ok == yes ]]; then verdict=ok; else verdict=FAIL; fi
+  printf '%-4s %-30s expect %-4s %10s states %6ss  %s\n' "$verdict" "$name" "$expect" "${states:-?}" "$secs" "$what" >"$dir/summary"
+  if [[ "$what" == counterexample:* ]]; then
+    echo "     replay: (cd $dir && spin -t -p -g $flags orderd.pml)" >>"$dir/summary"
+  fi
+  [[ $ok == yes ]]
+}
+
+selected=()
+if (($#)); then
+  for want in "$@"; do
+    found=
+    for r in "${RUNS[@]}"; do [[ ${r%%|*} == "$want" ]] && selected+=("$r") && found=1; done
+    [[ -n $found ]] || { echo "model-check: no run named $want" >&2; exit 2; }
+  done
+else
+  selected=("${RUNS[@]}")
+fi
+
+mkdir -p "$OUT"
+echo "model-check: spin $(spin -V | sed -n 's/Spin Version \([^ ]*\).*/\1/p'), ${#selected[@]} runs, $JOBS at a time ($MODEL)"
+start=$(date +%s)
+pids=()
+for r in "${selected[@]}"; do
+  IFS='|' read -r name expect flags _ <<<"$r"
+  while (($(jobs -rp | wc -l) >= JOBS)); do wait -n || true; done
+  run_one "$name" "$expect" "$flags" &
+  pids+=($!)
+done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+
+for r in "${selected[@]}"; do
+  IFS='|' read -r name _ _ desc <<<"$r"
+  cat "$OUT/$name/summary"
+done
+echo "model-check: $((${#selected[@]} - failed)) of ${#selected[@]} as expected in $(($(date +%s) - start))s"
+if ((failed)); then
+  echo "model-check: error: $failed run(s) not as expected: a pass run found a counterexample (or did not finish), or a bug/finding run was not caught" >&2
+  exit 1
+fi
