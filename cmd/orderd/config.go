@@ -86,7 +86,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.tracing, "tracing", env("ORDERD_TRACING", "off"), "OpenTelemetry tracing: off, stdout (spans on stderr) or otlp (OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT)")
 		fs.BoolVar(&c.reconcilerOn, "reconciler", c.envBool("ORDERD_RECONCILER", true), "run the reconciler inside serve")
 		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
-		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "deadline of a call whose client set none")
+		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "the longest any call runs: calls without a deadline get it, later client deadlines are cut to it")
 		fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.envDuration("ORDERD_SHUTDOWN_GRACE", 20*time.Second), "how long open calls may finish after SIGTERM")
 		c.pageTokenKey = c.envKey("ORDERD_PAGE_TOKEN_KEY")
 		fs.Var(&c.pageTokenKey, "page-token-key", "key signing ListCustomerOrders page tokens: hex or base64, at least 32 bytes, the same on every instance; unset: a random key per process (prefer the environment variable: a flag shows in ps)")

@@ -344,15 +344,17 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	return g.Wait()
 }
 
-// deadlineInterceptor gives every call a deadline when the client set none,
-// so a call that waits for a PENDING request is always bounded.
+// deadlineInterceptor bounds every call by d: a call without a deadline
+// gets one, and a client deadline later than d is cut to d. So a call that
+// waits for a PENDING request is always bounded, and no claim is sent after
+// the reconciler may have presumed its request abandoned.
 func deadlineInterceptor(d time.Duration) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
-			defer cancel()
-		}
+		// WithTimeout keeps an earlier client deadline and caps a later one
+		// (or none) at d. The cap is what makes the reconciler's grace safe:
+		// it must outlast every claim a handler may still send or resend.
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
 		return handler(ctx, req)
 	}
 }
