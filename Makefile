@@ -65,8 +65,9 @@ model-check:
 	scripts/model-check.sh
 
 # The e2e harness starts the cluster itself (and stops what it started).
+# About 17 minutes on a quiet machine; the timeout leaves room for a busy one.
 test-e2e:
-	$(GO) test -count=1 -p 1 -timeout 25m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
+	$(GO) test -count=1 -p 1 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
 		exit $${PIPESTATUS[0]}
 
 fuzz:
