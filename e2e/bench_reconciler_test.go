@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"io"
 	"log/slog"
 	"strings"
@@ -45,21 +46,9 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 	var results []result
 	for _, n := range []int{1_000, 100_000} {
 		r := result{complete: n}
-		ks := fmt.Sprintf("bench_rec_%d_%d", n, time.Now().UnixNano()/1e6)
-		if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
-			b.Fatalf("migrate %s: %v\n%s", ks, err, out)
-		}
 		func() {
-			defer dropKeyspace(context.Background(), ks)
-			s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks, Timeout: 10 * time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			store, err := ledger.NewCassandraStore(cassandra.Wrap(s), ledger.Config{DueAfter: time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
+			s, store, done := benchKeyspace(b, fmt.Sprintf("bench_rec_%d", n))
+			defer done()
 			start := time.Now()
 			claimMany(b, store, n, true)
 			r.generate = time.Since(start)
@@ -177,22 +166,10 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 	var results []result
 	for _, c := range []struct{ pending, concurrency int }{{1_000, 1}, {10_000, 16}, {10_000, 64}} {
 		r := result{pending: c.pending, concurrency: c.concurrency}
-		ks := fmt.Sprintf("bench_heal_%d_%d", c.concurrency, time.Now().UnixNano()/1e6)
-		if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
-			b.Fatalf("migrate %s: %v\n%s", ks, err, out)
-		}
 		func() {
-			defer dropKeyspace(context.Background(), ks)
-			s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks, Timeout: 10 * time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s, store, done := benchKeyspace(b, fmt.Sprintf("bench_heal_%d", c.concurrency))
+			defer done()
 			driver := cassandra.Wrap(s)
-			store, err := ledger.NewCassandraStore(driver, ledger.Config{DueAfter: time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			wf := workflow.New(workflow.Config{Tenant: tenant}, store, projection.NewStore(driver, nil), nil, log)
 			claimMany(b, store, c.pending, false)
@@ -234,4 +211,28 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 	for _, r := range results[1:] {
 		b.ReportMetric(r.took.Seconds(), fmt.Sprintf("s/heal10k@%d", r.concurrency))
 	}
+}
+
+// benchKeyspace migrates a fresh keyspace named prefix_<ms> and returns a
+// session on it and the real ledger store (entries due after 1 s); done
+// closes the session and drops the keyspace.
+func benchKeyspace(b *testing.B, prefix string) (*gocql.Session, *ledger.CassandraStore, func()) {
+	b.Helper()
+	ks := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()/1e6)
+	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
+		b.Fatalf("migrate %s: %v\n%s", ks, err, out)
+	}
+	drop := func() { dropKeyspace(context.Background(), ks) }
+	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks, Timeout: 10 * time.Second})
+	if err != nil {
+		drop()
+		b.Fatal(err)
+	}
+	done := func() { s.Close(); drop() }
+	store, err := ledger.NewCassandraStore(cassandra.Wrap(s), ledger.Config{DueAfter: time.Second})
+	if err != nil {
+		done()
+		b.Fatal(err)
+	}
+	return s, store, done
 }
