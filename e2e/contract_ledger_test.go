@@ -134,9 +134,9 @@ func TestLedgerTTL(t *testing.T) {
 	check("claim", "completed_at", "outcome", "last_error")
 	e := store.ClaimEntry(rec)
 	var entryTTL int
-	if err := s.Query(`SELECT TTL(not_before) FROM pending_requests
-		WHERE shard = ? AND due_bucket = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`,
-		e.Shard, e.Due, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String()).ScanContext(ctx, &entryTTL); err != nil {
+	if err := s.Query(`SELECT TTL(created_at) FROM due_requests
+		WHERE shard = ? AND due_bucket = ? AND not_before = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`,
+		e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String()).ScanContext(ctx, &entryTTL); err != nil {
 		t.Fatalf("read the claim's entry: %v", err)
 	}
 	if left := expiry.Sub(time.Now()).Seconds(); float64(entryTTL) > math.Ceil(left)+1 {

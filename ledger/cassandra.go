@@ -396,7 +396,8 @@ func (c *CassandraStore) Withdraw(ctx context.Context, rec Record) (Record, erro
 }
 
 // Requeue gives a FAILED request another round of attempts: it becomes
-// PENDING with attempts = 0 and a due entry due now by the cluster's clock.
+// PENDING with attempts = 0 and a due entry due RequeueLead after now by the
+// cluster's clock.
 // The entry is written first (as a claim writes its entry before the
 // claim), so a requeue interrupted between its two writes leaves at worst an
 // entry the reconciler drops; a request already PENDING only gets the entry.
@@ -414,7 +415,8 @@ func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
 		return Record{}, err
 	}
 	e := c.entryFor(rec)
-	e.Due, e.NotBefore = BucketOf(now), now
+	due := now.Add(RequeueLead).Truncate(time.Millisecond)
+	e.Due, e.NotBefore = BucketOf(due), due
 	if err := c.enqueue(ctx, e); err != nil {
 		return Record{}, err
 	}

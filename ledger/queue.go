@@ -12,29 +12,42 @@ import (
 	"github.com/atlasmart/orderd/internal/cassandra"
 )
 
-// The due queue (table pending_requests) is how unfinished requests are
-// found without scanning the ledger: every claim attempt first writes an
-// entry, due when the request would be presumed abandoned; settling the
-// request deletes it. A reader scans only the (shard, minute) partitions that
-// fell due since its cursor, so its cost grows with the pending requests and
-// the minutes scanned, never with the history of the ledger.
+// The due queue (table due_requests, cql/0003_due_queue.cql) is how
+// unfinished requests are found without scanning the ledger: every claim
+// attempt first writes an entry, due when the request would be presumed
+// abandoned; settling the request marks it done. A reader scans only the
+// (shard, minute) partitions that fell due since its cursor, by time range
+// (not_before leads the clustering key), so its cost grows with the requests
+// that fell due, never with the history of the ledger; an entry is never
+// deleted on its own, so no read meets a row tombstone. The cursor's owner
+// deletes a partition whole once it has passed it (DropBucket).
 
 // PendingShards is the number of due-queue shards. It is part of the data
 // layout (cql/0002_reconciler.cql creates one cursor per shard): changing it
 // needs a migration.
 const PendingShards = 16
 
+// RequeueLead is how long after the cluster's now a requeued request falls
+// due. The reconciler reads each minute only up to its own now and then
+// goes on from there, so an entry must be written before the time it falls
+// due, with room for clock skew between nodes, or only the minute's final
+// sweep (docs/reconciler.md) would find it.
+const RequeueLead = 5 * time.Second
+
 // BucketWidth is the width of one due-queue partition in time.
 const BucketWidth = time.Minute
 
 const (
-	enqueueCQL = `/* queue.enqueue */ INSERT INTO pending_requests
-		(shard, due_bucket, tenant, operation, request_id, claim_token, created_at, not_before)
+	enqueueCQL = `/* queue.enqueue */ INSERT INTO due_requests
+		(shard, due_bucket, not_before, tenant, operation, request_id, claim_token, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
-	dequeueCQL = `/* queue.remove */ DELETE FROM pending_requests
-		WHERE shard = ? AND due_bucket = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`
-	dueCQL = `/* queue.due */ SELECT tenant, operation, request_id, claim_token, created_at, not_before FROM pending_requests
-		WHERE shard = ? AND due_bucket = ?`
+	// Marking an entry done is an upsert, never a delete: a settled entry
+	// costs its partition's readers one live row, not a tombstone.
+	dequeueCQL = `/* queue.remove */ UPDATE due_requests USING TTL ? SET done = true
+		WHERE shard = ? AND due_bucket = ? AND not_before = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`
+	dueCQL = `/* queue.due */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done FROM due_requests
+		WHERE shard = ? AND due_bucket = ? AND not_before > ? AND not_before <= ?`
+	dropBucketCQL = `/* queue.drop-bucket */ DELETE FROM due_requests WHERE shard = ? AND due_bucket = ?`
 )
 
 // DueEntry is one entry of the due queue.
@@ -49,7 +62,8 @@ type DueEntry struct {
 
 // SameRow reports whether e and o are the same row of the queue.
 func (e DueEntry) SameRow(o DueEntry) bool {
-	return e.Key == o.Key && e.Shard == o.Shard && e.Due.Equal(o.Due) && e.ClaimToken == o.ClaimToken
+	return e.Key == o.Key && e.Shard == o.Shard && e.Due.Equal(o.Due) && e.NotBefore.Equal(o.NotBefore) &&
+		e.ClaimToken == o.ClaimToken
 }
 
 // ClaimEntry is the entry rec's claim wrote (the one Release removes).
@@ -74,46 +88,56 @@ func (c *CassandraStore) entryFor(rec Record) DueEntry {
 		Due:        BucketOf(due),
 		ClaimToken: rec.ClaimToken,
 		CreatedAt:  rec.CreatedAt,
-		NotBefore:  due,
+		NotBefore:  due.Truncate(time.Millisecond), // as stored: part of the key
 	}
 }
 
 func (c *CassandraStore) enqueue(ctx context.Context, e DueEntry) error {
-	err := c.s.Query(enqueueCQL, e.Shard, e.Due, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
-		e.CreatedAt, e.NotBefore, c.ttlFrom(e.CreatedAt)).Idempotent(true).ExecContext(ctx)
+	err := c.s.Query(enqueueCQL, e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
+		e.CreatedAt, c.ttlFrom(e.CreatedAt)).Idempotent(true).ExecContext(ctx)
 	return cassandra.WriteError("enqueue pending request", err)
 }
 
-// RemoveEntry deletes a due-queue entry.
+// RemoveEntry takes an entry out of the queue: it is marked done, and no
+// read lists it again. Removing an entry that was never written leaves a
+// done row that no read lists either.
 func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
-	err := c.s.Query(dequeueCQL, e.Shard, e.Due, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String()).
-		Idempotent(true).ExecContext(ctx)
+	err := c.s.Query(dequeueCQL, c.ttlFrom(e.CreatedAt), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
+		e.RequestID.String(), e.ClaimToken.String()).Idempotent(true).ExecContext(ctx)
 	return cassandra.WriteError("remove pending entry", err)
 }
 
-// Reschedule moves an entry to fall due at due (its next attempt).
+// Reschedule moves an entry to fall due at due (its next attempt): the new
+// entry first, so that a crash in between leaves two entries, never none.
 func (c *CassandraStore) Reschedule(ctx context.Context, e DueEntry, due time.Time) error {
 	next := e
-	next.Due, next.NotBefore = BucketOf(due), due
-	// Insert first: a crash in between leaves two entries, never none. In
-	// the same minute the insert just moves not_before.
-	if err := c.enqueue(ctx, next); err != nil || next.Due.Equal(e.Due) {
+	next.Due, next.NotBefore = BucketOf(due), due.UTC().Truncate(time.Millisecond)
+	if err := c.enqueue(ctx, next); err != nil || next.SameRow(e) {
 		return err
 	}
 	return c.RemoveEntry(ctx, e)
 }
 
-// DueEntries lists the entries of one shard that fall due in the minute
-// starting at bucket.
-func (c *CassandraStore) DueEntries(ctx context.Context, shard int, bucket time.Time) ([]DueEntry, error) {
+// DueEntries lists the entries of one shard's minute starting at bucket
+// that are still queued and fall due in (after, through], by due time. A
+// zero after reads from the start of the minute. Done entries are read but
+// not listed (filtering them in the query would need ALLOW FILTERING).
+func (c *CassandraStore) DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]DueEntry, error) {
 	bucket = BucketOf(bucket)
-	iter := c.s.Query(dueCQL, shard, bucket).PageSize(1000).IterContext(ctx)
+	if after.IsZero() || after.Before(bucket) {
+		after = bucket.Add(-time.Millisecond)
+	}
+	iter := c.s.Query(dueCQL, shard, bucket, after, through).PageSize(5000).IterContext(ctx)
 	var (
 		out              []DueEntry
 		e                = DueEntry{Shard: shard, Due: bucket}
 		requestID, token gocql.UUID
+		done             bool
 	)
-	for iter.Scan(&e.Tenant, &e.Operation, &requestID, &token, &e.CreatedAt, &e.NotBefore) {
+	for iter.Scan(&e.NotBefore, &e.Tenant, &e.Operation, &requestID, &token, &e.CreatedAt, &done) {
+		if done {
+			continue
+		}
 		e.RequestID, e.ClaimToken, e.CreatedAt, e.NotBefore = uuid.UUID(requestID), uuid.UUID(token), e.CreatedAt.UTC(), e.NotBefore.UTC()
 		out = append(out, e)
 	}
@@ -121,4 +145,13 @@ func (c *CassandraStore) DueEntries(ctx context.Context, shard int, bucket time.
 		return nil, cassandra.ReadError(fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), err)
 	}
 	return out, nil
+}
+
+// DropBucket deletes one shard's minute whole (a single partition
+// tombstone). Only the owner of the shard's cursor calls it, when the
+// cursor passes the minute: no reader reads behind the cursor, so no read
+// ever meets the tombstone.
+func (c *CassandraStore) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
+	err := c.s.Query(dropBucketCQL, shard, BucketOf(bucket)).Idempotent(true).ExecContext(ctx)
+	return cassandra.WriteError(fmt.Sprintf("drop due bucket of shard %d at %s", shard, BucketOf(bucket).Format(time.RFC3339)), err)
 }

@@ -22,7 +22,8 @@ import (
 type Ledger interface {
 	Get(ctx context.Context, key ledger.Key) (ledger.Record, error)
 	Peek(ctx context.Context, key ledger.Key) (ledger.Record, error)
-	DueEntries(ctx context.Context, shard int, bucket time.Time) ([]ledger.DueEntry, error)
+	DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]ledger.DueEntry, error)
+	DropBucket(ctx context.Context, shard int, bucket time.Time) error
 	Reschedule(ctx context.Context, e ledger.DueEntry, due time.Time) error
 	RemoveEntry(ctx context.Context, e ledger.DueEntry) error
 	// ClaimEntry is the entry rec's claim wrote: the one completing or
@@ -121,6 +122,11 @@ type Loop struct {
 
 	mu    sync.Mutex
 	owned map[int]bool
+	// readTo is, per shard, how far this instance has read the due queue:
+	// every entry due at or before it was listed by an earlier pass (or is
+	// one written late, which the final sweep of its minute finds). Only
+	// valid while the shard is held without a break; forgotten when taken.
+	readTo map[int]time.Time
 
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
 	pending, oldestPendingNanos                                         atomic.Int64
@@ -130,7 +136,7 @@ type Loop struct {
 func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
-		now: time.Now, owned: map[int]bool{}}
+		now: time.Now, owned: map[int]bool{}, readTo: map[int]time.Time{}}
 }
 
 // Stats returns a snapshot of the counters.
@@ -249,6 +255,7 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		}
 		if ok {
 			l.owned[s] = true
+			delete(l.readTo, s)
 			l.log.Info("acquired shard lease", "shard", s, "members", members)
 		}
 	}
@@ -259,7 +266,9 @@ func (l *Loop) coordinate(ctx context.Context) error {
 type PassResult struct {
 	Shards       int
 	Buckets      int // due-queue minutes read
-	Entries      int // entries read
+	Swept        int // of them, minutes read whole in their final sweep
+	Passed       int // of them, minutes the cursor passed (then deleted)
+	Entries      int // queued entries listed
 	Pending      int // of them, PENDING requests that were due
 	Finished     int
 	Retried      int
@@ -270,6 +279,8 @@ type PassResult struct {
 func (r *PassResult) add(o PassResult) {
 	r.Shards += o.Shards
 	r.Buckets += o.Buckets
+	r.Swept += o.Swept
+	r.Passed += o.Passed
 	r.Entries += o.Entries
 	r.Pending += o.Pending
 	r.Finished += o.Finished
@@ -297,7 +308,7 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 		oldest time.Time
 		errs   []error
 	)
-	now := l.now().UTC()
+	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
 	for _, s := range shards {
 		if err := l.passShard(ctx, s, now, &res, &oldest); err != nil {
 			errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
@@ -321,6 +332,20 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 	return res, err
 }
 
+// passShard reads the due minutes of one shard from its cursor to now and
+// settles what fell due (docs/reconciler.md "The due queue"). A minute is
+// read in two ways:
+//
+//   - incrementally, while it is younger than the margin: only the entries
+//     that fell due since this instance's last read of the shard, so each
+//     entry is listed about once however often passes run;
+//   - whole, once it is older than the margin (its final sweep): this
+//     finds entries written late (a writer whose clock lags) behind the
+//     incremental reads. If every entry of it is settled, the cursor passes
+//     it and the minute is deleted whole.
+//
+// An entry left unsettled moves the shard's read position back to it, so
+// the next pass lists it again.
 func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *PassResult, oldest *time.Time) error {
 	cursor, ok, err := l.coord.Cursor(ctx, shard)
 	if err != nil {
@@ -330,39 +355,62 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *Pas
 		cursor = now.Add(-l.cfg.InitialLookback)
 	}
 	cursor = ledger.BucketOf(cursor)
-	last := ledger.BucketOf(now)
-	// The cursor may pass only buckets fully settled and older than the margin.
+	// The cursor may pass only minutes fully settled and older than the margin.
 	limit := ledger.BucketOf(now.Add(-l.cfg.Margin))
+	l.mu.Lock()
+	read := l.readTo[shard]
+	l.mu.Unlock()
 	next, advancing := cursor, true
-	for b := cursor; !b.After(last); b = b.Add(ledger.BucketWidth) {
-		entries, err := l.ledger.DueEntries(ctx, shard, b)
+	readTo := now // where the next pass's incremental reads start
+	for b := cursor; !b.After(now); b = b.Add(ledger.BucketWidth) {
+		final := advancing && b.Before(limit)
+		after := read
+		if final {
+			after = time.Time{}
+		}
+		entries, err := l.ledger.DueEntries(ctx, shard, b, after, now)
 		if err != nil {
 			return err
 		}
 		res.Buckets++
 		res.Entries += len(entries)
-		clean := l.handleAll(ctx, entries, now, res, oldest)
-		if advancing && clean && b.Before(limit) {
-			next = b.Add(ledger.BucketWidth)
-		} else {
-			advancing = false
+		unsettled := l.handleAll(ctx, entries, now, res, oldest)
+		if !unsettled.IsZero() && unsettled.Add(-time.Millisecond).Before(readTo) {
+			readTo = unsettled.Add(-time.Millisecond)
 		}
+		if !final {
+			advancing = false
+			continue
+		}
+		res.Swept++
+		if !unsettled.IsZero() {
+			advancing = false
+			continue
+		}
+		if err := l.ledger.DropBucket(ctx, shard, b); err != nil {
+			return err
+		}
+		res.Passed++
+		next = b.Add(ledger.BucketWidth)
 	}
+	l.mu.Lock()
+	l.readTo[shard] = readTo
+	l.mu.Unlock()
 	if next.After(cursor) {
 		return l.coord.SaveCursor(ctx, shard, next)
 	}
 	return nil
 }
 
-// handleAll settles the entries of one bucket, up to Concurrency at once,
-// and reports whether every one of them is gone from the bucket. Each
-// entry is a different request (or another attempt's entry of one), and
-// every step on a request is safe to race, so their order does not matter.
-func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, res *PassResult, oldest *time.Time) bool {
+// handleAll settles the entries of one minute, up to Concurrency at once,
+// and returns the due time of the earliest one left unsettled (zero if all
+// were). Each entry is a different request (or another attempt's entry of
+// one), and every step on a request is safe to race, so their order does
+// not matter.
+func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, res *PassResult, oldest *time.Time) (unsettled time.Time) {
 	var (
-		mu    sync.Mutex
-		clean = true
-		g     errgroup.Group
+		mu sync.Mutex
+		g  errgroup.Group
 	)
 	g.SetLimit(l.cfg.Concurrency)
 	for _, e := range entries {
@@ -381,12 +429,14 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 			if !mineOldest.IsZero() && (oldest.IsZero() || mineOldest.Before(*oldest)) {
 				*oldest = mineOldest
 			}
-			clean = clean && settled && err == nil
+			if (!settled || err != nil) && (unsettled.IsZero() || e.NotBefore.Before(unsettled)) {
+				unsettled = e.NotBefore
+			}
 			return nil
 		})
 	}
-	_ = g.Wait() // every error is logged and kept in clean
-	return clean
+	_ = g.Wait() // every error is logged and reflected in unsettled
+	return unsettled
 }
 
 // handle settles one due entry. It reports whether the entry is gone from
@@ -394,9 +444,6 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 // removed only once its request is definitely settled (COMPLETE, FAILED,
 // withdrawn, expired) or superseded; every error keeps it for the next pass.
 func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res *PassResult, oldest *time.Time) (bool, error) {
-	if now.Before(e.NotBefore) {
-		return false, nil // not due yet: a bucket spans a minute
-	}
 	rec, err := l.read(ctx, e.Key)
 	if errors.Is(err, ledger.ErrNotFound) {
 		return true, l.drop(ctx, e, res) // expired, withdrawn, or the claim never applied

@@ -169,8 +169,8 @@ func TestPassLeavesYoungRequestAlone(t *testing.T) {
 		if h.fin.Calls(rec.RequestID) != 0 {
 			t.Fatalf("finisher called %d times for a request whose entry is not due", h.fin.Calls(rec.RequestID))
 		}
-		if res.Entries != 1 || res.Pending != 0 || res.Finished != 0 || res.Dropped != 0 {
-			t.Errorf("PassResult = %+v, want the entry read and left alone", res)
+		if res.Entries != 0 || res.Pending != 0 || res.Finished != 0 || res.Dropped != 0 {
+			t.Errorf("PassResult = %+v, want the entry not listed (not due) and left alone", res)
 		}
 		wantState(t, h, rec.Key, ledger.Pending)
 		if es := h.ledger.Entries(rec.Key); len(es) != 1 || !es[0].Due.Equal(entry.Due) {
@@ -189,44 +189,158 @@ func TestPassLeavesYoungRequestAlone(t *testing.T) {
 		wantFinished(t, h, rec.Key)
 	})
 
-	// Entries fall due at their not_before, not with their bucket.
-	t.Run("entry in an old bucket, not due yet", func(t *testing.T) {
-		now := t0.Add(30 * time.Second)
-		h := newHarness(now)
-		const shard = 6
-		h.coord.SetCursor(shard, t0.Add(-10*time.Minute))
-		// The entry sits in a bucket well behind the margin, but falls due
-		// only 25 s from now (its claim is 5 s old).
-		key := keyInShard(shard)
-		rec := ledger.Record{Key: key, EntityID: uuid.New(), Fingerprint: "sha256:v1:fake", Command: []byte(`{"v":1}`),
-			State: ledger.Pending, CreatedAt: now.Add(-5 * time.Second), ClaimToken: uuid.New()}
-		h.ledger.Put(rec)
-		old := t0.Add(-5 * time.Minute)
-		h.ledger.PutEntry(ledger.DueEntry{Key: key, Shard: shard, Due: old, ClaimToken: rec.ClaimToken, CreatedAt: rec.CreatedAt,
-			NotBefore: rec.CreatedAt.Add(testDueAfter)})
-		l := h.loop(Config{})
+}
 
-		mustPass(t, l, shard)
+// ------------------------------------------------------------------ due queue reads
 
-		if h.fin.Calls(key.RequestID) != 0 {
-			t.Fatalf("finisher called for a request whose entry is not due")
+// dueReads lists the (after, through] ranges in which the partition (shard,
+// bucket) was read.
+func dueReads(l *ledgertest.Memory, shard int, bucket time.Time) [][2]time.Time {
+	var out [][2]time.Time
+	for _, st := range l.Statements(ledgertest.StmtDue) {
+		if st.Shard == shard && st.Bucket.Equal(ledger.BucketOf(bucket)) {
+			out = append(out, [2]time.Time{st.After, st.Through})
 		}
-		c, ok := h.coord.CursorOf(shard)
-		if !ok || !c.Equal(old) {
-			t.Errorf("cursor = %s (set %v), want it stopped at the young entry's bucket %s", c, ok, old)
+	}
+	return out
+}
+
+// While a minute is younger than the margin, each pass reads only what fell
+// due since the last one; once older, it is read whole once (its final
+// sweep), passed by the cursor and deleted.
+func TestMinuteIsReadIncrementallyThenSweptAndDropped(t *testing.T) {
+	now := t0.Add(40 * time.Second)
+	h := newHarness(now)
+	const shard = 4
+	h.coord.SetCursor(shard, t0)
+	first, _ := h.addPending(t, shard, t0.Add(-20*time.Second))           // due 12:00:10
+	second, secondEntry := h.addPending(t, shard, t0.Add(20*time.Second)) // due 12:00:50
+	l := h.loop(Config{})
+
+	res := mustPass(t, l, shard)
+	if res.Entries != 1 || res.Finished != 1 {
+		t.Fatalf("first pass = %+v, want the due entry alone listed and finished", res)
+	}
+	wantFinished(t, h, first.Key)
+
+	h.clock.Set(secondEntry.NotBefore.Add(time.Second))
+	res = mustPass(t, l, shard)
+	if res.Entries != 1 || res.Finished != 1 {
+		t.Fatalf("second pass = %+v, want the newly due entry alone listed", res)
+	}
+	wantFinished(t, h, second.Key)
+	reads := dueReads(h.ledger, shard, t0)
+	if len(reads) != 2 || !reads[1][0].Equal(now) || reads[1][1].Before(secondEntry.NotBefore) {
+		t.Fatalf("reads of the minute = %v, want the second from %s (where the first stopped)", reads, now.Format(time.TimeOnly))
+	}
+	if res.Swept != 0 || res.Passed != 0 {
+		t.Errorf("second pass = %+v: swept a minute younger than the margin", res)
+	}
+
+	// Past the margin: one whole read, then the cursor passes and deletes it.
+	h.clock.Set(t0.Add(3*time.Minute + time.Second))
+	res = mustPass(t, l, shard)
+	if res.Swept != 1 || res.Passed != 1 {
+		t.Errorf("pass past the margin = %+v, want the minute swept and passed", res)
+	}
+	reads = dueReads(h.ledger, shard, t0)
+	if last := reads[len(reads)-1]; len(reads) != 3 || !last[0].IsZero() {
+		t.Errorf("reads of the minute = %v, want a third, whole (after zero)", reads)
+	}
+	if h.ledger.Calls("DropBucket") != 1 {
+		t.Errorf("DropBucket calls = %d, want 1", h.ledger.Calls("DropBucket"))
+	}
+	if c, _ := h.coord.CursorOf(shard); !c.Equal(t0.Add(time.Minute)) {
+		t.Errorf("cursor = %s, want 12:01", c)
+	}
+	// The cursor never goes back: the dropped minute is not read again.
+	mustPass(t, l, shard)
+	if n := len(dueReads(h.ledger, shard, t0)); n != 3 {
+		t.Errorf("minute read %d times after it was dropped, want still 3", n)
+	}
+}
+
+// An entry written behind the read position (its writer's clock lags) is
+// not listed by incremental reads, but the final sweep finds it: its minute
+// is not dropped with it in it.
+func TestFinalSweepFindsEntryWrittenBehindTheReadPosition(t *testing.T) {
+	now := t0.Add(50 * time.Second)
+	h := newHarness(now)
+	const shard = 3
+	h.coord.SetCursor(shard, t0)
+	l := h.loop(Config{})
+	mustPass(t, l, shard) // reads 12:00 through 12:00:50
+
+	late, _ := h.addPending(t, shard, t0.Add(-20*time.Second)) // due 12:00:10, written at 12:00:50
+	h.clock.Advance(5 * time.Second)
+	if res := mustPass(t, l, shard); res.Entries != 0 {
+		t.Fatalf("incremental pass = %+v, want the late entry not listed (it is behind the read position)", res)
+	}
+	h.clock.Set(t0.Add(3*time.Minute + time.Second))
+	res := mustPass(t, l, shard)
+	if res.Finished != 1 || res.Passed != 1 {
+		t.Errorf("sweep = %+v, want the late entry finished and the minute passed", res)
+	}
+	wantFinished(t, h, late.Key)
+}
+
+// An entry left unsettled (its request unreadable) is listed again by the
+// next incremental read, though the read position had passed it; the
+// sweep does not drop its minute.
+func TestUnsettledEntryIsListedAgainAndKeepsItsMinute(t *testing.T) {
+	now := t0.Add(40 * time.Second)
+	h := newHarness(now)
+	const shard = 8
+	h.coord.SetCursor(shard, t0)
+	rec, _ := h.addPending(t, shard, t0.Add(-20*time.Second)) // due 12:00:10
+	failGets(h.ledger, rec.Key)
+	l := h.loop(Config{})
+
+	mustPass(t, l, shard)
+	h.clock.Advance(5 * time.Second)
+	if res := mustPass(t, l, shard); res.Entries != 1 {
+		t.Fatalf("next pass = %+v, want the unsettled entry listed again", res)
+	}
+	h.clock.Set(t0.Add(3*time.Minute + time.Second))
+	if res, _ := l.PassShards(context.Background(), []int{shard}); res.Swept != 1 || res.Passed != 0 {
+		t.Errorf("sweep with the entry unsettled = %+v, want swept, not passed", res)
+	}
+	if h.ledger.Calls("DropBucket") != 0 {
+		t.Error("a minute holding an unsettled entry was dropped")
+	}
+	h.ledger.SetIntercept(nil)
+	h.clock.Advance(2 * time.Second)
+	if res := mustPass(t, l, shard); res.Finished != 1 || res.Passed != 1 {
+		t.Errorf("pass once readable = %+v, want finished and the minute passed", res)
+	}
+	wantFinished(t, h, rec.Key)
+}
+
+// A minute that cannot be deleted stays behind the cursor for the next pass.
+func TestDropBucketErrorKeepsTheCursor(t *testing.T) {
+	now := t0.Add(3*time.Minute + time.Second)
+	h := newHarness(now)
+	const shard = 1
+	h.coord.SetCursor(shard, t0)
+	rec, _ := h.addPending(t, shard, t0.Add(-20*time.Second))
+	h.ledger.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
+		if st.Name == ledgertest.StmtDropBucket {
+			return cassandra.FaultUnavailable
 		}
-		if es := h.ledger.Entries(key); len(es) != 1 {
-			t.Errorf("entries = %v, want the entry kept", es)
-		}
-		// The next pass reads that bucket again and, once due, finishes it.
-		h.clock.Advance(time.Minute)
-		mustPass(t, l, shard)
-		if dueCalls(h.ledger, shard, old) != 2 {
-			t.Errorf("young entry's bucket read %d times, want 2", dueCalls(h.ledger, shard, old))
-		}
-		wantFinished(t, h, key)
-		wantNoEntries(t, h, key)
+		return 0
 	})
+	l := h.loop(Config{})
+	if _, err := l.PassShards(context.Background(), []int{shard}); err == nil {
+		t.Fatal("PassShards: want the DropBucket error")
+	}
+	wantFinished(t, h, rec.Key)
+	if c, _ := h.coord.CursorOf(shard); !c.Equal(t0) {
+		t.Errorf("cursor = %s, want kept at 12:00", c)
+	}
+	h.ledger.SetIntercept(nil)
+	if res := mustPass(t, l, shard); res.Passed != 1 {
+		t.Errorf("next pass = %+v, want the minute passed", res)
+	}
 }
 
 func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {

@@ -102,7 +102,7 @@ func (o *cqlObserver) statementOf(cql string) statement {
 
 // StatementLabel derives a low-cardinality label from a CQL text:
 // <verb>_<table> for DML (insert_write_requests_by_id,
-// select_pending_requests, delete_reconciler_leases), <verb>_<kind> for DDL
+// select_due_requests, delete_reconciler_leases), <verb>_<kind> for DDL
 // (create_table, create_keyspace, alter_table), "batch", "use", or "other".
 // A keyspace qualifier is dropped (keyspace names vary, e.g. per test run)
 // except for the system keyspaces (select_system_local). lwt reports a

@@ -80,9 +80,10 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"ledger.requeueCQL":    {"update_write_requests_by_id", true},
 		"ledger.withdrawCQL":   {"delete_write_requests_by_id", true},
 		"ledger.clusterNowCQL": {"select_system_local", false},
-		"ledger.enqueueCQL":    {"insert_pending_requests", false},
-		"ledger.dequeueCQL":    {"delete_pending_requests", false},
-		"ledger.dueCQL":        {"select_pending_requests", false},
+		"ledger.enqueueCQL":    {"insert_due_requests", false},
+		"ledger.dequeueCQL":    {"update_due_requests", false},
+		"ledger.dueCQL":        {"select_due_requests", false},
+		"ledger.dropBucketCQL": {"delete_due_requests", false},
 
 		"projection.upsertByCustomerCQL": {"insert_orders_by_customer", false},
 		"projection.upsertByIDCQL":       {"insert_orders_by_id", false},

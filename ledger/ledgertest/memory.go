@@ -32,13 +32,15 @@ const (
 	StmtEnqueue    = "queue.enqueue"
 	StmtRemove     = "queue.remove"
 	StmtDue        = "queue.due"
+	StmtDropBucket = "queue.drop-bucket"
 )
 
 // Store is everything of ledger.CassandraStore that callers use: the
 // ledger.Store, the due queue, and the operator's and reconciler's writes.
 type Store interface {
 	ledger.Store
-	DueEntries(ctx context.Context, shard int, bucket time.Time) ([]ledger.DueEntry, error)
+	DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]ledger.DueEntry, error)
+	DropBucket(ctx context.Context, shard int, bucket time.Time) error
 	Reschedule(ctx context.Context, e ledger.DueEntry, due time.Time) error
 	RemoveEntry(ctx context.Context, e ledger.DueEntry) error
 	ClaimEntry(rec ledger.Record) ledger.DueEntry
@@ -67,9 +69,11 @@ type Config struct {
 type Statement struct {
 	Name string     // StmtClaim, ...
 	Key  ledger.Key // the request it concerns; zero for StmtDue and StmtClusterNow
-	// Shard and Bucket are the due-queue partition of a queue statement.
-	Shard  int
-	Bucket time.Time
+	// Shard and Bucket are the due-queue partition of a queue statement;
+	// After and Through the range of due times a StmtDue read asked for.
+	Shard          int
+	Bucket         time.Time
+	After, Through time.Time
 	// Fault is what was served instead of a plain execution; 0 for none.
 	Fault cassandra.Fault
 	// Applied: the statement ran and, if conditional, its condition held.
@@ -107,14 +111,18 @@ type row struct {
 
 // entryKey is the primary key of a due-queue entry.
 type entryKey struct {
-	shard  int
-	bucket int64 // due_bucket, Unix milliseconds
-	key    ledger.Key
-	token  uuid.UUID
+	shard     int
+	bucket    int64 // due_bucket, Unix milliseconds
+	notBefore int64 // Unix milliseconds
+	key       ledger.Key
+	token     uuid.UUID
 }
 
+// entryRow is a due-queue row; a done one is a removed entry, as the table
+// keeps it (listed by no read).
 type entryRow struct {
 	e       ledger.DueEntry
+	done    bool
 	expires time.Time
 }
 
@@ -204,7 +212,7 @@ func (m *Memory) Statements(name string) []Statement {
 
 // Calls is how many times the method ("Claim", "Get", "Peek", "Release",
 // "RecordAttempt", "Withdraw", "MarkFailed", "Requeue", "DueEntries",
-// "Reschedule", "RemoveEntry") was called, failed calls included, calls one
+// "Reschedule", "RemoveEntry", "DropBucket") was called, failed calls included, calls one
 // method makes of another not included.
 func (m *Memory) Calls(method string) int {
 	m.mu.Lock()
@@ -607,7 +615,8 @@ func (m *Memory) Requeue(ctx context.Context, key ledger.Key) (ledger.Record, er
 		return ledger.Record{}, err
 	}
 	e := m.entryFor(rec)
-	e.Due, e.NotBefore = ledger.BucketOf(now), now
+	due := now.Add(ledger.RequeueLead)
+	e.Due, e.NotBefore = ledger.BucketOf(due), due
 	if err := m.enqueue(ctx, e); err != nil {
 		return ledger.Record{}, err
 	}
@@ -659,7 +668,7 @@ func (m *Memory) entryFor(rec ledger.Record) ledger.DueEntry {
 }
 
 func keyOf(e ledger.DueEntry) entryKey {
-	return entryKey{shard: e.Shard, bucket: e.Due.UnixMilli(), key: e.Key, token: e.ClaimToken}
+	return entryKey{shard: e.Shard, bucket: e.Due.UnixMilli(), notBefore: e.NotBefore.UnixMilli(), key: e.Key, token: e.ClaimToken}
 }
 
 // storedEntry is e as the table holds it.
@@ -671,53 +680,67 @@ func storedEntry(e ledger.DueEntry) ledger.DueEntry {
 func (m *Memory) enqueue(ctx context.Context, e ledger.DueEntry) error {
 	ttl := m.ttlFrom(e.CreatedAt, m.Now())
 	_, err := m.exec(ctx, entryStmt(StmtEnqueue, e), writeStmt, "enqueue pending request", func(now time.Time) bool {
-		m.entries[keyOf(e)] = entryRow{e: storedEntry(e), expires: now.Add(ttl)}
+		k := keyOf(e)
+		// The insert writes no done cell: a removed entry stays removed.
+		m.entries[k] = entryRow{e: storedEntry(e), done: m.entries[k].done, expires: now.Add(ttl)}
 		return true
 	})
 	return err
 }
 
-// RemoveEntry deletes a due-queue entry (no error if there is none).
+// RemoveEntry marks a due-queue entry done (creating a done row if there
+// is none, as an upsert does).
 func (m *Memory) RemoveEntry(ctx context.Context, e ledger.DueEntry) error {
 	m.enter("RemoveEntry")
 	return m.removeEntry(ctx, e)
 }
 
 func (m *Memory) removeEntry(ctx context.Context, e ledger.DueEntry) error {
-	_, err := m.exec(ctx, entryStmt(StmtRemove, e), writeStmt, "remove pending entry", func(time.Time) bool {
-		delete(m.entries, keyOf(e))
+	ttl := m.ttlFrom(e.CreatedAt, m.Now())
+	_, err := m.exec(ctx, entryStmt(StmtRemove, e), writeStmt, "remove pending entry", func(now time.Time) bool {
+		k := keyOf(e)
+		r, ok := m.entries[k]
+		if !ok {
+			r.e = storedEntry(e)
+		}
+		r.done, r.expires = true, now.Add(ttl)
+		m.entries[k] = r
 		return true
 	})
 	return err
 }
 
 // Reschedule moves an entry to fall due at due: the new entry first, then
-// the old one removed (in the same minute, the insert only moves not_before).
+// the old one removed.
 func (m *Memory) Reschedule(ctx context.Context, e ledger.DueEntry, due time.Time) error {
 	m.enter("Reschedule")
 	next := e
-	next.Due, next.NotBefore = ledger.BucketOf(due), due
-	if err := m.enqueue(ctx, next); err != nil || next.Due.Equal(e.Due) {
+	next.Due, next.NotBefore = ledger.BucketOf(due), due.UTC().Truncate(time.Millisecond)
+	if err := m.enqueue(ctx, next); err != nil || next.SameRow(e) {
 		return err
 	}
 	return m.removeEntry(ctx, e)
 }
 
-// DueEntries lists the entries of one shard that fall due in the minute
-// starting at bucket, in clustering order (tenant, operation, request id,
-// claim token).
-func (m *Memory) DueEntries(ctx context.Context, shard int, bucket time.Time) ([]ledger.DueEntry, error) {
+// DueEntries lists the entries of one shard's minute starting at bucket
+// that are not done and fall due in (after, through], by due time (then
+// clustering order).
+func (m *Memory) DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]ledger.DueEntry, error) {
 	m.enter("DueEntries")
 	bucket = ledger.BucketOf(bucket)
+	lo, hi := after.UnixMilli(), through.UnixMilli() // bound as the driver binds them
+	if after.IsZero() {
+		lo = bucket.UnixMilli() - 1
+	}
 	var out []ledger.DueEntry
-	_, err := m.exec(ctx, Statement{Name: StmtDue, Shard: shard, Bucket: bucket}, readStmt,
+	_, err := m.exec(ctx, Statement{Name: StmtDue, Shard: shard, Bucket: bucket, After: after, Through: through}, readStmt,
 		fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(now time.Time) bool {
 			for k, er := range m.entries {
 				if !now.Before(er.expires) {
 					delete(m.entries, k)
 					continue
 				}
-				if k.shard == shard && k.bucket == bucket.UnixMilli() {
+				if k.shard == shard && k.bucket == bucket.UnixMilli() && !er.done && k.notBefore > lo && k.notBefore <= hi {
 					e := er.e
 					e.Shard, e.Due = shard, bucket
 					out = append(out, e)
@@ -728,8 +751,24 @@ func (m *Memory) DueEntries(ctx context.Context, shard int, bucket time.Time) ([
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, compareEntries)
+	slices.SortFunc(out, func(a, b ledger.DueEntry) int { return cmp.Or(a.NotBefore.Compare(b.NotBefore), compareEntries(a, b)) })
 	return out, nil
+}
+
+// DropBucket deletes one shard's minute whole.
+func (m *Memory) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
+	m.enter("DropBucket")
+	bucket = ledger.BucketOf(bucket)
+	_, err := m.exec(ctx, Statement{Name: StmtDropBucket, Shard: shard, Bucket: bucket}, writeStmt,
+		fmt.Sprintf("drop due bucket of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(time.Time) bool {
+			for k := range m.entries {
+				if k.shard == shard && k.bucket == bucket.UnixMilli() {
+					delete(m.entries, k)
+				}
+			}
+			return true
+		})
+	return err
 }
 
 func compareEntries(a, b ledger.DueEntry) int {
@@ -764,8 +803,9 @@ func (m *Memory) Put(rec ledger.Record) {
 	m.rows[rec.Key] = row{rec: rec, markerExpires: exp, cellsExpire: exp}
 }
 
-// PutEntry stores a due-queue entry as it is (its Due taken to its bucket),
-// expiring with its request's retention. It panics on an entry past it.
+// PutEntry stores a due-queue entry as it is, in the minute of its
+// NotBefore (every writer puts it there; e.Due is ignored), expiring with its
+// request's retention. It panics on an entry past it.
 func (m *Memory) PutEntry(e ledger.DueEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -773,7 +813,7 @@ func (m *Memory) PutEntry(e ledger.DueEntry) {
 	if !now.Before(e.CreatedAt.Add(m.cfg.Retention)) {
 		panic(fmt.Sprintf("ledgertest: PutEntry of request %s claimed at %s, past its retention at %s", e.RequestID, e.CreatedAt, now))
 	}
-	e.Due = ledger.BucketOf(e.Due)
+	e.Due = ledger.BucketOf(e.NotBefore)
 	m.entries[keyOf(e)] = entryRow{e: storedEntry(e), expires: now.Add(m.ttlFrom(e.CreatedAt, now))}
 }
 
@@ -832,7 +872,7 @@ func (m *Memory) entriesWhere(match func(ledger.DueEntry) bool) []ledger.DueEntr
 			delete(m.entries, k)
 			continue
 		}
-		if match(er.e) {
+		if !er.done && match(er.e) {
 			out = append(out, er.e)
 		}
 	}

@@ -218,7 +218,7 @@ func (s *suite) wantNoRow(t *testing.T, key ledger.Key) {
 // entriesOf lists the entries of key's request in one due-queue partition.
 func (s *suite) entriesOf(t *testing.T, key ledger.Key, shard int, bucket time.Time) []ledger.DueEntry {
 	t.Helper()
-	all, err := s.Store.DueEntries(s.ctx, shard, bucket)
+	all, err := s.Store.DueEntries(s.ctx, shard, bucket, time.Time{}, ledger.BucketOf(bucket).Add(ledger.BucketWidth))
 	if err != nil {
 		t.Fatalf("DueEntries(%d, %s): %v", shard, bucket.Format(time.TimeOnly), err)
 	}
@@ -260,11 +260,12 @@ func (s *suite) wantNoEntry(t *testing.T, e ledger.DueEntry) {
 	}
 }
 
-// wantEntryDueNow checks an entry of rec's claim falls due between lo and
-// hi (by the store's clock, which may be the cluster's: give it slack).
-func (s *suite) wantEntryDueNow(t *testing.T, rec ledger.Record, lo, hi time.Time) {
+// wantRequeueEntry checks an entry of rec's claim falls due RequeueLead
+// after a time between lo and hi (by the store's clock, which may be the
+// cluster's: give it slack).
+func (s *suite) wantRequeueEntry(t *testing.T, rec ledger.Record, lo, hi time.Time) {
 	t.Helper()
-	lo, hi = lo.Add(-2*time.Second), hi.Add(2*time.Second)
+	lo, hi = lo.Add(ledger.RequeueLead-2*time.Second), hi.Add(ledger.RequeueLead+2*time.Second)
 	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
 		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.RequestID), b) {
 			if e.ClaimToken == rec.ClaimToken && !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
@@ -278,10 +279,11 @@ func (s *suite) wantEntryDueNow(t *testing.T, rec ledger.Record, lo, hi time.Tim
 	t.Errorf("no entry of %s (token %s) due between %s and %s", rec.RequestID, rec.ClaimToken, lo.Format(time.StampMilli), hi.Format(time.StampMilli))
 }
 
-// wantNoEntryDueNow checks no entry of key falls due between lo and hi.
-func (s *suite) wantNoEntryDueNow(t *testing.T, key ledger.Key, lo, hi time.Time) {
+// wantNoRequeueEntry checks no entry of key falls due as a requeue between
+// lo and hi would make it.
+func (s *suite) wantNoRequeueEntry(t *testing.T, key ledger.Key, lo, hi time.Time) {
 	t.Helper()
-	lo, hi = lo.Add(-2*time.Second), hi.Add(2*time.Second)
+	lo, hi = lo.Add(ledger.RequeueLead-2*time.Second), hi.Add(ledger.RequeueLead+2*time.Second)
 	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
 		for _, e := range s.entriesOf(t, key, ledger.ShardOf(key.RequestID), b) {
 			if !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
@@ -896,7 +898,7 @@ func requeued(rec ledger.Record) ledger.Record {
 }
 
 var requeueCases = []testCase{
-	{"Requeue/applied: FAILED to PENDING, attempts 0, an entry due now", func(t *testing.T, s *suite) {
+	{"Requeue/applied: FAILED to PENDING, attempts 0, an entry due shortly", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
 		lo := s.Now()
 		got, err := s.Store.Requeue(s.ctx, failed.Key)
@@ -909,9 +911,9 @@ var requeueCases = []testCase{
 			t.Errorf("Requeue returned: %s", d)
 		}
 		s.wantRow(t, want)
-		s.wantEntryDueNow(t, failed, lo, hi)
+		s.wantRequeueEntry(t, failed, lo, hi)
 	}},
-	{"Requeue/PENDING: unchanged, only an entry due now added", func(t *testing.T, s *suite) {
+	{"Requeue/PENDING: unchanged, only an entry due shortly added", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
 		lo := s.Now()
 		got, err := s.Store.Requeue(s.ctx, rec.Key)
@@ -923,7 +925,7 @@ var requeueCases = []testCase{
 			t.Errorf("Requeue returned: %s", d)
 		}
 		s.wantRow(t, pending(rec))
-		s.wantEntryDueNow(t, rec, lo, hi)
+		s.wantRequeueEntry(t, rec, lo, hi)
 	}},
 	{"Requeue/COMPLETE: unchanged, no entry", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
@@ -938,7 +940,7 @@ var requeueCases = []testCase{
 			t.Errorf("Requeue returned: %s", d)
 		}
 		s.wantRow(t, done)
-		s.wantNoEntryDueNow(t, rec.Key, lo, hi)
+		s.wantNoRequeueEntry(t, rec.Key, lo, hi)
 		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
 	}},
 	{"Requeue/no row: ErrNotFound", func(t *testing.T, s *suite) {
@@ -953,7 +955,7 @@ var requeueCases = []testCase{
 		hi := s.Now()
 		wantKind(t, "Requeue", err, fault.Unavailable)
 		s.wantRow(t, failed)
-		s.wantEntryDueNow(t, failed, lo, hi)
+		s.wantRequeueEntry(t, failed, lo, hi)
 	}},
 	{"Requeue/entry refused: an error, still FAILED", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
@@ -970,7 +972,7 @@ var requeueCases = []testCase{
 		hi := s.Now()
 		wantKind(t, "Requeue", err, fault.Unavailable)
 		s.wantRow(t, failed)
-		s.wantNoEntryDueNow(t, failed.Key, lo, hi)
+		s.wantNoRequeueEntry(t, failed.Key, lo, hi)
 	}},
 	{"Requeue/unknown, lose-response: settled, PENDING", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
@@ -1006,7 +1008,7 @@ var requeueCases = []testCase{
 		hi := s.Now()
 		wantKind(t, "Requeue", err, fault.OutcomeUnknown)
 		s.wantRow(t, failed)
-		s.wantEntryDueNow(t, failed, lo, hi)
+		s.wantRequeueEntry(t, failed, lo, hi)
 	}},
 	{"Requeue/unknown, timeout on every try: Unavailable, still FAILED", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
@@ -1023,6 +1025,15 @@ var requeueCases = []testCase{
 func (s *suite) keyInOtherShard(shard int) ledger.Key {
 	for {
 		if k := s.key(); ledger.ShardOf(k.RequestID) != shard {
+			return k
+		}
+	}
+}
+
+// keyInShard is a fresh key whose request falls in shard.
+func (s *suite) keyInShard(shard int) ledger.Key {
+	for {
+		if k := s.key(); ledger.ShardOf(k.RequestID) == shard {
 			return k
 		}
 	}
@@ -1069,8 +1080,38 @@ var queueCases = []testCase{
 		rec := s.claimed(t)
 		e := s.Store.ClaimEntry(rec)
 		s.arm(StmtDue, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.DueEntries(s.ctx, e.Shard, e.Due)
+		_, err := s.Store.DueEntries(s.ctx, e.Shard, e.Due, time.Time{}, e.NotBefore)
 		wantKind(t, "DueEntries", err, fault.Unavailable)
+	}},
+	{"Queue/DueEntries lists what falls due in (after, through]", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		ms := time.Millisecond
+		for _, r := range []struct {
+			after, through time.Time
+			want           int
+		}{
+			{time.Time{}, e.NotBefore, 1},                          // from the start of the minute
+			{e.NotBefore.Add(-ms), e.NotBefore, 1},                 // through is inclusive
+			{e.NotBefore, e.Due.Add(ledger.BucketWidth), 0},        // after is exclusive
+			{time.Time{}, e.NotBefore.Add(-ms), 0},                 // not due yet
+			{e.Due.Add(-time.Hour), e.NotBefore.Add(time.Hour), 1}, // bounds beyond the minute
+		} {
+			got, err := s.Store.DueEntries(s.ctx, e.Shard, e.Due, r.after, r.through)
+			if err != nil {
+				t.Fatalf("DueEntries: %v", err)
+			}
+			n := 0
+			for _, g := range got {
+				if g.SameRow(e) {
+					n++
+				}
+			}
+			if n != r.want {
+				t.Errorf("DueEntries(after %s, through %s) lists the entry due %s %d times, want %d",
+					r.after.Format(time.StampMilli), r.through.Format(time.StampMilli), e.NotBefore.Format(time.StampMilli), n, r.want)
+			}
+		}
 	}},
 	{"Queue/Reschedule to a later minute: the entry moves", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
@@ -1128,6 +1169,39 @@ var queueCases = []testCase{
 		}
 		s.wantNoEntry(t, e)
 		s.wantRow(t, pending(rec)) // the request itself is untouched
+	}},
+	{"Queue/RemoveEntry, then the claim resent: the entry stays removed", func(t *testing.T, s *suite) {
+		// A resent claim (same token, as after a lost response) rewrites
+		// its entry: the insert must not undo the removal.
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		if err := s.Store.RemoveEntry(s.ctx, e); err != nil {
+			t.Fatalf("RemoveEntry: %v", err)
+		}
+		if applied, _, err := s.Store.Claim(s.ctx, rec); err != nil || applied {
+			t.Fatalf("Claim resent = applied %v, %v; want not applied", applied, err)
+		}
+		s.wantNoEntry(t, e)
+	}},
+	{"Queue/DropBucket: the minute's entries go, other minutes stay", func(t *testing.T, s *suite) {
+		a := s.claimed(t)
+		b := s.recordFor(s.keyInShard(ledger.ShardOf(a.RequestID))) // same shard, a later minute
+		b.CreatedAt = b.CreatedAt.Add(2 * time.Minute)
+		b = s.mustClaim(t, b)
+		ea, eb := s.Store.ClaimEntry(a), s.Store.ClaimEntry(b)
+		if err := s.Store.DropBucket(s.ctx, ea.Shard, ea.Due); err != nil {
+			t.Fatalf("DropBucket: %v", err)
+		}
+		s.wantNoEntry(t, ea)
+		s.wantEntry(t, eb)
+		s.wantRow(t, pending(a)) // the request itself is untouched
+	}},
+	{"Queue/DropBucket unavailable: Unavailable, the entries stay", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		s.arm(StmtDropBucket, cassandra.FaultUnavailable, 1)
+		wantKind(t, "DropBucket", s.Store.DropBucket(s.ctx, e.Shard, e.Due), fault.Unavailable)
+		s.wantEntry(t, e)
 	}},
 	{"Queue/RemoveEntry unavailable: Unavailable, the entry stays", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
