@@ -396,12 +396,22 @@ func (c *CassandraStore) Withdraw(ctx context.Context, rec Record) (Record, erro
 }
 
 // Requeue gives a FAILED request another round of attempts: it becomes
-// PENDING with attempts = 0 and a due entry due RequeueLead after now by the
-// cluster's clock.
-// The entry is written first (as a claim writes its entry before the
-// claim), so a requeue interrupted between its two writes leaves at worst an
-// entry the reconciler drops; a request already PENDING only gets the entry.
-// It returns the record as it now is.
+// PENDING with attempts = 0 and due entries due RequeueLead after now by
+// the cluster's clock. It returns the record as it now is.
+//
+// It writes two entries (docs/reconciler.md "Finishing, retries and the
+// dead letter", model/README.md finding 1):
+//   - one before the LWT, as a claim writes its entry before the claim, so
+//     a requeue interrupted between its writes leaves at worst an entry the
+//     reconciler drops;
+//   - one after the LWT, in another row. A reconciler that reads the first
+//     entry before the LWT finds the request FAILED and removes that entry,
+//     and its removal may land after the LWT: without the second entry the
+//     request would be PENDING with nothing to find it. Whoever reads the
+//     second entry reads the ledger after the LWT.
+//
+// A request already PENDING gets both entries too (another requeue may be
+// mid-way).
 func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
 	rec, err := c.Get(ctx, key)
 	if err != nil {
@@ -414,15 +424,34 @@ func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	e := c.entryFor(rec)
-	due := now.Add(RequeueLead).Truncate(time.Millisecond)
-	e.Due, e.NotBefore = BucketOf(due), due
-	if err := c.enqueue(ctx, e); err != nil {
+	before, after := RequeueEntries(c.entryFor(rec), now)
+	if err := c.enqueue(ctx, before); err != nil {
 		return Record{}, err
 	}
-	if rec.State != Failed {
-		return rec, nil
+	if rec.State == Failed {
+		if rec, err = c.requeue(ctx, rec); err != nil || rec.State != Pending {
+			return rec, err
+		}
 	}
+	if err := c.enqueue(ctx, after); err != nil {
+		return Record{}, fmt.Errorf("request %s is PENDING again, but its entry could not be written (run requeue again): %w", rec.RequestID, err)
+	}
+	return rec, nil
+}
+
+// RequeueEntries are the two entries Requeue writes for claim's entry
+// claim, at the cluster's time now: due RequeueLead later, and one
+// millisecond after that (another row of the same minute or the next).
+func RequeueEntries(claim DueEntry, now time.Time) (before, after DueEntry) {
+	due := now.Add(RequeueLead).Truncate(time.Millisecond)
+	before, after = claim, claim
+	before.Due, before.NotBefore = BucketOf(due), due
+	after.Due, after.NotBefore = BucketOf(due.Add(time.Millisecond)), due.Add(time.Millisecond)
+	return before, after
+}
+
+// requeue is Requeue's LWT: FAILED → PENDING, attempts 0.
+func (c *CassandraStore) requeue(ctx context.Context, rec Record) (Record, error) {
 	applied, cur, err := c.run(ctx, update{
 		op:   "requeue",
 		stmt: requeueCQL,

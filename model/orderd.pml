@@ -343,50 +343,54 @@ inline project(_p, _ts, _tok, _res, _ok, _ok2) {
 /* the withdraw LWT: DELETE IF state = 'PENDING' AND claim_token = _ctok */
 #define WITHDRAW_APPLY Lst = NONE; Ltok = 0; Lpay = 0; Lok = 0; Latt = 0; updElig()
 
-/* Finish(rec = (_ctok, _cpay, _cok)) up to project(): _res = F_PROJECT
-   and the order to write is (_fp, _ft); the caller then runs project()
+/* isOwnOrder: the order row (_fp, _ft) is the one the claim makes. A
+   readable command is compared by payload; an unreadable one by claim time
+   (every row of an order is dated by the claim that made it). */
+#define OWNORDER ((_cok || _fx) && _fp == _cpay || !(_cok || _fx) && _ft == _ctok)
+
+/* Finish(rec = (_ctok, _cpay, _cok)) up to project(): _res = F_PROJECT.
+   It reads the order row before it decodes the command, so a request whose
+   order is recorded is never dead-lettered (model/README.md finding 2).
+   The order to write is (_fp, _ft); the caller then runs project()
    (one copy of it per process keeps the verifier small) */
 inline finish(_ctok, _cpay, _cok, _fx, _fp, _ft, _res, _ok, _rst, _rtok, _rpay, _rok) {
-	if
-	:: !(_cok || _fx) -> _res = F_UNFIN          /* DecodeCommand failed */
-	:: else ->
 #ifdef BUG_LATE_RETRY_REWRITE
-		/* BUG (b): no read before the write: the order from the ledger row */
-		_fp = NONE; _ok = 1;
+	/* BUG (b): no read before the write: the order from the ledger row */
+	_fp = NONE; _ok = 1;
 #else
-		readById(_fp, _ft, _ok);                 /* recorded() */
+	readById(_fp, _ft, _ok);                     /* the order row first */
 #endif
+	if
+	:: !_ok -> _res = F_RETRY
+	:: _ok && _fp == NONE && !(_cok || _fx) -> _res = F_UNFIN   /* DecodeCommand failed, nothing recorded */
+	:: _ok && _fp == NONE && (_cok || _fx) ->   /* not recorded: the order from the ledger row */
+		_fp = _cpay; _ft = _ctok; _res = F_PROJECT
+	:: _ok && _fp != NONE && OWNORDER ->        /* recorded: rewrite it exactly as it is */
+		_res = F_PROJECT
+	:: _ok && _fp != NONE && !OWNORDER ->
+		/* another command's order: withdraw the claim */
 		if
-		:: !_ok -> _res = F_RETRY
-		:: _ok && _fp != NONE && _fp != _cpay ->
-			/* another command's order: withdraw the claim */
+		:: atomic { Lst == PENDING && Ltok == _ctok -> WITHDRAW_APPLY; _res = F_CONFLICT }
+		:: atomic { !(Lst == PENDING && Ltok == _ctok) -> _res = F_ERR }   /* not applied */
+		:: atomic { CANFAULT -> faults++;                                   /* unknown */
+			if :: Lst == PENDING && Ltok == _ctok -> WITHDRAW_APPLY :: true fi;
+			_res = F_RETRY }
+		CRASHOPT
+		fi;
+		if
+		:: _res != F_CONFLICT ->
+			/* not applied: the row read back; unknown: settled by a read */
+			readLedger(_rst, _rtok, _rpay, _rok, _ok);
 			if
-			:: atomic { Lst == PENDING && Ltok == _ctok -> WITHDRAW_APPLY; _res = F_CONFLICT }
-			:: atomic { !(Lst == PENDING && Ltok == _ctok) -> _res = F_ERR }   /* not applied */
-			:: atomic { CANFAULT -> faults++;                                   /* unknown */
-				if :: Lst == PENDING && Ltok == _ctok -> WITHDRAW_APPLY :: true fi;
-				_res = F_RETRY }
-			CRASHOPT
-			fi;
-			if
-			:: _res != F_CONFLICT ->
-				/* not applied: the row read back; unknown: settled by a read */
-				readLedger(_rst, _rtok, _rpay, _rok, _ok);
-				if
-				:: _ok && _rst == NONE -> _res = F_CONFLICT   /* gone: ErrNotFound, taken as withdrawn */
-				:: _ok && _rst != NONE -> _res = F_ERR        /* another state (or still ours: given up) */
-				:: else -> _res = F_RETRY                     /* unsettled */
-				fi
-			:: else
-			fi;
-			if
-			:: _res == F_CONFLICT -> entDel(_ctok, SC, _ok)   /* Withdraw removes the claim's entry */
-			:: else
+			:: _ok && _rst == NONE -> _res = F_CONFLICT   /* gone: ErrNotFound, taken as withdrawn */
+			:: _ok && _rst != NONE -> _res = F_ERR        /* another state (or still ours: given up) */
+			:: else -> _res = F_RETRY                     /* unsettled */
 			fi
-		:: _ok && _fp == NONE ->                 /* not recorded: the order from the ledger row */
-			_fp = _cpay; _ft = _ctok; _res = F_PROJECT
-		:: _ok && _fp == _cpay ->                /* recorded: rewrite it exactly as it is */
-			_res = F_PROJECT
+		:: else
+		fi;
+		if
+		:: _res == F_CONFLICT -> entDel(_ctok, SC, _ok)   /* Withdraw removes the claim's entry */
+		:: else
 		fi
 	fi
 }

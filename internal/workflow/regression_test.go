@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/ledger/ledgertest"
 )
 
 // Regression tests for issue 9's workflow defects; each failed on the code
@@ -126,5 +128,86 @@ func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
 		if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
 			t.Fatalf("finisher %d: reason %s, want REQUEST_ID_REUSED", i, fe.Reason)
 		}
+	}
+}
+
+// Model finding 2 (model/README.md): a dead letter must never contradict
+// rows. These failed before the fix (the winner built its order from the
+// command in memory; Finish decoded before it read the order row).
+
+// unreadableClaims stores every claim with a command no finisher can read,
+// as bytes damaged at rest or a version whose encoding another cannot read
+// would leave it.
+type unreadableClaims struct{ *ledgertest.Memory }
+
+func (u unreadableClaims) Claim(ctx context.Context, rec ledger.Record) (bool, ledger.Record, error) {
+	rec.Command = []byte("{not json")
+	return u.Memory.Claim(ctx, rec)
+}
+
+func TestWinnerWritesNothingFinishersCannotRead(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	f.svc.ledger = unreadableClaims{f.led}
+	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if e := wantFault(t, err, fault.Internal); e.Reason != fault.ReasonCommandUnreadable {
+		t.Fatalf("CreateOrder reason = %s, want %s", e.Reason, fault.ReasonCommandUnreadable)
+	}
+	if w := f.proj.Writes(); len(w) != 0 {
+		t.Fatalf("the winner wrote %d orders from a command finishers cannot read", len(w))
+	}
+	// So the finisher's dead letter contradicts nothing.
+	rec := onlyRecord(t, f.led)
+	if _, err := f.svc.Finish(context.Background(), rec); !errors.Is(err, ledger.ErrUnfinishable) {
+		t.Fatalf("Finish = %v, want ErrUnfinishable", err)
+	}
+}
+
+func TestFinishNeverSetsAsideARecordedOrder(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
+	cmd, err := order.DecodeCommand(rec.Command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt)
+	if err := f.proj.Write(context.Background(), written); err != nil {
+		t.Fatal(err)
+	}
+	rec.Command = []byte("{not json") // unreadable now; its order was recorded
+	f.led.Put(rec)
+
+	got, err := f.svc.Finish(context.Background(), rec)
+	if err != nil {
+		t.Fatalf("Finish of a request whose order is recorded = %v, want its order", err)
+	}
+	if !reflect.DeepEqual(got, written) {
+		t.Errorf("Finish = %+v, want the recorded order %+v", got, written)
+	}
+	if now := onlyRecord(t, f.led); now.State != ledger.Pending {
+		t.Errorf("request is %s, want still PENDING (COMPLETE by its order)", now.State)
+	}
+}
+
+func TestFinishWithdrawsAnUnreadableClaimOfAnotherOrder(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	earlier := recordFor(t, f.svc, baseInput(), claimTime.Add(-time.Hour), ledger.Pending)
+	cmd, err := order.DecodeCommand(earlier.Command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.proj.Write(context.Background(), order.New(earlier.Tenant, earlier.RequestID, cmd, earlier.CreatedAt)); err != nil {
+		t.Fatal(err)
+	}
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending) // a later claim of the same id
+	rec.Command = []byte("{not json")
+	f.led.Put(rec)
+
+	_, err = f.svc.Finish(context.Background(), rec)
+	wantFault(t, err, fault.Conflict)
+	if _, ok := f.led.Record(rec.Key); ok {
+		t.Error("the later claim is still in the ledger, want it withdrawn")
+	}
+	if n := len(f.proj.Writes()); n != 1 {
+		t.Errorf("%d orders written, want only the earlier one", n)
 	}
 }

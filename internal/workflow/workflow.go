@@ -248,8 +248,14 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		}
 		// No order row a moment ago and the claim is ours: write it (a
 		// finisher holding an expired claim is the one exception, see
-		// docs/architecture.md).
-		o, err := s.project(ctx, cur, order.New(cur.Tenant, cur.RequestID, cmd, cur.CreatedAt))
+		// docs/architecture.md). The order is built from the stored
+		// command, decoded as every finisher decodes it: a command that
+		// no finisher could read is written by nobody, so setting it aside
+		// as FAILED never contradicts a row (model/README.md, finding 2).
+		o, err := s.ownOrder(cur)
+		if err == nil {
+			o, err = s.project(ctx, cur, o)
+		}
 		s.note(ctx, cur, err)
 		if err != nil {
 			return Result{}, err
@@ -360,21 +366,45 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 	if rec.State == ledger.Complete { // a row completed before the one-LWT protocol
 		return order.DecodeOutcome(rec.Outcome)
 	}
+	// The order row first: a request whose order is recorded is done
+	// whatever its stored command, so it is never set aside as FAILED
+	// (that would contradict rows its client may already see).
+	o, err := s.projector.Order(ctx, rec.Tenant, rec.EntityID)
+	switch {
+	case fault.KindOf(err) == fault.NotFound:
+		if o, err = s.ownOrder(rec); err != nil {
+			return order.Order{}, err
+		}
+		return s.project(ctx, rec, o)
+	case err != nil:
+		return order.Order{}, err
+	case s.isOwnOrder(rec, o):
+		return s.project(ctx, rec, o) // rewritten as it was: every row, idempotently
+	}
+	return order.Order{}, s.withdraw(ctx, rec)
+}
+
+// ownOrder is the order rec's claim makes, built from its stored command.
+// An unreadable command is ledger.ErrUnfinishable: nothing was written.
+func (s *Service) ownOrder(rec ledger.Record) (order.Order, error) {
 	cmd, err := order.DecodeCommand(rec.Command)
 	if err != nil {
 		return order.Order{}, fault.New(fault.ReasonCommandUnreadable,
 			fmt.Errorf("request %s: %w: %w", rec.RequestID, ledger.ErrUnfinishable, err))
 	}
-	o, done, err := s.recorded(ctx, rec.Tenant, rec.EntityID, cmd)
-	switch {
-	case fault.KindOf(err) == fault.Conflict:
-		return order.Order{}, s.withdraw(ctx, rec)
-	case err != nil:
-		return order.Order{}, err
-	case !done:
-		o = order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt)
+	return order.New(rec.Tenant, rec.RequestID, cmd, rec.CreatedAt), nil
+}
+
+// isOwnOrder reports whether o, the order row of rec's request id, is the
+// one rec's command makes (else the id's order carries another command,
+// and rec's claim must be withdrawn). A command that cannot be read is
+// compared by claim time instead: every row of an order is dated by the
+// claim that made it, and no two claims of one request id share a time.
+func (s *Service) isOwnOrder(rec ledger.Record, o order.Order) bool {
+	if cmd, err := order.DecodeCommand(rec.Command); err == nil {
+		return o.Carries(cmd)
 	}
-	return s.project(ctx, rec, o)
+	return o.CreatedAt.Equal(rec.CreatedAt)
 }
 
 // project writes o's rows, orders_by_id last (the recorded outcome), then

@@ -614,15 +614,23 @@ func (m *Memory) Requeue(ctx context.Context, key ledger.Key) (ledger.Record, er
 	}); err != nil {
 		return ledger.Record{}, err
 	}
-	e := m.entryFor(rec)
-	due := now.Add(ledger.RequeueLead)
-	e.Due, e.NotBefore = ledger.BucketOf(due), due
-	if err := m.enqueue(ctx, e); err != nil {
+	before, after := ledger.RequeueEntries(m.entryFor(rec), now)
+	if err := m.enqueue(ctx, before); err != nil {
 		return ledger.Record{}, err
 	}
-	if rec.State != ledger.Failed {
-		return rec, nil
+	if rec.State == ledger.Failed {
+		if rec, err = m.requeue(ctx, rec); err != nil || rec.State != ledger.Pending {
+			return rec, err
+		}
 	}
+	if err := m.enqueue(ctx, after); err != nil {
+		return ledger.Record{}, fmt.Errorf("request %s is PENDING again, but its entry could not be written (run requeue again): %w", rec.RequestID, err)
+	}
+	return rec, nil
+}
+
+// requeue is Requeue's LWT: FAILED → PENDING, attempts 0.
+func (m *Memory) requeue(ctx context.Context, rec ledger.Record) (ledger.Record, error) {
 	applied, cur, err := m.run(ctx, update{
 		op:   "requeue",
 		stmt: StmtRequeue,

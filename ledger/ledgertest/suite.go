@@ -66,7 +66,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 			}
 			tc.run(t, s)
 			for _, name := range []string{StmtClaim, StmtGet, StmtAttempt, StmtFail, StmtRequeue,
-				StmtWithdraw, StmtClusterNow, StmtEnqueue, StmtRemove, StmtDue} {
+				StmtWithdraw, StmtClusterNow, StmtEnqueue, StmtRemove, StmtDue, StmtDropBucket} {
 				if n := s.Pending(name); n != 0 {
 					t.Errorf("%d faults armed on %s were never served: the branch under test did not run", n, name)
 				}
@@ -277,6 +277,29 @@ func (s *suite) wantRequeueEntry(t *testing.T, rec ledger.Record, lo, hi time.Ti
 		}
 	}
 	t.Errorf("no entry of %s (token %s) due between %s and %s", rec.RequestID, rec.ClaimToken, lo.Format(time.StampMilli), hi.Format(time.StampMilli))
+}
+
+// requeueEntries counts the entries of rec's claim that fall due as a
+// requeue between lo and hi makes them, and among them the pairs a
+// completed requeue writes (one entry and another due 1 ms after it).
+func (s *suite) requeueEntries(t *testing.T, rec ledger.Record, lo, hi time.Time) (n, pairs int) {
+	t.Helper()
+	lo, hi = lo.Add(ledger.RequeueLead-2*time.Second), hi.Add(ledger.RequeueLead+2*time.Second)
+	due := map[int64]bool{}
+	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
+		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.RequestID), b) {
+			if e.ClaimToken == rec.ClaimToken && !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
+				n++
+				due[e.NotBefore.UnixMilli()] = true
+			}
+		}
+	}
+	for ms := range due {
+		if due[ms+1] {
+			pairs++
+		}
+	}
+	return n, pairs
 }
 
 // wantNoRequeueEntry checks no entry of key falls due as a requeue between
@@ -912,6 +935,9 @@ var requeueCases = []testCase{
 		}
 		s.wantRow(t, want)
 		s.wantRequeueEntry(t, failed, lo, hi)
+		if n, pairs := s.requeueEntries(t, failed, lo, hi); n != 2 || pairs != 1 {
+			t.Errorf("%d entries (%d pairs) due from the requeue, want 2, due 1 ms apart (before and after the LWT)", n, pairs)
+		}
 	}},
 	{"Requeue/PENDING: unchanged, only an entry due shortly added", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
@@ -956,6 +982,28 @@ var requeueCases = []testCase{
 		wantKind(t, "Requeue", err, fault.Unavailable)
 		s.wantRow(t, failed)
 		s.wantRequeueEntry(t, failed, lo, hi)
+	}},
+	{"Requeue/applied: a second entry, in another row, written after the LWT", func(t *testing.T, s *suite) {
+		// Model finding 1: a reconciler that read the first entry while the
+		// row was FAILED removes it, possibly after the LWT; the second
+		// entry is one it cannot have decided on.
+		failed := s.failedClaim(t)
+		s.arm(StmtEnqueue, cassandra.FaultPass, 1)
+		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		lo := s.Now()
+		_, err := s.Store.Requeue(s.ctx, failed.Key)
+		hi := s.Now()
+		wantKind(t, "Requeue (second entry refused)", err, fault.Unavailable)
+		s.wantRow(t, requeued(failed)) // the LWT ran between the two entries
+		if n, pairs := s.requeueEntries(t, failed, lo, hi); n != 1 || pairs != 0 {
+			t.Errorf("%d entries (%d pairs) after the second was refused, want the first alone", n, pairs)
+		}
+		if _, err := s.Store.Requeue(s.ctx, failed.Key); err != nil { // as the error says: run it again
+			t.Fatalf("Requeue again: %v", err)
+		}
+		if _, pairs := s.requeueEntries(t, failed, lo, s.Now()); pairs != 1 {
+			t.Errorf("%d pairs of entries after requeueing the PENDING request again, want 1", pairs)
+		}
 	}},
 	{"Requeue/entry refused: an error, still FAILED", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
