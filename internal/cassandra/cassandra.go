@@ -88,6 +88,13 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 	// Retries apply only to statements marked Idempotent(true).
 	cluster.RetryPolicy = &gocql.ExponentialBackoffRetryPolicy{NumRetries: 2, Min: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	cluster.ReconnectInterval = 2 * time.Second
+	// Each statement is written to its connection when it is issued, not
+	// held up to 200 µs to be coalesced with others (the driver's
+	// default): side by side (3,000 new orders at 32 streams, alternating
+	// runs) orderd used about 14% less CPU per request this way, at the
+	// same throughput and no worse latency (docs/benchmarks.md, "orderd's
+	// own cost").
+	cluster.WriteCoalesceWaitTime = 0
 	if cfg.QueryObserver != nil {
 		cluster.QueryObserver = cfg.QueryObserver
 	}
