@@ -94,6 +94,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 	for _, r := range runs {
 		fmt.Fprintf(b, "- `%s` (%s)\n", r.Command, r.Started.Format("2006-01-02 15:04 UTC"))
 	}
+	writeTombstones(b, runs)
 
 	cmp := all(runs, func(r Result) bool { return r.Phase == "compare" })
 	if len(cmp) > 0 {
@@ -223,4 +224,20 @@ func plotName(path string) string {
 		return path[i+1:]
 	}
 	return path
+}
+
+// writeTombstones says what the node logs said about tombstones during each
+// run (issue 10: the due queue's reads must meet none).
+func writeTombstones(b *strings.Builder, runs []Run) {
+	fmt.Fprintf(b, "\nTombstone warnings in the Cassandra node logs during the runs (the reconciler inside orderd reads the due queue as in production, default grace):\n\n")
+	for _, r := range runs {
+		if r.NodeLogs == 0 {
+			fmt.Fprintf(b, "- `%s`: node logs not found, not checked\n", r.Command)
+			continue
+		}
+		fmt.Fprintf(b, "- `%s`: %d in %d node logs\n", r.Command, len(r.TombstoneWarnings), r.NodeLogs)
+		for _, w := range r.TombstoneWarnings {
+			fmt.Fprintf(b, "  - `%s`\n", w)
+		}
+	}
 }
