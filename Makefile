@@ -91,7 +91,7 @@ clean:
 # 1,000 and among 100,000 COMPLETE requests (both times and their ratio), and
 # one instance healing 10,000 PENDING requests (how long it takes).
 bench-reconciler:
-	$(GO) test ./e2e/ -run '^$$' -bench 'BenchmarkReconciler(FindPending|Heal)' -benchtime 1x -timeout 60m
+	$(GO) test ./e2e/ -run '^$$' -bench 'Benchmark(Reconciler(FindPending|Heal)|DueQueueSweep)' -benchtime 1x -timeout 60m
 
 # Benchmarks (issues 6 and 10): orderd against statement plans issued
 # directly (today's two-LWT plan, the planned one-LWT plan, the projections

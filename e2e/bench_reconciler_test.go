@@ -236,3 +236,67 @@ func benchKeyspace(b *testing.B, prefix string) (*gocql.Session, *ledger.Cassand
 	}
 	return s, store, done
 }
+
+// BenchmarkDueQueueSweep measures how fast one reconciler instance reads
+// the due queue: one shard's minute holding 30,000 settled (done) entries,
+// as a busy minute leaves it, read whole as its final sweep reads it. The
+// rows read per second bound the rate the queue supports per instance
+// (docs/reconciler.md "Highest rate": each entry is read twice). Run it
+// with make bench-reconciler.
+func BenchmarkDueQueueSweep(b *testing.B) {
+	const entries = 30_000
+	_, store, done := benchKeyspace(b, "bench_sweep")
+	defer done()
+	ctx := context.Background()
+	const shard = 3
+	bucket := ledger.BucketOf(time.Now().Add(-10 * time.Minute))
+	created := bucket.Add(-time.Minute)
+	// Each entry written as the queue writes it (a reschedule into the
+	// minute: the full row), then marked done as a finisher marks it.
+	var (
+		wg     sync.WaitGroup
+		next   atomic.Int64
+		failed atomic.Int64
+	)
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= entries; i = next.Add(1) {
+				from := ledger.DueEntry{
+					Key:        ledger.Key{Tenant: tenant, Operation: "CREATE_ORDER", RequestID: uuid.New()},
+					Shard:      shard,
+					Due:        bucket.Add(-time.Hour),
+					NotBefore:  bucket.Add(-time.Hour),
+					ClaimToken: uuid.New(),
+					CreatedAt:  created,
+				}
+				due := bucket.Add(time.Duration(i) * time.Minute / entries)
+				to := from
+				to.Due, to.NotBefore = bucket, due.Truncate(time.Millisecond)
+				if store.Reschedule(ctx, from, due) != nil || store.RemoveEntry(ctx, to) != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d entries could not be written", n, entries)
+	}
+	b.ResetTimer()
+	var took time.Duration
+	for range b.N {
+		start := time.Now()
+		listed, err := store.DueEntries(ctx, shard, bucket, time.Time{}, bucket.Add(ledger.BucketWidth))
+		took = time.Since(start)
+		if err != nil {
+			b.Fatalf("sweep: %v", err)
+		}
+		if len(listed) != 0 {
+			b.Fatalf("sweep listed %d entries, want none (all done)", len(listed))
+		}
+	}
+	b.StopTimer()
+	fmt.Printf("\ndue-queue sweep: %d done entries in one shard's minute read in %s: %.0f rows/s\n",
+		entries, took.Round(time.Millisecond), entries/took.Seconds())
+	b.ReportMetric(entries/took.Seconds(), "rows/s")
+}
