@@ -186,6 +186,9 @@ type bench struct {
 	lwtStore *ledger.CassandraStore // the lwt phase's: its entries fall due after the run
 	proj     *projection.Store
 	label    string
+	// background: the one-lwt driver's entry releases, made after its
+	// answer as orderd makes them.
+	background sync.WaitGroup
 }
 
 // op performs one request; i numbers it.
@@ -212,6 +215,7 @@ func (b *bench) measureRaw(ctx context.Context, phase string, d driver, c, n int
 	start := time.Now()
 	lat, errCount, firstErr := runOps(ctx, c, n, d.do)
 	elapsed := time.Since(start)
+	b.background.Wait() // their CPU counts, their time does not (as orderd's releases)
 	od1, cl1, me1 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
 	slices.Sort(lat)
 	per1k := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
@@ -422,8 +426,8 @@ func (b *bench) twoLWT(ctx context.Context, _ int) error {
 
 // oneLWT issues the planned protocol (issue 10) from this process: the read
 // of orders_by_id, due-queue entry and claim LWT, orders_by_customer and
-// order_events_by_order concurrently, then orders_by_id, then the claim's
-// entry delete. There is no COMPLETE LWT: the request stays PENDING in the
+// order_events_by_order concurrently, then orders_by_id; the claim's entry
+// is released after the answer, in the background, as orderd releases it. There is no COMPLETE LWT: the request stays PENDING in the
 // ledger, and with its entry gone the reconciler never looks at it.
 func (b *bench) oneLWT(ctx context.Context, _ int) error {
 	rec := claimRecord()
@@ -441,7 +445,8 @@ func (b *bench) oneLWT(ctx context.Context, _ int) error {
 	if err := b.proj.WriteOne(ctx, o, projection.OrdersByID); err != nil {
 		return err
 	}
-	return b.store.RemoveEntry(ctx, b.store.ClaimEntry(rec))
+	b.background.Go(func() { _ = b.store.RemoveEntry(context.WithoutCancel(ctx), b.store.ClaimEntry(rec)) })
+	return nil
 }
 
 // floor writes the three projections concurrently and nothing else (no

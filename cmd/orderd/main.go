@@ -102,6 +102,13 @@ type app struct {
 	metrics     *metrics.Metrics // nil when not exported
 }
 
+// close waits for the workflow's background writes, then closes the
+// session they use.
+func (a *app) close() {
+	a.workflow.Wait()
+	a.session.Close()
+}
+
 // newApp wires the core; obs (nil for none) observes the session, the
 // workflow and the ledger's unknown outcomes.
 func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observability) (*app, error) {
@@ -195,7 +202,7 @@ func reconcile(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer a.session.Close()
+	defer a.close()
 	loop, err := a.reconciler(cfg, log)
 	if err != nil {
 		return err
@@ -223,7 +230,7 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	defer a.session.Close()
+	defer a.close()
 	rec, err := a.ledger.Requeue(ctx, ledger.Key{Tenant: cfg.tenant, Operation: order.Operation, RequestID: id})
 	if err != nil {
 		return fmt.Errorf("requeue %s: %w", id, err)
@@ -284,7 +291,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer a.session.Close()
+	defer a.close()
 	wf, projections := a.workflow, a.projections
 
 	key, err := pageTokenKey(cfg.pageTokenKey.key, log)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -149,6 +150,7 @@ type Service struct {
 	replays    replayCache
 	log        *slog.Logger
 	now        func() time.Time
+	releases   sync.WaitGroup // due-entry releases under way (releaseLater)
 }
 
 // New returns a Service. failpoints may be nil.
@@ -408,9 +410,7 @@ func (s *Service) isOwnOrder(rec ledger.Record, o order.Order) bool {
 }
 
 // project writes o's rows, orders_by_id last (the recorded outcome), then
-// releases rec's due entry. The release is best effort: once the order is
-// recorded the request is done, and an entry left behind only costs the
-// reconciler one look.
+// releases rec's due entry in the background (releaseLater).
 func (s *Service) project(ctx context.Context, rec ledger.Record, o order.Order) (order.Order, error) {
 	if err := s.projector.Write(ctx, o); err != nil {
 		return order.Order{}, err
@@ -418,11 +418,32 @@ func (s *Service) project(ctx context.Context, rec ledger.Record, o order.Order)
 	if err := s.failpoints.Eval(failpoint.BeforeRelease); err != nil {
 		return order.Order{}, err
 	}
-	if err := s.ledger.Release(ctx, rec); err != nil {
-		s.log.Warn("could not release a finished request's due entry; the reconciler will", "request_id", rec.RequestID, "error", err)
-	}
+	s.releaseLater(rec)
 	return o, nil
 }
+
+// releaseTimeout bounds one background release.
+const releaseTimeout = 5 * time.Second
+
+// releaseLater removes rec's due entry without making the caller wait: the
+// request is done once its order is recorded, so its client need not wait
+// for a bookkeeping write (one round trip less per new order). Best effort:
+// an entry left behind (a crash first, a failed write) costs the reconciler
+// one look when it falls due, and it finds the order recorded.
+func (s *Service) releaseLater(rec ledger.Record) {
+	s.releases.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		if err := s.ledger.Release(ctx, rec); err != nil {
+			s.log.Warn("could not release a finished request's due entry; the reconciler will", "request_id", rec.RequestID, "error", err)
+		}
+	})
+}
+
+// Wait blocks until every background release has ended (each is bounded by
+// a timeout). Call it on shutdown, after the last request, before the
+// session closes.
+func (s *Service) Wait() { s.releases.Wait() }
 
 // withdraw removes a claim whose command differs from the order its request
 // id already has, and answers REQUEST_ID_REUSED.

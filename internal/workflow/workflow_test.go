@@ -397,6 +397,7 @@ func TestFailureAfterTheOrderIsRecordedIsAnsweredFromIt(t *testing.T) {
 	if writes := f.proj.Writes(); len(writes) != 2 || !reflect.DeepEqual(writes[1], res.Order) {
 		t.Errorf("Finish projected %+v, want the same order again", writes)
 	}
+	f.svc.Wait() // the release runs in the background
 	if n := len(f.led.Entries(rec.Key)); n != 0 {
 		t.Errorf("due entries after Finish = %d, want 0 (released)", n)
 	}
@@ -719,5 +720,47 @@ func TestRequest(t *testing.T) {
 	}
 	if rec.State != ledger.Complete || rec.EntityID != res.Order.ID {
 		t.Errorf("Request = %s / %s, want COMPLETE / %s", rec.State, rec.EntityID, res.Order.ID)
+	}
+}
+
+// blockedRelease holds every Release until its channel is closed.
+type blockedRelease struct {
+	*ledgertest.Memory
+	open    chan struct{}
+	started chan struct{}
+}
+
+func (b blockedRelease) Release(ctx context.Context, rec ledger.Record) error {
+	close(b.started)
+	<-b.open
+	return b.Memory.Release(ctx, rec)
+}
+
+// A new order is answered once its order is recorded; the due entry is
+// released in the background, and Wait waits for it.
+func TestAnswerDoesNotWaitForTheRelease(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	led := blockedRelease{Memory: f.led, open: make(chan struct{}), started: make(chan struct{})}
+	f.svc.ledger = led
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil || res.Outcome != OutcomeNew {
+		t.Fatalf("CreateOrder = %+v, %v; want a new order while the release is held", res, err)
+	}
+	<-led.started
+	key := onlyRecord(t, f.led).Key
+	if n := len(f.led.Entries(key)); n != 1 {
+		t.Fatalf("due entries while the release is held = %d, want 1", n)
+	}
+	waited := make(chan struct{})
+	go func() { f.svc.Wait(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("Wait returned while a release was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(led.open)
+	<-waited
+	if n := len(f.led.Entries(key)); n != 0 {
+		t.Errorf("due entries after Wait = %d, want 0", n)
 	}
 }
