@@ -12,16 +12,18 @@
 //
 //	compare  new requests at each -concurrency level through five drivers,
 //	         each warmed up first, taking turns in rounds:
-//	           orderd   CreateOrder through orderd (gRPC), today's plan
-//	           two-lwt  today's plan issued from this process in the
-//	                    handler's order: due-queue entry, claim LWT, read of
-//	                    orders_by_id, orders_by_id then the other two
-//	                    projections concurrently, COMPLETE LWT, entry delete
-//	           one-lwt  the planned protocol issued from this process: read
+//	           orderd   CreateOrder through orderd (gRPC), the one-LWT
+//	                    protocol (issue 10)
+//	           two-lwt  the plan before issue 10 issued from this process
+//	                    in that handler's order: due-queue entry, claim
+//	                    LWT, read of orders_by_id, orders_by_id then the
+//	                    other two projections concurrently, COMPLETE LWT,
+//	                    entry removal
+//	           one-lwt  orderd's protocol issued from this process: read
 //	                    of orders_by_id, due-queue entry, claim LWT,
 //	                    orders_by_customer and order_events_by_order
-//	                    concurrently, orders_by_id, entry delete; no
-//	                    COMPLETE LWT
+//	                    concurrently, orders_by_id; the entry released in
+//	                    the background after the answer; no COMPLETE LWT
 //	           floor    the three projection upserts concurrently, nothing
 //	                    else (no ledger, no idempotency)
 //	           naive    two-lwt's statements one after another (design doc
