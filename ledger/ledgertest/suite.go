@@ -939,7 +939,7 @@ var requeueCases = []testCase{
 			t.Errorf("%d entries (%d pairs) due from the requeue, want 2, due 1 ms apart (before and after the LWT)", n, pairs)
 		}
 	}},
-	{"Requeue/PENDING: unchanged, only an entry due shortly added", func(t *testing.T, s *suite) {
+	{"Requeue/PENDING: unchanged, only entries due shortly added", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
 		lo := s.Now()
 		got, err := s.Store.Requeue(s.ctx, rec.Key)
