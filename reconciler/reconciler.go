@@ -111,6 +111,13 @@ type Stats struct {
 	Pending       int64
 	OldestPending time.Duration
 	OwnedShards   int
+	// MinutesPassed counts due-queue minutes the cursors passed (and
+	// deleted). CursorLag is how far behind the last pass's time the oldest
+	// cursor of its shards was after it: normally the margin plus a minute
+	// or two; growing, a minute holds an entry that cannot be settled (and
+	// is swept whole at every pass until it is).
+	MinutesPassed int64
+	CursorLag     time.Duration
 }
 
 // Loop is one reconciler instance.
@@ -131,7 +138,7 @@ type Loop struct {
 	readTo map[int]time.Time
 
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
-	pending, oldestPendingNanos                                         atomic.Int64
+	pending, oldestPendingNanos, minutesPassed, cursorLagNanos          atomic.Int64
 }
 
 // New returns a Loop; it starts nothing.
@@ -150,6 +157,7 @@ func (l *Loop) Stats() Stats {
 		Finished: l.finished.Load(), Retried: l.retried.Load(), Stuck: l.stuck.Load(), DeadLettered: l.deadLettered.Load(),
 		Dropped: l.dropped.Load(), Passes: l.passes.Load(), PassErrors: l.passErrors.Load(),
 		Pending: l.pending.Load(), OldestPending: time.Duration(l.oldestPendingNanos.Load()), OwnedShards: owned,
+		MinutesPassed: l.minutesPassed.Load(), CursorLag: time.Duration(l.cursorLagNanos.Load()),
 	}
 }
 
@@ -266,10 +274,13 @@ func (l *Loop) coordinate(ctx context.Context) error {
 
 // PassResult says what one pass did.
 type PassResult struct {
-	Shards       int
-	Buckets      int // due-queue minutes read
-	Swept        int // of them, minutes read whole in their final sweep
-	Passed       int // of them, minutes the cursor passed (then deleted)
+	Shards  int
+	Buckets int // due-queue minutes read
+	Swept   int // of them, minutes read whole in their final sweep
+	Passed  int // of them, minutes the cursor passed (then deleted)
+	// OldestCursor is the oldest cursor of the pass's shards as saved
+	// after it (zero if it read none).
+	OldestCursor time.Time
 	Entries      int // queued entries listed
 	Pending      int // of them, PENDING requests that were due
 	Finished     int
@@ -278,11 +289,19 @@ type PassResult struct {
 	Dropped      int
 }
 
+// noteCursor keeps c if it is older than the oldest cursor noted so far.
+func (r *PassResult) noteCursor(c time.Time) {
+	if !c.IsZero() && (r.OldestCursor.IsZero() || c.Before(r.OldestCursor)) {
+		r.OldestCursor = c
+	}
+}
+
 func (r *PassResult) add(o PassResult) {
 	r.Shards += o.Shards
 	r.Buckets += o.Buckets
 	r.Swept += o.Swept
 	r.Passed += o.Passed
+	r.noteCursor(o.OldestCursor)
 	r.Entries += o.Entries
 	r.Pending += o.Pending
 	r.Finished += o.Finished
@@ -323,6 +342,12 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 		age = now.Sub(oldest)
 	}
 	l.oldestPendingNanos.Store(int64(age))
+	l.minutesPassed.Add(int64(res.Passed))
+	lag := time.Duration(0)
+	if !res.OldestCursor.IsZero() {
+		lag = now.Sub(res.OldestCursor)
+	}
+	l.cursorLagNanos.Store(int64(lag))
 	err := errors.Join(errs...)
 	if err != nil {
 		l.passErrors.Add(1)
@@ -357,6 +382,8 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *Pas
 		cursor = now.Add(-l.cfg.InitialLookback)
 	}
 	cursor = ledger.BucketOf(cursor)
+	saved := cursor // the shard's cursor as stored, whatever this pass does
+	defer func() { res.noteCursor(saved) }()
 	// The cursor may pass only minutes fully settled and older than the margin.
 	limit := ledger.BucketOf(now.Add(-l.cfg.Margin))
 	l.mu.Lock()
@@ -398,9 +425,13 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *Pas
 	l.mu.Lock()
 	l.readTo[shard] = readTo
 	l.mu.Unlock()
-	if next.After(cursor) {
-		return l.coord.SaveCursor(ctx, shard, next)
+	if !next.After(cursor) {
+		return nil
 	}
+	if err := l.coord.SaveCursor(ctx, shard, next); err != nil {
+		return err
+	}
+	saved = next
 	return nil
 }
 

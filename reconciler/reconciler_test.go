@@ -253,6 +253,9 @@ func TestMinuteIsReadIncrementallyThenSweptAndDropped(t *testing.T) {
 	if c, _ := h.coord.CursorOf(shard); !c.Equal(t0.Add(time.Minute)) {
 		t.Errorf("cursor = %s, want 12:01", c)
 	}
+	if st := l.Stats(); st.MinutesPassed != 1 || st.CursorLag != 2*time.Minute+time.Second {
+		t.Errorf("Stats: minutes passed %d, cursor lag %s; want 1 and 2m1s (12:03:01 - 12:01)", st.MinutesPassed, st.CursorLag)
+	}
 	// The cursor never goes back: the dropped minute is not read again.
 	mustPass(t, l, shard)
 	if n := len(dueReads(h.ledger, shard, t0)); n != 3 {
@@ -307,6 +310,9 @@ func TestUnsettledEntryIsListedAgainAndKeepsItsMinute(t *testing.T) {
 	}
 	if h.ledger.Calls("DropBucket") != 0 {
 		t.Error("a minute holding an unsettled entry was dropped")
+	}
+	if st := l.Stats(); st.MinutesPassed != 0 || st.CursorLag != 3*time.Minute+time.Second {
+		t.Errorf("Stats: minutes passed %d, cursor lag %s; want 0 and 3m1s (the cursor held at 12:00)", st.MinutesPassed, st.CursorLag)
 	}
 	h.ledger.SetIntercept(nil)
 	h.clock.Advance(2 * time.Second)
