@@ -254,7 +254,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		// command, decoded as every finisher decodes it: a command that
 		// no finisher could read is written by nobody, so setting it aside
 		// as FAILED never contradicts a row (model/README.md, finding 2).
-		o, err := s.ownOrder(cur)
+		o, err := ownOrder(cur)
 		if err == nil {
 			o, err = s.project(ctx, cur, o)
 		}
@@ -374,13 +374,13 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 	o, err := s.projector.Order(ctx, rec.Tenant, rec.EntityID)
 	switch {
 	case fault.KindOf(err) == fault.NotFound:
-		if o, err = s.ownOrder(rec); err != nil {
+		if o, err = ownOrder(rec); err != nil {
 			return order.Order{}, err
 		}
 		return s.project(ctx, rec, o)
 	case err != nil:
 		return order.Order{}, err
-	case s.isOwnOrder(rec, o):
+	case isOwnOrder(rec, o):
 		return s.project(ctx, rec, o) // rewritten as it was: every row, idempotently
 	}
 	return order.Order{}, s.withdraw(ctx, rec)
@@ -388,7 +388,7 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 
 // ownOrder is the order rec's claim makes, built from its stored command.
 // An unreadable command is ledger.ErrUnfinishable: nothing was written.
-func (s *Service) ownOrder(rec ledger.Record) (order.Order, error) {
+func ownOrder(rec ledger.Record) (order.Order, error) {
 	cmd, err := order.DecodeCommand(rec.Command)
 	if err != nil {
 		return order.Order{}, fault.New(fault.ReasonCommandUnreadable,
@@ -402,7 +402,7 @@ func (s *Service) ownOrder(rec ledger.Record) (order.Order, error) {
 // and rec's claim must be withdrawn). A command that cannot be read is
 // compared by claim time instead: every row of an order is dated by the
 // claim that made it, and no two claims of one request id share a time.
-func (s *Service) isOwnOrder(rec ledger.Record, o order.Order) bool {
+func isOwnOrder(rec ledger.Record, o order.Order) bool {
 	if cmd, err := order.DecodeCommand(rec.Command); err == nil {
 		return o.Carries(cmd)
 	}
