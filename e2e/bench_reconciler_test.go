@@ -130,7 +130,7 @@ func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool)
 					EntityID: order.ID(tenant, id), Fingerprint: order.Fingerprint(encoded), Command: encoded,
 					CreatedAt: time.Now().UTC().Truncate(time.Millisecond), ClaimToken: uuid.New(),
 				}
-				won, cur, err := store.Claim(ctx, rec)
+				won, cur, err := store.Claim(ctx, rec, nil)
 				if err == nil && !won {
 					err = fmt.Errorf("claim of a new id %s lost", id)
 				}

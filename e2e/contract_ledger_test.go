@@ -128,7 +128,7 @@ func TestLedgerTTL(t *testing.T) {
 		}
 	}
 
-	if won, _, err := store.Claim(ctx, rec); err != nil || !won {
+	if won, _, err := store.Claim(ctx, rec, nil); err != nil || !won {
 		t.Fatalf("Claim = %v, %v", won, err)
 	}
 	check("claim", "completed_at", "outcome", "last_error")

@@ -166,7 +166,7 @@ func TestDesignDoc000ReconcileDrill(t *testing.T) {
 	}
 	again := rec
 	again.ClaimToken, again.CreatedAt = uuid.New(), time.Now().UTC().Truncate(time.Millisecond)
-	if won, cur, err := store.Claim(callCtx(t), again); err != nil || won || cur.ClaimToken != rec.ClaimToken {
+	if won, cur, err := store.Claim(callCtx(t), again, nil); err != nil || won || cur.ClaimToken != rec.ClaimToken {
 		t.Fatalf("replaying the claim must not apply again: won %v, token %s (was %s), %v", won, cur.ClaimToken, rec.ClaimToken, err)
 	}
 	assertExactlyOneOrder(t, req, got.Order, "88.80")

@@ -145,13 +145,11 @@ func args(parts ...[]any) []any {
 }
 
 // Claim implements Store.
-func (c *CassandraStore) Claim(ctx context.Context, rec Record) (bool, Record, error) {
+func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(context.Context) error) (bool, Record, error) {
 	rec.State, rec.Attempts = Pending, 0
 	entry := c.entryFor(rec)
-	if err := c.enqueue(ctx, entry); err != nil {
-		// Whatever became of the entry, the claim was never sent: for the
-		// request this is definitely not applied.
-		return false, Record{}, fault.New(fault.ReasonClusterUnavailable, err)
+	if err := Alongside(ctx, check, func() error { return c.enqueue(ctx, entry) }); err != nil {
+		return false, Record{}, err
 	}
 	won, cur, err := c.claim(ctx, rec)
 	if err == nil && !won {

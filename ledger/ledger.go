@@ -82,7 +82,14 @@ type Store interface {
 	// its key. It returns true and rec when this call created it, or false
 	// and the existing record. Before the claim it writes the attempt's due
 	// entry, so a crash right after the claim leaves the request findable.
-	Claim(ctx context.Context, rec Record) (bool, Record, error)
+	//
+	// check, if not nil, runs concurrently with that entry write (a read
+	// the caller must make before claiming, at no round trip of its own).
+	// If check fails, the claim is never sent and Claim returns check's
+	// error, whatever became of the entry: the entry may exist, and the
+	// caller releases it (Release). Otherwise an entry write that failed
+	// is Unavailable, and the claim is not sent either.
+	Claim(ctx context.Context, rec Record, check func(context.Context) error) (bool, Record, error)
 	// Get reads a record linearizably (LOCAL_SERIAL), settling any write in
 	// flight. ErrNotFound if there is none.
 	Get(ctx context.Context, key Key) (Record, error)

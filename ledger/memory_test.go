@@ -45,7 +45,7 @@ func claimAt(t *testing.T, m *ledgertest.Memory, created time.Time) ledger.Recor
 		CreatedAt:   created,
 		ClaimToken:  uuid.New(),
 	}
-	won, _, err := m.Claim(context.Background(), rec)
+	won, _, err := m.Claim(context.Background(), rec, nil)
 	if err != nil || !won {
 		t.Fatalf("Claim = %v, %v", won, err)
 	}
@@ -100,7 +100,7 @@ func TestMemoryStaleClaimAfterExpiry(t *testing.T) {
 	m.Advance(time.Hour)
 	fresh := old
 	fresh.ClaimToken, fresh.CreatedAt = uuid.New(), m.Now()
-	if won, _, err := m.Claim(ctx, fresh); err != nil || !won {
+	if won, _, err := m.Claim(ctx, fresh, nil); err != nil || !won {
 		t.Fatalf("Claim after expiry = %v, %v; want won", won, err)
 	}
 	got, err := m.MarkFailed(ctx, old, "STALE")
@@ -197,7 +197,7 @@ func TestMemoryOnSettle(t *testing.T) {
 	rec := ledger.Record{Key: ledger.Key{Tenant: "t", Operation: "op", RequestID: uuid.New()}, Fingerprint: "f",
 		CreatedAt: m.Now(), ClaimToken: uuid.New()}
 	m.Arm(ledgertest.StmtClaim, cassandra.FaultLoseResponse, 1)
-	if won, _, err := m.Claim(ctx, rec); !won || err != nil {
+	if won, _, err := m.Claim(ctx, rec, nil); !won || err != nil {
 		t.Fatal(won, err)
 	}
 	m.Arm(ledgertest.StmtFail, cassandra.FaultTimeout, 1)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
 )
 
 // The due queue (table due_requests, cql/0003_due_queue.cql) is how
@@ -90,6 +91,28 @@ func (c *CassandraStore) entryFor(rec Record) DueEntry {
 		CreatedAt:  rec.CreatedAt,
 		NotBefore:  due.Truncate(time.Millisecond), // as stored: part of the key
 	}
+}
+
+// Alongside runs check (if any) and enqueue at once and waits for both: the
+// step before every claim, shared by every Store (the fakes too). check's error wins: it is the caller's answer
+// whatever became of the entry. A failed enqueue is Unavailable: whatever
+// became of the entry, the claim is never sent, so for the request it is
+// definitely not applied.
+func Alongside(ctx context.Context, check func(context.Context) error, enqueue func() error) error {
+	checked := make(chan error, 1)
+	if check == nil {
+		checked <- nil
+	} else {
+		go func() { checked <- check(ctx) }()
+	}
+	qerr := enqueue()
+	if err := <-checked; err != nil {
+		return err
+	}
+	if qerr != nil {
+		return fault.New(fault.ReasonClusterUnavailable, qerr)
+	}
+	return nil
 }
 
 func (c *CassandraStore) enqueue(ctx context.Context, e DueEntry) error {

@@ -217,6 +217,14 @@ inline opEnd(_me) { busy = busy & ~_me }
 /* the crash option of every write: the process stops before it */
 #define CRASHOPT :: atomic { crashes < MAXCRASH -> crashes++ }; goto crashed
 
+/* H1, the handler's read of the recorded outcome (orders_by_id);
+   BUG (b) has none: fp = NONE, as if nothing were recorded */
+#ifdef BUG_LATE_RETRY_REWRITE
+#define READ_RECORDED atomic { fp = NONE; ok = 1 }
+#else
+#define READ_RECORDED readById(fp, ft, ok)
+#endif
+
 /* ---- plain writes: applied and confirmed; applied but the client got
    an error (timeout); not applied (unavailable, or timed out before any
    replica had it); or a crash before sending it ---------------------- */
@@ -419,26 +427,25 @@ attempt:
 		fi
 	}
 
-#ifndef BUG_LATE_RETRY_REWRITE
-	/* H1: the recorded outcome, orders_by_id */
-	readById(fp, ft, ok);
+	/* H1 and H2 at once (Claim's check alongside its entry write): the
+	   recorded outcome, orders_by_id, and the due entry, in either order.
+	   (BUG (b) has no H1: every attempt, a late retry too, goes to the
+	   claim. BUG (c1) writes the entry only after the claim.) */
+#ifdef BUG_CLAIM_BEFORE_ENTRY
+	READ_RECORDED; ok2 = 1;
+#else
 	if
-	:: !ok -> goto done                                      /* UNAVAILABLE */
-	:: ok && fp == pay -> ansOrder(pay, fp, ft); goto done   /* replayed */
-	:: ok && fp != NONE && fp != pay -> ansReused(pay); goto done
-	:: else
+	:: entAdd(t, SC, ok2); READ_RECORDED
+	:: READ_RECORDED; entAdd(t, SC, ok2)
 	fi;
 #endif
-	/* (BUG (b) has no H1: every attempt, a late retry too, goes to the claim) */
-
-#ifndef BUG_CLAIM_BEFORE_ENTRY
-	/* H2: the due entry, before the claim */
-	entAdd(t, SC, ok);
 	if
-	:: !ok -> goto done          /* the claim is never sent: UNAVAILABLE */
+	:: !ok -> goto release                                      /* UNAVAILABLE */
+	:: ok && fp == pay -> ansOrder(pay, fp, ft); goto release   /* replayed */
+	:: ok && fp != NONE && fp != pay -> ansReused(pay); goto release
+	:: !ok2 -> goto done         /* the entry failed: the claim is never sent, UNAVAILABLE */
 	:: else
 	fi;
-#endif
 
 	/* H3: the claim */
 claim:
@@ -550,6 +557,12 @@ noted:
 #endif
 	goto done;
 
+release:
+	/* the check ended the attempt: its entry, if written, is released (best effort) */
+#ifndef BUG_CLAIM_BEFORE_ENTRY
+	entDel(t, SC, ok);
+#endif
+	goto done;
 crashed:
 	skip;
 done:

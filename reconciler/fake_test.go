@@ -81,7 +81,7 @@ func (h *harness) addPending(t *testing.T, shard int, created time.Time) (ledger
 		CreatedAt:   created.UTC().Truncate(time.Millisecond),
 		ClaimToken:  uuid.New(),
 	}
-	won, rec, err := h.ledger.Claim(context.Background(), rec)
+	won, rec, err := h.ledger.Claim(context.Background(), rec, nil)
 	if err != nil || !won {
 		t.Fatalf("claim in shard %d: won %v, %v", shard, won, err)
 	}

@@ -58,7 +58,7 @@ func (l *spyLedger) Peek(context.Context, ledger.Key) (ledger.Record, error) {
 	return ledger.Record{}, ledger.ErrNotFound
 }
 
-func (l *spyLedger) Claim(context.Context, ledger.Record) (bool, ledger.Record, error) {
+func (l *spyLedger) Claim(context.Context, ledger.Record, func(context.Context) error) (bool, ledger.Record, error) {
 	l.note("Claim")
 	return false, ledger.Record{}, errors.New("spy: no claims")
 }

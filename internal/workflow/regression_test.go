@@ -99,8 +99,8 @@ func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
 	if !reflect.DeepEqual(again.Order, first.Order) {
 		t.Errorf("late retry answered\n  %+v\nwant the first order\n  %+v", again.Order, first.Order)
 	}
-	if recs := f.led.Records(); len(recs) != 0 || f.led.Calls("Claim") != 1 {
-		t.Errorf("late retries claimed: %d claims, ledger rows %+v; want only the first claim", f.led.Calls("Claim"), recs)
+	if recs, claims := f.led.Records(), f.led.Statements(ledgertest.StmtClaim); len(recs) != 0 || len(claims) != 1 {
+		t.Errorf("late retries claimed: %d claims sent, ledger rows %+v; want only the first claim", len(claims), recs)
 	}
 	if got, _ := f.proj.Order(context.Background(), first.Order.Tenant, first.Order.ID); !reflect.DeepEqual(got, first.Order) {
 		t.Errorf("the late retry rewrote the order: %+v", got)
@@ -120,7 +120,7 @@ func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
 	other.Lines = nil
 	rec := recordFor(t, f.svc, other, f.clock.Now(), ledger.Pending)
 	rec.ClaimToken = uuid.New()
-	if won, _, err := f.led.Claim(context.Background(), rec); err != nil || !won {
+	if won, _, err := f.led.Claim(context.Background(), rec, nil); err != nil || !won {
 		t.Fatalf("seed the late claim: %v %v", won, err)
 	}
 	for i := range 2 { // the first withdraws, the second finds it gone
@@ -140,9 +140,9 @@ func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
 // would leave it.
 type unreadableClaims struct{ *ledgertest.Memory }
 
-func (u unreadableClaims) Claim(ctx context.Context, rec ledger.Record) (bool, ledger.Record, error) {
+func (u unreadableClaims) Claim(ctx context.Context, rec ledger.Record, check func(context.Context) error) (bool, ledger.Record, error) {
 	rec.Command = []byte("{not json")
-	return u.Memory.Claim(ctx, rec)
+	return u.Memory.Claim(ctx, rec, check)
 }
 
 func TestWinnerWritesNothingFinishersCannotRead(t *testing.T) {

@@ -233,15 +233,31 @@ func (s *Service) cachedReplay(hit cachedOutcome, fingerprint string) (Result, e
 // does the work, or answers from the earlier attempt that holds it.
 func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Record) (Result, error) {
 	// The order row is the recorded outcome: a plain read, no Paxos round.
-	if o, done, err := s.recorded(ctx, claim.Tenant, claim.EntityID, cmd); err != nil || done {
-		if err != nil {
-			return Result{}, err
+	// It runs alongside the write of the claim's due entry (one round trip
+	// instead of two before the claim); if it answers, or fails, the claim
+	// is never sent and the entry, if written, is released.
+	var (
+		rec     order.Order
+		done    bool
+		stopped bool // check ended the attempt: release the entry
+	)
+	won, cur, err := s.ledger.Claim(ctx, claim, func(ctx context.Context) error {
+		var err error
+		rec, done, err = s.recorded(ctx, claim.Tenant, claim.EntityID, cmd)
+		stopped = err != nil || done
+		if err == nil && done {
+			return errRecorded
 		}
-		s.observeRetry(o.CreatedAt)
-		return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
+		return err
+	})
+	if stopped {
+		s.releaseLater(claim)
 	}
-	won, cur, err := s.ledger.Claim(ctx, claim)
-	if err != nil {
+	switch {
+	case done:
+		s.observeRetry(rec.CreatedAt)
+		return Result{Order: rec, Replayed: true, Outcome: OutcomeReplayed}, nil
+	case err != nil:
 		return Result{}, err
 	}
 	if won {
@@ -272,6 +288,10 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 	s.cfg.Observer.RetryAge(max(0, claim.CreatedAt.Sub(cur.CreatedAt)))
 	return s.duplicate(ctx, cur, cmd)
 }
+
+// errRecorded ends a claim that must not be sent: the request's outcome is
+// recorded already (never seen by a client).
+var errRecorded = errors.New("the request's outcome is recorded")
 
 // recorded reads the request's recorded outcome: the order row (at
 // LOCAL_QUORUM), which is written last, once the order is wholly visible,

@@ -764,3 +764,52 @@ func TestAnswerDoesNotWaitForTheRelease(t *testing.T) {
 		t.Errorf("due entries after Wait = %d, want 0", n)
 	}
 }
+
+// The read of the recorded outcome runs alongside the write of the claim's
+// due entry. Whenever it ends the attempt (a replay, a conflict, a failed
+// read) the claim is never sent and the entry it may have written is
+// released: no claim, no live entry, nothing for the reconciler.
+func TestRecordedOutcomeReadEndsTheAttemptBeforeItsClaim(t *testing.T) {
+	cases := []struct {
+		name string
+		in   func() order.Input
+		arm  func(f *fixture)
+		want func(t *testing.T, res Result, err error)
+	}{
+		{"recorded: replayed", sameInputOtherSpelling, func(*fixture) {}, func(t *testing.T, res Result, err error) {
+			if err != nil || !res.Replayed || res.Outcome != OutcomeReplayed {
+				t.Errorf("replay = %+v, %v; want replayed", res, err)
+			}
+		}},
+		{"another command: REQUEST_ID_REUSED", func() order.Input { in := baseInput(); in.Total = "1.00"; in.Lines = nil; return in },
+			func(*fixture) {}, func(t *testing.T, _ Result, err error) { wantFault(t, err, fault.Conflict) }},
+		{"read fails: UNAVAILABLE", baseInput, func(f *fixture) {
+			f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+		}, func(t *testing.T, _ Result, err error) { wantFault(t, err, fault.Unavailable) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, Config{ReplayCacheSize: -1}, nil)
+			if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+				t.Fatal(err)
+			}
+			f.svc.Wait()
+			claims := len(f.led.Statements(ledgertest.StmtClaim))
+			enqueued := len(f.led.Statements(ledgertest.StmtEnqueue))
+			c.arm(f)
+
+			res, err := f.svc.CreateOrder(context.Background(), c.in())
+			c.want(t, res, err)
+			f.svc.Wait()
+			if n := len(f.led.Statements(ledgertest.StmtClaim)); n != claims {
+				t.Errorf("%d claims sent by the second attempt, want none", n-claims)
+			}
+			if n := len(f.led.Statements(ledgertest.StmtEnqueue)); n != enqueued+1 {
+				t.Errorf("%d entries written by the second attempt, want 1 (alongside the read)", n-enqueued)
+			}
+			if live := f.led.AllEntries(); len(live) != 0 {
+				t.Errorf("live due entries left: %+v; want every one released", live)
+			}
+		})
+	}
+}

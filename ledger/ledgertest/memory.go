@@ -326,14 +326,15 @@ func (m *Memory) currentLocked(key ledger.Key, now time.Time) (rec ledger.Record
 
 // ---------------------------------------------------------------- ledger.Store
 
-// Claim implements ledger.Store: the claim's due entry first, then the row
-// unless one exists; a claim that lost removes its entry (best effort).
-func (m *Memory) Claim(ctx context.Context, rec ledger.Record) (bool, ledger.Record, error) {
+// Claim implements ledger.Store: the claim's due entry first (alongside
+// check), then the row unless one exists; a claim that lost removes its
+// entry (best effort).
+func (m *Memory) Claim(ctx context.Context, rec ledger.Record, check func(context.Context) error) (bool, ledger.Record, error) {
 	m.enter("Claim")
 	rec = cloneRecord(rec)
 	rec.State, rec.Attempts = ledger.Pending, 0
 	entry := m.entryFor(rec)
-	if err := m.enqueue(ctx, entry); err != nil {
+	if err := ledger.Alongside(ctx, check, func() error { return m.enqueue(ctx, entry) }); err != nil {
 		return false, ledger.Record{}, err
 	}
 	won, cur, err := m.claim(ctx, rec)
