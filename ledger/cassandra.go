@@ -66,6 +66,10 @@ type Config struct {
 	// handler's deadline; default 30 s. It is the only such setting: the
 	// reconciler acts on entries when they fall due.
 	DueAfter time.Duration
+	// ReleaseWindow is how long a Release may wait for other releases of
+	// its due-queue partition to share one write with (release.go);
+	// default 1 s, negative for none (every Release writes at once).
+	ReleaseWindow time.Duration
 	// OnSettle, if set, is told how every write with an unknown outcome was
 	// settled (for logs and metrics); cause is the error that made it unknown.
 	OnSettle func(op string, outcome SettleOutcome, cause error)
@@ -85,9 +89,10 @@ const (
 // CassandraStore is the Store (and the due queue) on a Cassandra session
 // whose keyspace holds write_requests_by_id and pending_requests.
 type CassandraStore struct {
-	s   cassandra.Session
-	cfg Config
-	now func() time.Time
+	s        cassandra.Session
+	cfg      Config
+	now      func() time.Time
+	releases *releaseBatcher
 }
 
 var _ Store = (*CassandraStore)(nil)
@@ -112,7 +117,15 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &CassandraStore{s: s, cfg: cfg, now: cfg.Now}, nil
+	switch {
+	case cfg.ReleaseWindow == 0:
+		cfg.ReleaseWindow = time.Second
+	case cfg.ReleaseWindow < 0:
+		cfg.ReleaseWindow = 0
+	}
+	c := &CassandraStore{s: s, cfg: cfg, now: cfg.Now}
+	c.releases = newReleaseBatcher(cfg.ReleaseWindow, c.removeEntries)
+	return c, nil
 }
 
 // DueAfter is how long after its claim a request falls due.
@@ -318,9 +331,10 @@ func pendingClaim(rec Record) func(Record) bool {
 	return func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken }
 }
 
-// Release implements Store.
+// Release implements Store. It may wait up to ReleaseWindow to share one
+// write with the other releases of the entry's partition (release.go).
 func (c *CassandraStore) Release(ctx context.Context, rec Record) error {
-	return c.RemoveEntry(ctx, c.entryFor(rec))
+	return c.releases.remove(ctx, c.entryFor(rec))
 }
 
 // RecordAttempt implements Store.

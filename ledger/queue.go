@@ -130,6 +130,19 @@ func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
 	return cassandra.WriteError("remove pending entry", err)
 }
 
+// removeEntries removes entries of one partition in one write.
+func (c *CassandraStore) removeEntries(ctx context.Context, entries []DueEntry) error {
+	if len(entries) == 1 {
+		return c.RemoveEntry(ctx, entries[0])
+	}
+	rows := make([][]any, len(entries))
+	for i, e := range entries {
+		rows[i] = []any{c.ttlFrom(e.CreatedAt), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
+			e.RequestID.String(), e.ClaimToken.String()}
+	}
+	return cassandra.WriteError("remove pending entries", c.s.ExecBatch(ctx, dequeueCQL, rows))
+}
+
 // Reschedule moves an entry to fall due at due (its next attempt): the new
 // entry first, so that a crash in between leaves two entries, never none.
 func (c *CassandraStore) Reschedule(ctx context.Context, e DueEntry, due time.Time) error {

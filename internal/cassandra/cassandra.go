@@ -44,7 +44,8 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// QueryObserver, if set, is told of every statement attempt (its text,
 	// context, timing and error): metrics and tracing hook in here
-	// (metrics.NewCQLObserver) without the stores knowing.
+	// (metrics.NewCQLObserver) without the stores knowing. If it is also a
+	// gocql.BatchObserver, it is told of every batch too.
 	QueryObserver gocql.QueryObserver
 }
 
@@ -97,6 +98,9 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 	cluster.WriteCoalesceWaitTime = 0
 	if cfg.QueryObserver != nil {
 		cluster.QueryObserver = cfg.QueryObserver
+		if b, ok := cfg.QueryObserver.(gocql.BatchObserver); ok {
+			cluster.BatchObserver = b // batches count as their statement
+		}
 	}
 	session, err := cluster.CreateSession()
 	if err != nil {

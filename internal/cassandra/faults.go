@@ -175,6 +175,13 @@ func (s *FaultSession) Query(stmt string, values ...any) Query {
 	return &faultQuery{s: s, stmt: stmt, q: s.inner.Query(stmt, values...)}
 }
 
+// ExecBatch implements Session: an armed fault of stmt's name applies to
+// the whole batch, as the driver fails or applies a batch as one request.
+func (s *FaultSession) ExecBatch(ctx context.Context, stmt string, rows [][]any) error {
+	f := &faultQuery{s: s, stmt: stmt}
+	return f.run(func() error { return s.inner.ExecBatch(ctx, stmt, rows) })
+}
+
 type faultQuery struct {
 	s    *FaultSession
 	stmt string

@@ -14,6 +14,11 @@ type countingSession struct{ ran map[string]int }
 
 func (c *countingSession) Query(stmt string, _ ...any) Query { return &countingQuery{c, stmt} }
 
+func (c *countingSession) ExecBatch(_ context.Context, stmt string, rows [][]any) error {
+	c.ran[StatementName(stmt)] += len(rows)
+	return nil
+}
+
 type countingQuery struct {
 	c    *countingSession
 	stmt string
@@ -116,5 +121,26 @@ func TestFaultPassLetsOneExecutionThrough(t *testing.T) {
 	}
 	if fs.Hits("ledger.get") != 2 || inner.ran["ledger.get"] != 1 {
 		t.Errorf("hits %d, ran %d; want 2 and 1", fs.Hits("ledger.get"), inner.ran["ledger.get"])
+	}
+}
+
+// A fault armed for a statement applies to a batch of it as a whole: the
+// batch is one request.
+func TestFaultSessionFailsABatchAsOneRequest(t *testing.T) {
+	inner := &countingSession{ran: map[string]int{}}
+	fs := NewFaultSession(inner)
+	fs.Arm("queue.remove", FaultUnavailable, 1)
+	fs.Arm("queue.remove", FaultLoseResponse, 1)
+	const stmt = "/* queue.remove */ UPDATE t SET done = true WHERE k = ?"
+	rows := [][]any{{1}, {2}, {3}}
+	ctx := context.Background()
+	if err := fs.ExecBatch(ctx, stmt, rows); fault.KindOf(WriteError("op", err)) != fault.Unavailable || inner.ran["queue.remove"] != 0 {
+		t.Errorf("unavailable: %v, %d rows reached the cluster; want Unavailable and none", err, inner.ran["queue.remove"])
+	}
+	if err := fs.ExecBatch(ctx, stmt, rows); fault.KindOf(WriteError("op", err)) != fault.OutcomeUnknown || inner.ran["queue.remove"] != 3 {
+		t.Errorf("lose-response: %v, %d rows reached the cluster; want OutcomeUnknown and all 3", err, inner.ran["queue.remove"])
+	}
+	if err := fs.ExecBatch(ctx, stmt, rows); err != nil || inner.ran["queue.remove"] != 6 {
+		t.Errorf("after its faults: %v, %d rows; want nil and 6", err, inner.ran["queue.remove"])
 	}
 }

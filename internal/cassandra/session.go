@@ -15,6 +15,12 @@ import (
 // wrapper can see (and tamper with) every execution.
 type Session interface {
 	Query(stmt string, values ...any) Query
+	// ExecBatch runs stmt once for each set of values in rows, as one
+	// unlogged batch: one request instead of len(rows), and one mutation
+	// per replica when every row is in one partition (callers keep it so:
+	// a batch across partitions only moves work to the coordinator). Only
+	// for idempotent plain writes.
+	ExecBatch(ctx context.Context, stmt string, rows [][]any) error
 }
 
 // Query is one statement with its values, as the driver's *gocql.Query.
@@ -72,6 +78,16 @@ func driverText(stmt string) string {
 		return stmt
 	}
 	return strings.TrimSpace(rest) + " /*" + comment + "*/"
+}
+
+// ExecBatch implements Session.
+func (d DriverSession) ExecBatch(ctx context.Context, stmt string, rows [][]any) error {
+	b := d.s.Batch(gocql.UnloggedBatch)
+	text := driverText(stmt)
+	for _, values := range rows {
+		b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: text, Args: values, Idempotent: true})
+	}
+	return b.ExecContext(ctx)
 }
 
 type driverQuery struct{ q *gocql.Query }

@@ -39,6 +39,16 @@ type cqlObserver struct {
 	cached atomic.Int64
 }
 
+// ObserveBatch implements gocql.BatchObserver: a batch (every one orderd
+// sends repeats one statement) counts as one execution of its statement.
+func (o *cqlObserver) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
+	if len(b.Statements) == 0 {
+		return
+	}
+	o.ObserveQuery(ctx, gocql.ObservedQuery{Keyspace: b.Keyspace, Statement: b.Statements[0], Start: b.Start, End: b.End,
+		Host: b.Host, Err: b.Err, Attempt: b.Attempt})
+}
+
 // ObserveQuery implements gocql.QueryObserver.
 func (o *cqlObserver) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 	st := o.statementOf(q.Statement)

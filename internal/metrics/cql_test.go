@@ -240,6 +240,30 @@ func TestCQLObserverTimesStatements(t *testing.T) {
 	}
 }
 
+// A batch counts once, under the statement it repeats.
+func TestCQLObserverTimesBatchesAsTheirStatement(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, ok := NewCQLObserver(m, nil).(gocql.BatchObserver)
+	if !ok {
+		t.Fatal("the CQL observer does not observe batches: released entries would not be counted")
+	}
+	start := time.Now()
+	const stmt = `UPDATE due_requests USING TTL ? SET done = true WHERE shard = ?`
+	obs.ObserveBatch(context.Background(), gocql.ObservedBatch{Statements: []string{stmt, stmt, stmt},
+		Start: start, End: start.Add(2 * time.Millisecond)})
+	h, err := m.cqlDuration.GetMetricWithLabelValues("update_due_requests", "false", "ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := histogramCount(t, h.(prometheus.Histogram)); got != 1 {
+		t.Errorf("%d observations of the batch, want 1", got)
+	}
+}
+
 func TestCQLObserverMakesChildSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))

@@ -131,6 +131,34 @@ func (s *suite) claimed(t *testing.T) ledger.Record {
 	return s.mustClaim(t, s.record())
 }
 
+// claimedInOneShard claims n fresh requests whose entries share a shard
+// (and, unless a minute turns meanwhile, a partition of the due queue).
+func (s *suite) claimedInOneShard(t *testing.T, n int) []ledger.Record {
+	t.Helper()
+	var recs []ledger.Record
+	shard := -1
+	for len(recs) < n {
+		key := s.key()
+		if shard >= 0 && ledger.ShardOf(key.RequestID) != shard {
+			continue
+		}
+		shard = ledger.ShardOf(key.RequestID)
+		recs = append(recs, s.mustClaim(t, s.recordFor(key)))
+	}
+	return recs
+}
+
+// releaseAll releases recs at once and returns each Release's error.
+func (s *suite) releaseAll(recs []ledger.Record) []error {
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Go(func() { errs[i] = s.Store.Release(s.ctx, rec) })
+	}
+	wg.Wait()
+	return errs
+}
+
 func (s *suite) mustClaim(t *testing.T, rec ledger.Record) ledger.Record {
 	t.Helper()
 	won, got, err := s.Store.Claim(s.ctx, rec, nil)
@@ -634,6 +662,36 @@ var releaseCases = []testCase{
 		wantKind(t, "Release", s.Store.Release(s.ctx, rec), fault.Unavailable)
 		s.wantEntry(t, s.Store.ClaimEntry(rec))
 		s.wantRow(t, pending(rec))
+	}},
+	{"Release/concurrent, one partition: every entry goes (a store may write them as one batch)", func(t *testing.T, s *suite) {
+		recs := s.claimedInOneShard(t, 6)
+		errs := s.releaseAll(recs)
+		for i, rec := range recs {
+			if errs[i] != nil {
+				t.Errorf("Release %d: %v", i, errs[i])
+			}
+			s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+			s.wantRow(t, pending(rec))
+		}
+	}},
+	{"Release/concurrent, refused: a Release that fails keeps its entry, one that returns nil removed it", func(t *testing.T, s *suite) {
+		recs := s.claimedInOneShard(t, 6)
+		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		errs := s.releaseAll(recs)
+		failed := 0
+		for i, rec := range recs {
+			switch {
+			case errs[i] == nil:
+				s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+			default:
+				failed++
+				wantKind(t, "Release", errs[i], fault.Unavailable)
+				s.wantEntry(t, s.Store.ClaimEntry(rec))
+			}
+		}
+		if failed == 0 {
+			t.Error("every Release succeeded with a refusal armed")
+		}
 	}},
 	{"Release/unknown: OutcomeUnknown; either way a retry settles it", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
