@@ -14,6 +14,7 @@ SHELL := /bin/bash
 GO       ?= go
 BIN      := $(CURDIR)/bin
 CLUSTER  := $(BIN)/cassandra-local
+KAFKA    := $(BIN)/kafka-local
 ORDERD   := $(BIN)/orderd
 export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 
@@ -21,7 +22,7 @@ export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit model-check test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe migrate generate generate-check lint fuzz clean bench-reconciler bench bench-soak
+	cluster-wipe kafka-up kafka-down kafka-status migrate generate generate-check lint fuzz clean bench-reconciler bench bench-soak
 
 all: build
 
@@ -29,6 +30,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(ORDERD) ./cmd/orderd
 	$(GO) build -o $(CLUSTER) ./cmd/cassandra-local
+	$(GO) build -o $(KAFKA) ./cmd/kafka-local
 
 # Start the local cluster only if nothing answers on the contact points.
 cluster-up: build
@@ -44,6 +46,17 @@ cluster-status: build
 
 cluster-wipe: build
 	$(CLUSTER) wipe
+
+# The local single-node Kafka broker (KRaft, 127.0.0.1:19092; deploy/local).
+# The e2e tests start it themselves when it is not running.
+kafka-up: build
+	$(KAFKA) up
+
+kafka-down: build
+	$(KAFKA) down
+
+kafka-status: build
+	$(KAFKA) status
 
 migrate: cluster-up
 	$(ORDERD) migrate

@@ -140,7 +140,7 @@ func (c *Cluster) runtime(ctx context.Context) (string, error) {
 	if c.lib != "" {
 		return c.lib, nil
 	}
-	lib, err := c.ensureRuntime(ctx)
+	lib, err := ensureRuntime(ctx, c.cfg.CacheDir, cassandraRuntime, c.cfg.Version, c.logf)
 	if err != nil {
 		return "", err
 	}

@@ -18,6 +18,10 @@
 // being down costs the others nothing: see the role-setup delay in
 // templates/jvm17.options.tmpl and docs/faults.md for the figures.
 //
-// cmd/cassandra-local is its command-line front; the e2e harness uses the
-// same package for node control.
+// It also runs a single-node Apache Kafka 4.x broker (KRaft mode, broker and
+// controller in one JVM) from the kafka_2.13 artifacts the same way: Broker,
+// with its own state folder, log and pid file (kafka.go).
+//
+// cmd/cassandra-local and cmd/kafka-local are its command-line fronts; the
+// e2e harness uses the same package for node and broker control.
 package local

@@ -15,97 +15,126 @@ import (
 	"time"
 )
 
-// newestCassandra50 is a Maven version range: Maven picks the newest 5.0.x
-// release that resolves from Maven Central.
-const newestCassandra50 = "[5.0.0,5.1)"
+// runtimeSpec names a server fetched from Maven Central into the cache: a
+// generated pom resolves its jar and runtime dependencies, and the fetched
+// folder is kept as <prefix><version> in the cache.
+type runtimeSpec struct {
+	name   string         // for messages: "Apache Cassandra"
+	pom    string         // the pom template
+	prefix string         // cache folder prefix: "cassandra-"
+	jar    *regexp.Regexp // the server jar's file name; group 1 is its version
+	newest string         // Maven version range used when none is pinned
+	jarOf  func(version string) string
+}
 
-var cassandraJar = regexp.MustCompile(`^cassandra-all-(5\.0\.\d+)\.jar$`)
+var cassandraRuntime = runtimeSpec{
+	name:   "Apache Cassandra",
+	pom:    "pom.xml.tmpl",
+	prefix: "cassandra-",
+	jar:    regexp.MustCompile(`^cassandra-all-(5\.0\.\d+)\.jar$`),
+	// Maven picks the newest 5.0.x release that resolves from Maven Central.
+	newest: "[5.0.0,5.1)",
+	jarOf:  func(v string) string { return "cassandra-all-" + v + ".jar" },
+}
 
-// ensureRuntime returns the folder holding the cassandra-all jar and its
-// runtime dependencies, fetching them with Maven when the cache lacks them.
-func (c *Cluster) ensureRuntime(ctx context.Context) (string, error) {
-	if dir, ok := c.cachedRuntime(); ok {
+// ensureRuntime returns the folder holding spec's server jar and its runtime
+// dependencies: the pinned version, or the newest cached, fetched with Maven
+// when the cache has none.
+func ensureRuntime(ctx context.Context, cacheDir string, spec runtimeSpec, pinned string, logf func(string, ...any)) (string, error) {
+	if dir, ok := cachedRuntime(cacheDir, spec, pinned); ok {
 		return dir, nil
 	}
 	if err := checkMaven(); err != nil {
 		return "", err
 	}
-	version := c.cfg.Version
+	version := pinned
 	if version == "" {
-		version = newestCassandra50
+		version = spec.newest
 	}
-	work, err := os.MkdirTemp(c.cfg.CacheDir, "fetch-")
+	work, err := os.MkdirTemp(cacheDir, "fetch-")
 	if err != nil {
-		return "", fmt.Errorf("create fetch folder under %s: %w", c.cfg.CacheDir, err)
+		return "", fmt.Errorf("create fetch folder under %s: %w", cacheDir, err)
 	}
 	defer os.RemoveAll(work)
-	if err := renderFile("pom.xml.tmpl", filepath.Join(work, "pom.xml"), map[string]string{"Version": version}); err != nil {
+	if err := renderFile(spec.pom, filepath.Join(work, "pom.xml"), map[string]string{"Version": version}); err != nil {
 		return "", err
 	}
 	lib := filepath.Join(work, "lib")
 	start := time.Now()
-	c.logf("fetching Apache Cassandra %s and its runtime dependencies from Maven Central into %s", version, c.cfg.CacheDir)
+	logf("fetching %s %s and its runtime dependencies from Maven Central into %s", spec.name, version, cacheDir)
 	cmd := exec.CommandContext(ctx, "mvn", "-q", "-B", "-f", filepath.Join(work, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+lib)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("mvn could not fetch cassandra-all %s (is Maven Central reachable?): %w\n%s", version, err, tail(out.String(), 30))
+		return "", fmt.Errorf("mvn could not fetch %s %s (is Maven Central reachable?): %w\n%s", spec.name, version, err, tail(out.String(), 30))
 	}
-	resolved, err := jarVersion(lib)
+	resolved, err := jarVersion(lib, spec)
 	if err != nil {
 		return "", err
 	}
-	dest := filepath.Join(c.cfg.CacheDir, "cassandra-"+resolved)
+	dest := filepath.Join(cacheDir, spec.prefix+resolved)
 	if err := os.RemoveAll(dest); err != nil {
 		return "", fmt.Errorf("clear %s: %w", dest, err)
 	}
 	if err := os.Rename(lib, dest); err != nil {
 		return "", fmt.Errorf("move fetched jars to %s: %w", dest, err)
 	}
-	c.logf("fetched Apache Cassandra %s in %s", resolved, time.Since(start).Round(100*time.Millisecond))
+	logf("fetched %s %s in %s", spec.name, resolved, time.Since(start).Round(100*time.Millisecond))
 	return dest, nil
 }
 
 // cachedRuntime finds a complete runtime in the cache: the pinned version if
-// one is configured, otherwise the newest 5.0.x present.
-func (c *Cluster) cachedRuntime() (string, bool) {
-	entries, err := os.ReadDir(c.cfg.CacheDir)
+// one is given, otherwise the newest present.
+func cachedRuntime(cacheDir string, spec runtimeSpec, pinned string) (string, bool) {
+	entries, err := os.ReadDir(cacheDir)
 	if err != nil {
 		return "", false
 	}
-	best, bestPatch := "", -1
+	best, bestVersion := "", ""
 	for _, e := range entries {
-		v, ok := strings.CutPrefix(e.Name(), "cassandra-")
-		if !e.IsDir() || !ok {
+		v, ok := strings.CutPrefix(e.Name(), spec.prefix)
+		if !e.IsDir() || !ok || !spec.jar.MatchString(spec.jarOf(v)) {
 			continue
 		}
-		if c.cfg.Version != "" && v != c.cfg.Version {
+		if pinned != "" && v != pinned {
 			continue
 		}
-		dir := filepath.Join(c.cfg.CacheDir, e.Name())
-		if _, err := os.Stat(filepath.Join(dir, "cassandra-all-"+v+".jar")); err != nil {
+		dir := filepath.Join(cacheDir, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, spec.jarOf(v))); err != nil {
 			continue
 		}
-		patch, err := strconv.Atoi(strings.TrimPrefix(v, "5.0."))
-		if err == nil && patch > bestPatch {
-			best, bestPatch = dir, patch
+		if best == "" || newerVersion(v, bestVersion) {
+			best, bestVersion = dir, v
 		}
 	}
 	return best, best != ""
 }
 
-func jarVersion(lib string) (string, error) {
+// newerVersion reports whether dotted version a is newer than b.
+func newerVersion(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x > y
+		}
+	}
+	return len(as) > len(bs)
+}
+
+func jarVersion(lib string, spec runtimeSpec) (string, error) {
 	entries, err := os.ReadDir(lib)
 	if err != nil {
 		return "", fmt.Errorf("read fetched jars: %w", err)
 	}
 	for _, e := range entries {
-		if m := cassandraJar.FindStringSubmatch(e.Name()); m != nil {
+		if m := spec.jar.FindStringSubmatch(e.Name()); m != nil {
 			return m[1], nil
 		}
 	}
-	return "", fmt.Errorf("mvn finished but %s holds no cassandra-all-5.0.x jar", lib)
+	return "", fmt.Errorf("mvn finished but %s holds no %s server jar", lib, spec.name)
 }
 
 func findJar(lib, prefix string) (string, error) {

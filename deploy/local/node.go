@@ -3,11 +3,9 @@ package local
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -53,48 +51,8 @@ func (n *node) stdoutLog() string {
 	return filepath.Join(n.dir, "logs", "stdout.log")
 }
 
-// pid returns the node's live process id, or 0. The pid file holds the pid
-// and the process's start time (field 22 of /proc/PID/stat): a pid file
-// whose process is gone, is a zombie, or whose pid now belongs to another
-// process (after a reboot, say) is stale and counts as 0.
-func (n *node) pid() int {
-	raw, err := os.ReadFile(n.pidFile())
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(raw))
-	if len(fields) != 2 {
-		return 0
-	}
-	pid, err := strconv.Atoi(fields[0])
-	if err != nil || pid <= 0 {
-		return 0
-	}
-	state, started, ok := procStat(pid)
-	if !ok || state == "Z" || started != fields[1] {
-		return 0
-	}
-	return pid
-}
-
-// procStat reads a process's state letter and start time from /proc.
-func procStat(pid int) (state, started string, ok bool) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", "", false
-	}
-	// Fields after the parenthesised command name: state is field 3, start
-	// time field 22.
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return "", "", false
-	}
-	rest := strings.Fields(string(stat[i+1:]))
-	if len(rest) < 20 {
-		return "", "", false
-	}
-	return rest[0], rest[19], true
-}
+// pid returns the node's live process id, or 0 (see pidFile).
+func (n *node) pid() int { return pidFile(n.pidFile()).pid() }
 
 // paused reports whether the node's process is alive but stopped by a
 // signal (SIGSTOP from pause): state T in /proc.
@@ -151,15 +109,7 @@ func (n *node) checkAlive() error {
 		return nil
 	}
 	return fmt.Errorf("node %d (%s) is not running; last lines of %s:\n%s\n--- %s:\n%s",
-		n.index, n.address(), n.c.LogPath(n.index), n.logTail(n.c.LogPath(n.index), 25), n.stdoutLog(), n.logTail(n.stdoutLog(), 15))
-}
-
-func (n *node) logTail(path string, lines int) string {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	return tail(string(raw), lines)
+		n.index, n.address(), n.c.LogPath(n.index), logTail(n.c.LogPath(n.index), 25), n.stdoutLog(), logTail(n.stdoutLog(), 15))
 }
 
 // startNode starts node i unless it is running, then waits for its native
@@ -184,30 +134,11 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	logFile, err := os.OpenFile(n.stdoutLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	pid, err := startDetached(pidFile(n.pidFile()), n.dir, n.stdoutLog(), fmt.Sprintf("node %d", i), args)
 	if err != nil {
-		return fmt.Errorf("open node %d stdout log: %w", i, err)
+		return err
 	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "\n=== started by cassandra-local at %s ===\n", time.Now().Format(time.RFC3339))
-	// Started on its own session with no terminal and stdout/stderr in a
-	// file: the node outlives the launcher and never holds the caller's pipes.
-	cmd := exec.Command("java", args...)
-	cmd.Dir = n.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start node %d: %w", i, err)
-	}
-	_, started, _ := procStat(cmd.Process.Pid)
-	if err := os.WriteFile(n.pidFile(), []byte(fmt.Sprintf("%d %s\n", cmd.Process.Pid, started)), 0o644); err != nil {
-		_ = cmd.Process.Kill()
-		return fmt.Errorf("write node %d pid file: %w", i, err)
-	}
-	// Reap the process when it exits so a killed node does not linger as a
-	// zombie of this process; the goroutine ends with the node.
-	go func() { _ = cmd.Wait() }()
-	c.logf("node %d starting on %s (pid %d, log %s)", i, n.address(), cmd.Process.Pid, c.LogPath(i))
+	c.logf("node %d starting on %s (pid %d, log %s)", i, n.address(), pid, c.LogPath(i))
 	return n.waitNative(ctx)
 }
 
@@ -229,43 +160,11 @@ func (n *node) waitNative(ctx context.Context) error {
 }
 
 func (n *node) stop(ctx context.Context, grace time.Duration) error {
-	pid := n.pid()
-	if pid == 0 {
-		_ = os.Remove(n.pidFile())
-		return nil
+	sig, err := pidFile(n.pidFile()).stop(ctx, fmt.Sprintf("node %d", n.index), grace, n.c.logf)
+	if err == nil && sig != 0 {
+		n.c.logf("node %d stopped (%s)", n.index, sig)
 	}
-	sig := syscall.SIGTERM
-	if grace == 0 {
-		sig = syscall.SIGKILL
-	}
-	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signal node %d (pid %d): %w", n.index, pid, err)
-	}
-	if sig == syscall.SIGTERM {
-		// A paused node would keep SIGTERM pending until it runs again:
-		// continue it so that the shutdown hook runs now.
-		_ = syscall.Kill(pid, syscall.SIGCONT)
-	}
-	deadline := time.Now().Add(grace + 10*time.Second)
-	killed := sig == syscall.SIGKILL
-	for n.pid() > 0 {
-		if !killed && time.Now().After(deadline.Add(-10*time.Second)) {
-			n.c.logf("node %d did not stop within %s; sending SIGKILL", n.index, grace)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			killed = true
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d (pid %d) still running after SIGKILL", n.index, pid)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	_ = os.Remove(n.pidFile())
-	n.c.logf("node %d stopped (%s)", n.index, sig)
-	return nil
+	return err
 }
 
 // checkPortsFree names the port and the fix when something else holds one of

@@ -1,0 +1,93 @@
+// Command kafka-local runs the local single-node Apache Kafka 4.x broker
+// (KRaft mode, on loopback) that orderd's event delivery uses on machines
+// without Docker. See deploy/local for how the broker is built and started.
+//
+//	kafka-local up|down|kill|status|wipe|fetch|logs
+//
+// Settings come from the environment: KAFKA_VERSION (newest 4.x),
+// KAFKA_HEAP_MB (512), ORDERD_KAFKA_ADDR (127.0.0.1:19092),
+// ORDERD_KAFKA_DIR (.kafka), ORDERD_CACHE_DIR (~/.cache/orderd).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/atlasmart/orderd/deploy/local"
+)
+
+const usage = `usage: kafka-local COMMAND
+  fetch    download Kafka from Maven Central into the cache
+  up       start the broker (formatting its storage the first time) and wait until it answers
+  down     stop the broker gracefully
+  kill     SIGKILL the broker, as a crash would
+  status   whether the broker runs and answers
+  logs     print the broker's server.log path and its last 50 lines
+  wipe     kill the broker and delete its data, logs and configuration`
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kafka-local:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	if len(os.Args) != 2 {
+		return errors.New(usage)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := local.KafkaConfig{
+		Version:  os.Getenv("KAFKA_VERSION"),
+		CacheDir: os.Getenv("ORDERD_CACHE_DIR"),
+		StateDir: os.Getenv("ORDERD_KAFKA_DIR"),
+		Addr:     os.Getenv("ORDERD_KAFKA_ADDR"),
+	}
+	if v := os.Getenv("KAFKA_HEAP_MB"); v != "" {
+		mb, err := strconv.Atoi(v)
+		if err != nil || mb < 128 {
+			return fmt.Errorf("KAFKA_HEAP_MB=%q: want a number of megabytes, at least 128", v)
+		}
+		cfg.HeapMB = mb
+	}
+	b, err := local.NewBroker(cfg)
+	if err != nil {
+		return err
+	}
+	switch os.Args[1] {
+	case "fetch":
+		return b.Fetch(ctx)
+	case "up":
+		took, err := b.Up(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("kafka broker answering on %s in %s (state in %s)\n", b.Addr(), took.Round(100*time.Millisecond), b.StateDir())
+		return nil
+	case "down":
+		return b.Down(ctx)
+	case "kill":
+		return b.Kill(ctx)
+	case "status":
+		line := b.Status(ctx)
+		if b.Pid() == 0 {
+			return errors.New(line) // exit 1: scripts can test it
+		}
+		fmt.Println(line)
+		return nil
+	case "logs":
+		fmt.Println(b.LogPath())
+		fmt.Println(b.LogTail(50))
+		return nil
+	case "wipe":
+		return b.Wipe(ctx)
+	}
+	return fmt.Errorf("unknown command %q\n%s", os.Args[1], usage)
+}
