@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -92,8 +91,7 @@ func (c *Config) setDefaults() error {
 type Cluster struct {
 	cfg Config
 
-	mu  sync.Mutex
-	lib string // runtime jars, set by the first start
+	jars runtimeDir // set by the first start
 }
 
 // New validates cfg and returns a handle; it starts nothing.
@@ -135,17 +133,7 @@ func (c *Cluster) Fetch(ctx context.Context) error {
 }
 
 func (c *Cluster) runtime(ctx context.Context) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lib != "" {
-		return c.lib, nil
-	}
-	lib, err := ensureRuntime(ctx, c.cfg.CacheDir, cassandraRuntime, c.cfg.Version, c.logf)
-	if err != nil {
-		return "", err
-	}
-	c.lib = lib
-	return lib, nil
+	return c.jars.get(ctx, c.cfg.CacheDir, cassandraRuntime, c.cfg.Version, c.logf)
 }
 
 // Up starts every node that is not running and waits until all are

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 )
@@ -35,6 +36,34 @@ var cassandraRuntime = runtimeSpec{
 	// Maven picks the newest 5.0.x release that resolves from Maven Central.
 	newest: "[5.0.0,5.1)",
 	jarOf:  func(v string) string { return "cassandra-all-" + v + ".jar" },
+}
+
+// runtimeDir is a launcher's runtime folder, resolved (and fetched if need
+// be) by the first call of get.
+type runtimeDir struct {
+	mu  sync.Mutex
+	dir string
+}
+
+// path is the folder get resolved, or "" before.
+func (r *runtimeDir) path() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dir
+}
+
+func (r *runtimeDir) get(ctx context.Context, cacheDir string, spec runtimeSpec, pinned string, logf func(string, ...any)) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dir != "" {
+		return r.dir, nil
+	}
+	dir, err := ensureRuntime(ctx, cacheDir, spec, pinned, logf)
+	if err != nil {
+		return "", err
+	}
+	r.dir = dir
+	return dir, nil
 }
 
 // ensureRuntime returns the folder holding spec's server jar and its runtime

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -95,8 +94,7 @@ func (c *KafkaConfig) setDefaults() error {
 type Broker struct {
 	cfg KafkaConfig
 
-	mu  sync.Mutex
-	lib string // the runtime's jar folder, once known
+	jars runtimeDir
 }
 
 // NewBroker returns the broker described by cfg; nothing is started.
@@ -139,17 +137,7 @@ func (b *Broker) Fetch(ctx context.Context) error {
 }
 
 func (b *Broker) runtime(ctx context.Context) (string, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.lib != "" {
-		return b.lib, nil
-	}
-	lib, err := ensureRuntime(ctx, b.cfg.CacheDir, kafkaRuntime, b.cfg.Version, b.logf)
-	if err != nil {
-		return "", err
-	}
-	b.lib = lib
-	return lib, nil
+	return b.jars.get(ctx, b.cfg.CacheDir, kafkaRuntime, b.cfg.Version, b.logf)
 }
 
 // Up starts the broker unless it is running (formatting its storage on the

@@ -147,7 +147,7 @@ func TestWriteConfig(t *testing.T) {
 	if err := os.WriteFile(jamm, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c.lib = lib
+	c.jars.dir = lib
 	n := c.node(2)
 	if err := n.writeConfig(); err != nil {
 		t.Fatalf("writeConfig: %v", err)
@@ -283,7 +283,7 @@ func TestWriteConfig(t *testing.T) {
 
 func TestWriteConfigWithoutJamm(t *testing.T) {
 	c := newTestCluster(t, 3)
-	c.lib = t.TempDir()
+	c.jars.dir = t.TempDir()
 	err := c.node(1).writeConfig()
 	if err == nil || !strings.Contains(err.Error(), "jamm-") {
 		t.Errorf("writeConfig without a jamm jar = %v, want an error naming jamm-", err)

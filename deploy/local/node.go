@@ -194,7 +194,7 @@ func (n *node) writeConfig() error {
 	for i := range seeds {
 		seeds[i] = net.JoinHostPort(n.c.Address(i+1), strconv.Itoa(storagePort))
 	}
-	jamm, err := findJar(n.c.lib, "jamm-")
+	jamm, err := findJar(n.c.jars.path(), "jamm-")
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (n *node) writeConfig() error {
 		"HeapMB":       n.c.cfg.HeapMB,
 		"PaxosVariant": n.c.cfg.PaxosVariant,
 		"JMXPort":      jmxPort(n.index),
-		"LibDir":       n.c.lib,
+		"LibDir":       n.c.jars.path(),
 		"JammJar":      jamm,
 		"ModuleFlags":  jdkModuleFlags,
 	}
@@ -248,7 +248,7 @@ func (n *node) jvmArgs() ([]string, error) {
 	}
 	// The conf folder comes first on the class path: the snitch reads
 	// cassandra-rackdc.properties from there.
-	classpath := filepath.Join(n.dir, "conf") + ":" + filepath.Join(n.c.lib, "*")
+	classpath := filepath.Join(n.dir, "conf") + ":" + filepath.Join(n.c.jars.path(), "*")
 	return append(args, "-cp", classpath, "org.apache.cassandra.service.CassandraDaemon"), nil
 }
 

@@ -16,8 +16,8 @@ import (
 func renderNode(t *testing.T) *node {
 	t.Helper()
 	c := newTestCluster(t, 3)
-	c.lib = t.TempDir()
-	if err := os.WriteFile(filepath.Join(c.lib, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
+	c.jars.dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(c.jars.dir, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n := c.node(2)
