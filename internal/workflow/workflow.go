@@ -237,26 +237,24 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 	// instead of two before the claim); if it answers, or fails, the claim
 	// is never sent and the entry, if written, is released.
 	var (
-		rec     order.Order
-		done    bool
-		stopped bool // check ended the attempt: release the entry
+		prior    order.Order // the recorded order, if done
+		done     bool
+		checkErr error // the read's own failure
 	)
 	won, cur, err := s.ledger.Claim(ctx, claim, func(ctx context.Context) error {
-		var err error
-		rec, done, err = s.recorded(ctx, claim.Tenant, claim.EntityID, cmd)
-		stopped = err != nil || done
-		if err == nil && done {
+		prior, done, checkErr = s.recorded(ctx, claim.Tenant, claim.EntityID, cmd)
+		if done {
 			return errRecorded
 		}
-		return err
+		return checkErr
 	})
-	if stopped {
-		s.releaseLater(claim)
+	if done || checkErr != nil {
+		s.releaseLater(claim) // the claim was never sent; its entry may exist
 	}
 	switch {
 	case done:
-		s.observeRetry(rec.CreatedAt)
-		return Result{Order: rec, Replayed: true, Outcome: OutcomeReplayed}, nil
+		s.observeRetry(prior.CreatedAt)
+		return Result{Order: prior, Replayed: true, Outcome: OutcomeReplayed}, nil
 	case err != nil:
 		return Result{}, err
 	}
