@@ -94,10 +94,10 @@ func (c *CassandraStore) entryFor(rec Record) DueEntry {
 }
 
 // Alongside runs check (if any) and enqueue at once and waits for both: the
-// step before every claim, shared by every Store (the fakes too). check's error wins: it is the caller's answer
-// whatever became of the entry. A failed enqueue is Unavailable: whatever
-// became of the entry, the claim is never sent, so for the request it is
-// definitely not applied.
+// step before every claim, shared by every Store (the fakes too). check's
+// error wins: it is the caller's answer whatever became of the entry. A
+// failed enqueue is Unavailable: whatever became of the entry, the claim is
+// never sent, so for the request it is definitely not applied.
 func Alongside(ctx context.Context, check func(context.Context) error, enqueue func() error) error {
 	checked := make(chan error, 1)
 	if check == nil {
