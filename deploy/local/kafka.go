@@ -71,8 +71,12 @@ func (c *KafkaConfig) setDefaults() error {
 		c.ControllerAddr = "127.0.0.1:19093"
 	}
 	for _, a := range []string{c.Addr, c.ControllerAddr} {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("broker address %q: %w", a, err)
+		_, port, err := net.SplitHostPort(a)
+		if err == nil {
+			_, err = strconv.Atoi(port)
+		}
+		if err != nil {
+			return fmt.Errorf("broker address %q: want host:port: %w", a, err)
 		}
 	}
 	if c.HeapMB == 0 {
@@ -228,14 +232,17 @@ func clusterID() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(raw[:]), nil
 }
 
+// answers reports whether the client listener accepts connections (its
+// address was checked by setDefaults).
+func (b *Broker) answers(ctx context.Context) bool {
+	host, port, _ := net.SplitHostPort(b.cfg.Addr)
+	n, _ := strconv.Atoi(port)
+	return portAnswers(ctx, host, n)
+}
+
 func (b *Broker) waitPort(ctx context.Context) error {
-	host, portText, _ := net.SplitHostPort(b.cfg.Addr)
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return fmt.Errorf("broker address %s: %w", b.cfg.Addr, err)
-	}
 	for {
-		if portAnswers(ctx, host, port) {
+		if b.answers(ctx) {
 			return nil
 		}
 		if b.Pid() == 0 {
@@ -281,10 +288,8 @@ func (b *Broker) Status(ctx context.Context) string {
 	if pid == 0 {
 		return fmt.Sprintf("kafka broker: not running (state in %s)", b.cfg.StateDir)
 	}
-	host, portText, _ := net.SplitHostPort(b.cfg.Addr)
-	port, _ := strconv.Atoi(portText)
 	answering := "answering"
-	if !portAnswers(ctx, host, port) {
+	if !b.answers(ctx) {
 		answering = "NOT answering"
 	}
 	return fmt.Sprintf("kafka broker: pid %d on %s, %s (log %s)", pid, b.cfg.Addr, answering, b.LogPath())
