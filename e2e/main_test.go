@@ -22,6 +22,8 @@ var (
 	orderdBinary string         // the built cmd/orderd
 	keyspace     string         // migrated once for this run; dropped at the end
 	shared       *orderdProcess // serves the tests that need no special settings
+	broker       *Broker        // the Kafka broker every orderd publishes to
+	eventsTopic  string         // this run's topic of order events
 )
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
@@ -45,6 +47,18 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: FAIL: cluster not usable: %v\n", err)
 		return 1
 	}
+
+	if broker, err = OpenBroker(ctx, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: FAIL: no Kafka broker: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := broker.Close(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: stopping the broker: %v\n", err)
+		}
+	}()
+	eventsTopic = fmt.Sprintf("e2e.%d.events", time.Now().UnixNano()/1e6)
+	fmt.Fprintf(os.Stderr, "e2e: kafka: %s, topic %s\n", broker.Addr(), eventsTopic)
 
 	dir, err := os.MkdirTemp("", "orderd-e2e-")
 	if err != nil {

@@ -76,6 +76,9 @@ func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
 		"ORDERD_GRPC_ADDR="+addr,
 		"ORDERD_METRICS_ADDR="+metricsAddr,
 		"ORDERD_LOG_FORMAT=text",
+		"ORDERD_KAFKA_BROKERS="+broker.Addr(),
+		"ORDERD_KAFKA_TOPIC="+eventsTopic,
+		"ORDERD_KAFKA_PARTITIONS=3",
 	)
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output

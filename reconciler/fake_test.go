@@ -154,10 +154,10 @@ var _ Coordinator = (*reconcilertest.MemoryCoordinator)(nil)
 
 // ---------------------------------------------------------------- finisher
 
-// fakeFinisher mimics workflow.Service.Finish: it records the request's
-// order (once: a later call finds it recorded) and releases the claim's due
-// entry, or, for each request's first failN calls, fails with err (the loop
-// notes the failed attempt).
+// fakeFinisher mimics workflow.Service.Settle: it records the request's
+// order (once: a later call finds it recorded), or, for each request's
+// first failN calls, fails with err (the loop notes the failed attempt).
+// Like Settle it leaves the due entry to the loop.
 type fakeFinisher struct {
 	l   *ledgertest.Memory
 	now func() time.Time
@@ -192,7 +192,7 @@ func (f *fakeFinisher) Finish(ctx context.Context, rec ledger.Record) error {
 		f.orders[rec.Key]++
 	}
 	f.mu.Unlock()
-	return f.l.Release(ctx, rec)
+	return nil
 }
 
 // Recorded is how many times the request's order was recorded (0 or 1).

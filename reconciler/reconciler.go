@@ -33,11 +33,15 @@ type Ledger interface {
 	RecordAttempt(ctx context.Context, rec ledger.Record, reason string) error
 }
 
-// Finisher does a claimed request's work from its ledger row, idempotently
-// (workflow.Service.Finish). Its errors say what became of the request:
+// Finisher does a claimed request's work from its ledger row, idempotently,
+// and delivers its order's event (workflow.Service.Settle). nil means the
+// request is settled: the reconciler then removes the due entry. Its errors
+// say what became of the request:
 // kind Conflict (its claim was withdrawn) or Failed (set aside) settle it;
 // one wrapping ledger.ErrUnfinishable means nothing was written and no
-// retry can help; anything else leaves it PENDING for another attempt.
+// retry can help; anything else leaves it PENDING for another attempt
+// (reason DELIVERY_FAILED: the order is recorded, its event not yet
+// acknowledged by the broker).
 type Finisher func(ctx context.Context, rec ledger.Record) error
 
 // Config tunes the loop. Zero fields take defaults.
@@ -118,6 +122,14 @@ type Stats struct {
 	// is swept whole at every pass until it is).
 	MinutesPassed int64
 	CursorLag     time.Duration
+	// Undelivered is how many of the last pass's PENDING requests have
+	// their order recorded but their event not acknowledged by the broker
+	// (the outbox backlog past the grace), OldestUndelivered the age of the
+	// oldest of them, and Parked how many of them are past MaxAttempts
+	// (retried every BackoffMax until the broker takes them).
+	Undelivered       int64
+	OldestUndelivered time.Duration
+	Parked            int64
 }
 
 // Loop is one reconciler instance.
@@ -139,6 +151,7 @@ type Loop struct {
 
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
 	pending, oldestPendingNanos, minutesPassed, cursorLagNanos          atomic.Int64
+	undelivered, oldestUndeliveredNanos, parked                         atomic.Int64
 }
 
 // New returns a Loop; it starts nothing.
@@ -158,6 +171,8 @@ func (l *Loop) Stats() Stats {
 		Dropped: l.dropped.Load(), Passes: l.passes.Load(), PassErrors: l.passErrors.Load(),
 		Pending: l.pending.Load(), OldestPending: time.Duration(l.oldestPendingNanos.Load()), OwnedShards: owned,
 		MinutesPassed: l.minutesPassed.Load(), CursorLag: time.Duration(l.cursorLagNanos.Load()),
+		Undelivered: l.undelivered.Load(), OldestUndelivered: time.Duration(l.oldestUndeliveredNanos.Load()),
+		Parked: l.parked.Load(),
 	}
 }
 
@@ -287,6 +302,12 @@ type PassResult struct {
 	Retried      int
 	DeadLettered int
 	Dropped      int
+	// Undelivered and Parked count the PENDING requests whose order is
+	// recorded and whose event the broker did not acknowledge (Parked: past
+	// MaxAttempts); OldestUndelivered is the creation time of the oldest.
+	Undelivered       int
+	Parked            int
+	OldestUndelivered time.Time
 }
 
 // noteCursor keeps c if it is older than the oldest cursor noted so far.
@@ -308,6 +329,17 @@ func (r *PassResult) add(o PassResult) {
 	r.Retried += o.Retried
 	r.DeadLettered += o.DeadLettered
 	r.Dropped += o.Dropped
+	r.Undelivered += o.Undelivered
+	r.Parked += o.Parked
+	r.noteUndelivered(o.OldestUndelivered)
+}
+
+// noteUndelivered keeps created if it is older than the oldest undelivered
+// request noted so far.
+func (r *PassResult) noteUndelivered(created time.Time) {
+	if !created.IsZero() && (r.OldestUndelivered.IsZero() || created.Before(r.OldestUndelivered)) {
+		r.OldestUndelivered = created
+	}
 }
 
 // Pass runs once over every shard this instance owns.
@@ -348,6 +380,13 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 		lag = now.Sub(res.OldestCursor)
 	}
 	l.cursorLagNanos.Store(int64(lag))
+	l.undelivered.Store(int64(res.Undelivered))
+	l.parked.Store(int64(res.Parked))
+	undeliveredAge := time.Duration(0)
+	if !res.OldestUndelivered.IsZero() {
+		undeliveredAge = now.Sub(res.OldestUndelivered)
+	}
+	l.oldestUndeliveredNanos.Store(int64(undeliveredAge))
 	err := errors.Join(errs...)
 	if err != nil {
 		l.passErrors.Add(1)
@@ -497,7 +536,7 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 		res.Finished++
 		l.finished.Add(1)
 		l.log.Info("reconciled request", "request_id", rec.RequestID, "tenant", rec.Tenant, "age", now.Sub(rec.CreatedAt).String())
-		return true, l.removeIfNotClaims(ctx, e, rec)
+		return true, l.ledger.RemoveEntry(ctx, e)
 	case fault.KindOf(ferr) == fault.Conflict:
 		l.log.Info("withdrew a claim whose request id already has another order", "request_id", rec.RequestID)
 		return true, l.removeIfNotClaims(ctx, e, rec)
@@ -505,6 +544,12 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 		return true, l.drop(ctx, e, res)
 	case errors.Is(ferr, ledger.ErrUnfinishable):
 		return l.deadLetter(ctx, e, rec, ferr, res)
+	case fault.ReasonOf(ferr) == fault.ReasonDeliveryFailed:
+		res.Undelivered++
+		res.noteUndelivered(rec.CreatedAt)
+		if rec.Attempts+1 >= l.cfg.MaxAttempts {
+			res.Parked++
+		}
 	}
 	return l.retryLater(ctx, e, rec, ferr, now, res)
 }

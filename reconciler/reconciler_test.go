@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -1269,5 +1270,52 @@ func TestPassFinishesABucketConcurrentlyWithinTheBound(t *testing.T) {
 	for _, k := range keys {
 		wantFinished(t, h, k)
 		wantNoEntries(t, h, k)
+	}
+}
+
+// An order whose event the broker does not acknowledge is the outbox
+// backlog: its entry is kept and rescheduled (never removed, never
+// dead-lettered), counted as undelivered with its age, and as parked once
+// past MaxAttempts; its last_error says DELIVERY_FAILED. When the broker
+// takes it, the entry goes and the backlog is empty again.
+func TestUndeliveredEventIsBacklogThenParkedNeverDropped(t *testing.T) {
+	now := t0.Add(30 * time.Second)
+	h := newHarness(now)
+	h.fin.SetFail(-1)
+	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
+	const shard = 3
+	created := t0.Add(-10 * time.Minute)
+	rec, _ := h.addPending(t, shard, created)
+	cfg := Config{MaxAttempts: 3, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour}
+	l := h.loop(cfg)
+	for pass := 1; pass <= 4; pass++ {
+		res := mustPass(t, l, shard)
+		wantParked := 0
+		if pass >= cfg.MaxAttempts {
+			wantParked = 1
+		}
+		if res.Undelivered != 1 || res.Parked != wantParked || res.Retried != 1 || res.Dropped != 0 {
+			t.Fatalf("pass %d: PassResult = %+v, want 1 undelivered, %d parked, 1 retried", pass, res, wantParked)
+		}
+		st := l.Stats()
+		if st.Undelivered != 1 || st.Parked != int64(wantParked) || st.OldestUndelivered != h.clock.Now().Sub(created.UTC().Truncate(time.Millisecond)) {
+			t.Fatalf("pass %d: Stats = %+v; want 1 undelivered aged since %s, %d parked", pass, st, created, wantParked)
+		}
+		got := wantState(t, h, rec.Key, ledger.Pending)
+		if got.Attempts != pass || got.LastError != string(fault.ReasonDeliveryFailed) {
+			t.Fatalf("pass %d: attempts %d, last_error %q; want %d, DELIVERY_FAILED", pass, got.Attempts, got.LastError, pass)
+		}
+		h.clock.Set(nextDue(t, h.ledger, rec.Key).Add(time.Second))
+	}
+	h.fin.SetFail(0)
+	res := mustPass(t, l, shard)
+	if res.Finished != 1 || res.Undelivered != 0 {
+		t.Fatalf("PassResult after the broker came back = %+v, want 1 finished, 0 undelivered", res)
+	}
+	if st := l.Stats(); st.Undelivered != 0 || st.Parked != 0 || st.OldestUndelivered != 0 {
+		t.Errorf("Stats after delivery = %+v, want an empty backlog", st)
+	}
+	if n := len(h.ledger.Entries(rec.Key)); n != 0 {
+		t.Errorf("due entries after delivery = %d, want 0", n)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/atlasmart/orderd/internal/outbox"
 )
 
 // config is every setting of orderd. Flags take their defaults from ORDERD_*
@@ -39,6 +41,12 @@ type config struct {
 	reconcileMaxAttempts int
 	reconcileBackoff     time.Duration
 	reconcileBackoffMax  time.Duration
+
+	deliveryOn      bool
+	kafkaBrokersCSV string
+	kafkaTopic      string
+	kafkaPartitions int
+	publishTimeout  time.Duration
 
 	verifyAcks string
 
@@ -74,10 +82,17 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.DurationVar(&c.reconcileBackoff, "reconcile-backoff", c.envDuration("ORDERD_RECONCILE_BACKOFF", 5*time.Second), "first backoff between attempts of one request (doubles, with jitter)")
 		fs.DurationVar(&c.reconcileBackoffMax, "reconcile-backoff-max", c.envDuration("ORDERD_RECONCILE_BACKOFF_MAX", 5*time.Minute), "longest backoff between attempts")
 	}
+	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" {
+		fs.BoolVar(&c.deliveryOn, "delivery", c.envBool("ORDERD_DELIVERY", true), "publish every accepted order's event to Kafka (docs/outbox.md); false: no events")
+		fs.StringVar(&c.kafkaBrokersCSV, "kafka-brokers", env("ORDERD_KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka seed brokers (host:port)")
+		fs.StringVar(&c.kafkaTopic, "kafka-topic", env("ORDERD_KAFKA_TOPIC", outbox.DefaultTopic), "topic order events are published to")
+		fs.IntVar(&c.kafkaPartitions, "kafka-partitions", c.envInt("ORDERD_KAFKA_PARTITIONS", 12), "partitions of the events topic when orderd creates it (an existing topic is left as it is)")
+		fs.DurationVar(&c.publishTimeout, "publish-timeout", c.envDuration("ORDERD_PUBLISH_TIMEOUT", 10*time.Second), "how long one publication of an event waits for the broker's acknowledgement")
+	}
 	if cmd == "verify" {
 		fs.StringVar(&c.verifyAcks, "acks", "", "JSON lines of acknowledged outcomes (from orderload -acks) to check against the rows")
 	}
-	if cmd == "serve" || cmd == "reconcile" {
+	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" {
 		fs.StringVar(&c.metricsAddr, "metrics-addr", env("ORDERD_METRICS_ADDR", "127.0.0.1:9090"), "HTTP listen address of /metrics (Prometheus); empty disables")
 		_, c.metricsAddrExplicit = os.LookupEnv("ORDERD_METRICS_ADDR")
 		fs.BoolVar(&c.pprof, "pprof", c.envBool("ORDERD_PPROF", false), "serve Go profiles at /debug/pprof/ on the metrics listener")
@@ -94,9 +109,14 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	return fs
 }
 
-func (c *config) contactPoints() []string {
+func (c *config) contactPoints() []string { return splitList(c.contactPointsCSV) }
+
+func (c *config) kafkaBrokers() []string { return splitList(c.kafkaBrokersCSV) }
+
+// splitList is a comma-separated list's non-empty items, trimmed.
+func splitList(csv string) []string {
 	var out []string
-	for _, h := range strings.Split(c.contactPointsCSV, ",") {
+	for _, h := range strings.Split(csv, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			out = append(out, h)
 		}
@@ -171,6 +191,9 @@ func (c *config) validate() error {
 	case "", "off", "stdout", "otlp":
 	default:
 		return fmt.Errorf("tracing %q: use off, stdout or otlp", c.tracing)
+	}
+	if c.deliveryOn && len(c.kafkaBrokers()) == 0 {
+		return fmt.Errorf("delivery is on but no Kafka brokers are set: set ORDERD_KAFKA_BROKERS, or ORDERD_DELIVERY=false")
 	}
 	if len(c.contactPoints()) == 0 {
 		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")

@@ -1,7 +1,8 @@
 // Command orderd serves the retry-safe order API.
 //
 //	orderd serve                serve gRPC, with the reconciler (default)
-//	orderd reconcile            run only the reconciler
+//	orderd reconcile            run only the reconciler (which also delivers events)
+//	orderd deliver              the same: the reconciler is the delivery worker
 //	orderd migrate              create or update the keyspace's schema, then exit
 //	orderd requeue REQUEST_ID   give a FAILED request another round of attempts
 //	orderd verify [-acks FILE]  check the keyspace's invariants; non-zero exit on any violation
@@ -38,6 +39,7 @@ import (
 	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/metrics"
 	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
@@ -79,7 +81,7 @@ func run(args []string) error {
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log)
-	case "reconcile":
+	case "reconcile", "deliver":
 		return reconcile(ctx, cfg, log)
 	case "migrate":
 		return migrate(ctx, cfg, log)
@@ -88,7 +90,7 @@ func run(args []string) error {
 	case "verify":
 		return verify(ctx, cfg, log)
 	default:
-		return fmt.Errorf("unknown command %q: use serve, reconcile, migrate, requeue or verify", cmd)
+		return fmt.Errorf("unknown command %q: use serve, reconcile, deliver, migrate, requeue or verify", cmd)
 	}
 }
 
@@ -99,13 +101,19 @@ type app struct {
 	ledger      *ledger.CassandraStore
 	projections *projection.Store
 	workflow    *workflow.Service
+	publisher   *outbox.Kafka    // nil when delivery is off
 	metrics     *metrics.Metrics // nil when not exported
 }
 
-// close waits for the workflow's background writes, then closes the
-// session they use.
+// close waits for the workflow's background deliveries and writes, then
+// closes the producer and the session they use.
 func (a *app) close() {
 	a.workflow.Wait()
+	if a.publisher != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		a.publisher.Close(ctx)
+		cancel()
+	}
 	a.session.Close()
 }
 
@@ -157,8 +165,37 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	if m != nil {
 		wcfg.Observer = m
 	}
+	var publisher *outbox.Kafka
+	if cfg.deliveryOn {
+		if publisher, err = newPublisher(ctx, cfg, m, log); err != nil {
+			session.Close()
+			return nil, err
+		}
+		wcfg.Publisher, wcfg.PublishTimeout = publisher, cfg.publishTimeout
+	}
 	wf := workflow.New(wcfg, store, projections, failpoints, log)
-	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, metrics: m}, nil
+	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, publisher: publisher, metrics: m}, nil
+}
+
+// newPublisher is the Kafka producer of order events. The topic is created
+// if missing; a broker that does not answer yet is no reason not to serve
+// (orders are accepted, their events wait in the due queue), so that is
+// only a warning.
+func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, log *slog.Logger) (*outbox.Kafka, error) {
+	kcfg := outbox.KafkaConfig{Brokers: cfg.kafkaBrokers(), Topic: cfg.kafkaTopic, Partitions: int32(cfg.kafkaPartitions)}
+	if m != nil {
+		kcfg.Observer = m
+	}
+	p, err := outbox.NewKafka(kcfg, log)
+	if err != nil {
+		return nil, err
+	}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.EnsureTopic(tctx); err != nil {
+		log.Warn("Kafka not reachable yet; events wait in the due queue until it is", "brokers", cfg.kafkaBrokersCSV, "error", err)
+	}
+	return p, nil
 }
 
 // statementSession is the session the stores run their statements through:
@@ -179,7 +216,7 @@ func statementSession(driver cassandra.Session, faults string, log *slog.Logger)
 // reconciler returns the process's reconciler loop, its stats exported.
 func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error) {
 	finish := func(ctx context.Context, rec ledger.Record) error {
-		_, err := a.workflow.Finish(ctx, rec)
+		_, err := a.workflow.Settle(ctx, rec)
 		return err
 	}
 	loop := reconciler.New(reconciler.Config{

@@ -24,6 +24,12 @@ const (
 	// BeforeRelease: the order is recorded (every projection written),
 	// its due entry not yet released.
 	BeforeRelease = "before-release"
+	// BeforePublish: the order is recorded and answered, its event not yet
+	// sent to the broker (the background delivery, or the reconciler's).
+	BeforePublish = "before-publish"
+	// AfterPublish: the broker acknowledged the event; its due entry is
+	// not yet released.
+	AfterPublish = "after-publish"
 	// ProjectionPrefix + table name, evaluated before that table's write.
 	ProjectionPrefix = "projection."
 	// AfterProjectionPrefix + table name, evaluated after that table's write.

@@ -73,7 +73,11 @@ const (
 	ReasonClusterUnavailable Reason = "CLUSTER_UNAVAILABLE"
 	ReasonOutcomeUnknown     Reason = "OUTCOME_UNKNOWN"
 	ReasonCommandUnreadable  Reason = "COMMAND_UNREADABLE"
-	ReasonInternal           Reason = "INTERNAL"
+	// ReasonDeliveryFailed: the order is recorded, its event not yet
+	// acknowledged by the event broker (a request's last_error only; never
+	// a CreateOrder answer).
+	ReasonDeliveryFailed Reason = "DELIVERY_FAILED"
+	ReasonInternal       Reason = "INTERNAL"
 )
 
 // reasons is the one table of what each reason means to a caller.
@@ -90,6 +94,7 @@ var reasons = map[Reason]struct {
 	ReasonClusterUnavailable: {kind: Unavailable, retryAfter: time.Second},
 	ReasonOutcomeUnknown:     {kind: OutcomeUnknown, retryAfter: time.Second},
 	ReasonCommandUnreadable:  {kind: Internal},
+	ReasonDeliveryFailed:     {kind: Unavailable, retryAfter: time.Second},
 	ReasonInternal:           {kind: Internal},
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/orderpb"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
@@ -94,7 +95,7 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 	}
 	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "outcome", string(res.Outcome),
 		"order_id", res.Order.ID, "replayed", res.Replayed)
-	return &ordersv1.CreateOrderResponse{Order: toProto(res.Order), Replayed: res.Replayed}, nil
+	return &ordersv1.CreateOrderResponse{Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
 }
 
 // GetRequest implements ordersv1.OrderServiceServer.
@@ -142,7 +143,7 @@ func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*
 	if err != nil {
 		return nil, s.Status(ctx, "GetOrder", err, slog.String("order_id", id.String()))
 	}
-	return &ordersv1.GetOrderResponse{Order: toProto(o)}, nil
+	return &ordersv1.GetOrderResponse{Order: orderpb.Order(o)}, nil
 }
 
 // ListCustomerOrders implements ordersv1.OrderServiceServer.
@@ -183,7 +184,7 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 	}
 	out := &ordersv1.ListCustomerOrdersResponse{NextPageToken: s.tokens.seal(l, page.NextState)}
 	for _, o := range page.Orders {
-		out.Orders = append(out.Orders, toProto(o))
+		out.Orders = append(out.Orders, orderpb.Order(o))
 	}
 	return out, nil
 }
@@ -221,26 +222,6 @@ func parseUUID(field, s string) (uuid.UUID, []fault.Violation) {
 		return uuid.Nil, []fault.Violation{{Field: field, Description: "must be a UUID in its 36-character form"}}
 	}
 	return id, nil
-}
-
-func toProto(o order.Order) *ordersv1.Order {
-	out := &ordersv1.Order{
-		OrderId:    o.ID.String(),
-		CustomerId: o.CustomerID,
-		OrderMonth: o.Month,
-		Status:     ordersv1.OrderStatus_ORDER_STATUS_UNSPECIFIED,
-		Total:      o.Total,
-		Currency:   o.Currency,
-		RequestId:  o.RequestID.String(),
-		CreatedAt:  timestamppb.New(o.CreatedAt),
-	}
-	if o.Status == order.StatusCreated {
-		out.Status = ordersv1.OrderStatus_ORDER_STATUS_CREATED
-	}
-	for _, l := range o.Lines {
-		out.Lines = append(out.Lines, &ordersv1.OrderLine{Sku: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice})
-	}
-	return out
 }
 
 func toState(s ledger.State) ordersv1.RequestState {

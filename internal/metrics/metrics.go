@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
 )
@@ -25,6 +26,9 @@ var (
 	cqlBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2, 5, 10}
 	// retryAgeBuckets span 10 ms to the default retention (7 days), with a
 	// bound at half of it (3.5 days) for the alert in docs/operations.md.
+	// publishBuckets span a broker acknowledgement (~2 ms with the linger)
+	// to the publish timeout (10 s).
+	publishBuckets  = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 	retryAgeBuckets = []float64{
 		.01, .05, .1, .5, 1, 5, 15, 60, 5 * 60, 15 * 60, 3600, 6 * 3600, 24 * 3600,
 		2 * 24 * 3600, 3.5 * 24 * 3600, 5 * 24 * 3600, 7 * 24 * 3600,
@@ -42,9 +46,14 @@ type Metrics struct {
 	cqlDuration     *prometheus.HistogramVec
 	retryAge        prometheus.Histogram
 	replayCacheHits prometheus.Counter
+	deliveries      *prometheus.CounterVec
+	publishDuration prometheus.Histogram
 }
 
-var _ workflow.Observer = (*Metrics)(nil)
+var (
+	_ workflow.Observer = (*Metrics)(nil)
+	_ outbox.Observer   = (*Metrics)(nil)
+)
 
 // New defines orderd's metrics and registers them, with the Go runtime and
 // process collectors, on reg.
@@ -82,11 +91,21 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "replay_cache_hits_total",
 			Help: "Duplicate CreateOrder attempts answered from the in-process cache of recorded outcomes, without a ledger read (they also count as replayed in create_outcomes_total).",
 		}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "outbox", Name: "deliveries_total",
+			Help: "Order events published to Kafka, by result: acked (the broker acknowledged it; its due entry is then released) or failed (not acknowledged: the reconciler publishes it again).",
+		}, []string{"result"}),
+		publishDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "outbox", Name: "publish_duration_seconds",
+			Help:    "Time from handing an order event to the Kafka producer to the broker's acknowledgement (or the failure).",
+			Buckets: publishBuckets,
+		}),
 	}
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
+		m.deliveries, m.publishDuration,
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -97,6 +116,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	// increase is visible from the first event.
 	for _, o := range workflow.Outcomes() {
 		m.createOutcomes.WithLabelValues(string(o))
+	}
+	for _, r := range []outbox.Result{outbox.ResultAcked, outbox.ResultFailed} {
+		m.deliveries.WithLabelValues(string(r))
 	}
 	for _, op := range []string{"claim"} {
 		for _, s := range []ledger.SettleOutcome{ledger.SettledApplied, ledger.SettledNotApplied, ledger.Unsettled} {
@@ -142,4 +164,13 @@ func (m *Metrics) UnknownOutcome(op string, settled ledger.SettleOutcome) {
 		return
 	}
 	m.unknownOutcomes.WithLabelValues(op, string(settled)).Inc()
+}
+
+// Published implements outbox.Observer.
+func (m *Metrics) Published(r outbox.Result, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.deliveries.WithLabelValues(string(r)).Inc()
+	m.publishDuration.Observe(took.Seconds())
 }

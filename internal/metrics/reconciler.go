@@ -23,6 +23,10 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "reconciler", Name: name, Help: help},
 			func() float64 { return f(stats()) })
 	}
+	outboxGauge := func(name, help string, f func(reconciler.Stats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "outbox", Name: name, Help: help},
+			func() float64 { return f(stats()) })
+	}
 	cs := []prometheus.Collector{
 		gauge("pending_requests", "PENDING requests this instance found due in its last pass.",
 			func(s reconciler.Stats) float64 { return float64(s.Pending) }),
@@ -44,6 +48,12 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 			func(s reconciler.Stats) int64 { return s.MinutesPassed }),
 		gauge("cursor_lag_seconds", "How far behind now the oldest due-queue cursor of this instance's shards was after its last pass: normally the margin plus a minute or two; growing, a minute holds an entry that cannot be settled.",
 			func(s reconciler.Stats) float64 { return s.CursorLag.Seconds() }),
+		outboxGauge("backlog", "Orders found due in the reconciler's last pass whose event the broker has not acknowledged (orders younger than the reconcile grace are not counted yet).",
+			func(s reconciler.Stats) float64 { return float64(s.Undelivered) }),
+		outboxGauge("oldest_undelivered_age_seconds", "Age of the oldest order in the backlog (0 if none).",
+			func(s reconciler.Stats) float64 { return s.OldestUndelivered.Seconds() }),
+		outboxGauge("parked", "Orders in the backlog past the reconciler's maximum attempts: retried every backoff maximum until the broker takes them; `orderd requeue` retries one now.",
+			func(s reconciler.Stats) float64 { return float64(s.Parked) }),
 		counter("passes_total", "Reconciler passes run.",
 			func(s reconciler.Stats) int64 { return s.Passes }),
 		counter("pass_errors_total", "Reconciler passes that ended with an error.",

@@ -35,6 +35,14 @@ type Projector interface {
 	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
 }
 
+// Publisher publishes an order's ORDER_CREATED event (internal/outbox).
+// Publish returns nil only once the broker acknowledged the record; any
+// error leaves the event's delivery to a later attempt, which publishes the
+// same event id again.
+type Publisher interface {
+	Publish(ctx context.Context, o order.Order) error
+}
+
 // Config tunes the workflow. Zero fields take defaults.
 type Config struct {
 	// Tenant scopes every request id and order; default "default".
@@ -56,6 +64,13 @@ type Config struct {
 	// outcomes that answers duplicates without a ledger read; default
 	// 10,000 (a few MB); negative disables it.
 	ReplayCacheSize int
+	// Publisher, if set, delivers every recorded order's event: a request's
+	// due entry is released only after its event was acknowledged
+	// (docs/outbox.md). Nil: no events; the entry goes once the order is
+	// recorded.
+	Publisher Publisher
+	// PublishTimeout bounds one publication of an event; default 10 s.
+	PublishTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -76,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplayCacheSize == 0 {
 		c.ReplayCacheSize = 10_000
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = 10 * time.Second
 	}
 	return c
 }
@@ -150,7 +168,7 @@ type Service struct {
 	replays    replayCache
 	log        *slog.Logger
 	now        func() time.Time
-	releases   sync.WaitGroup // due-entry releases under way (releaseLater)
+	settling   sync.WaitGroup // deliveries and due-entry releases under way (settleLater, releaseLater)
 }
 
 // New returns a Service. failpoints may be nil.
@@ -270,12 +288,13 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		// as FAILED never contradicts a row (model/README.md, finding 2).
 		o, err := ownOrder(cur)
 		if err == nil {
-			o, err = s.project(ctx, cur, o)
+			o, err = s.project(ctx, o)
 		}
 		s.note(ctx, cur, err)
 		if err != nil {
 			return Result{}, err
 		}
+		s.settleLater(cur, o)
 		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
 	if cur.Fingerprint != claim.Fingerprint {
@@ -340,6 +359,7 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Co
 			if err != nil {
 				return Result{}, err
 			}
+			s.settleLater(cur, o)
 			return Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}, nil
 		}
 		if s.now().Add(pause).After(waitUntil) {
@@ -367,8 +387,9 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Co
 
 // Finish does the work of a claimed request from its ledger row alone and
 // returns its recorded outcome, the order. It is safe to run any number of
-// times, concurrently, by anyone. It does not note failures on the ledger:
-// its caller does.
+// times, concurrently, by anyone. It does not note failures on the ledger,
+// publish the order's event or release the request's due entry: its
+// caller does (settleLater, Settle).
 //
 // It first reads the order row. If there is one, an earlier attempt
 // recorded the outcome (or the claim that wrote it has expired since): that
@@ -395,11 +416,11 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 		if o, err = ownOrder(rec); err != nil {
 			return order.Order{}, err
 		}
-		return s.project(ctx, rec, o)
+		return s.project(ctx, o)
 	case err != nil:
 		return order.Order{}, err
 	case isOwnOrder(rec, o):
-		return s.project(ctx, rec, o) // rewritten as it was: every row, idempotently
+		return s.project(ctx, o) // rewritten as it was: every row, idempotently
 	}
 	return order.Order{}, s.withdraw(ctx, rec)
 }
@@ -427,41 +448,89 @@ func isOwnOrder(rec ledger.Record, o order.Order) bool {
 	return o.CreatedAt.Equal(rec.CreatedAt)
 }
 
-// project writes o's rows, orders_by_id last (the recorded outcome), then
-// releases rec's due entry in the background (releaseLater).
-func (s *Service) project(ctx context.Context, rec ledger.Record, o order.Order) (order.Order, error) {
+// project writes o's rows, orders_by_id last (the recorded outcome).
+func (s *Service) project(ctx context.Context, o order.Order) (order.Order, error) {
 	if err := s.projector.Write(ctx, o); err != nil {
 		return order.Order{}, err
 	}
 	if err := s.failpoints.Eval(failpoint.BeforeRelease); err != nil {
 		return order.Order{}, err
 	}
-	s.releaseLater(rec)
 	return o, nil
+}
+
+// Settle finishes rec's request (Finish) and delivers its order's event,
+// waiting for the broker's acknowledgement: what the reconciler runs for a
+// due entry, which it removes once Settle returned nil. A delivery that
+// failed is an error with reason DELIVERY_FAILED (kind Unavailable): the
+// order is recorded, the entry must stay.
+func (s *Service) Settle(ctx context.Context, rec ledger.Record) (order.Order, error) {
+	o, err := s.Finish(ctx, rec)
+	if err != nil {
+		return order.Order{}, err
+	}
+	if err := s.publish(ctx, o); err != nil {
+		return order.Order{}, err
+	}
+	return o, nil
+}
+
+// publish delivers o's event (if a Publisher is configured), bounded by
+// PublishTimeout.
+func (s *Service) publish(ctx context.Context, o order.Order) error {
+	if s.cfg.Publisher == nil {
+		return nil
+	}
+	if err := s.failpoints.Eval(failpoint.BeforePublish); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
+	defer cancel()
+	if err := s.cfg.Publisher.Publish(ctx, o); err != nil {
+		return fault.New(fault.ReasonDeliveryFailed, err)
+	}
+	return s.failpoints.Eval(failpoint.AfterPublish)
 }
 
 // releaseTimeout bounds one background release.
 const releaseTimeout = 5 * time.Second
 
-// releaseLater removes rec's due entry without making the caller wait: the
-// request is done once its order is recorded, so its client need not wait
-// for a bookkeeping write (one round trip less per new order). Best effort:
-// an entry left behind (a crash first, a failed write) costs the reconciler
-// one look when it falls due, and it finds the order recorded.
-func (s *Service) releaseLater(rec ledger.Record) {
-	s.releases.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		if err := s.ledger.Release(ctx, rec); err != nil {
-			s.log.Warn("could not release a finished request's due entry; the reconciler will", "request_id", rec.RequestID, "error", err)
+// settleLater delivers o's event and then releases rec's due entry,
+// without making the client wait: the request is done once its order is
+// recorded. Only an acknowledged event lets the entry go; anything else (a
+// crash, the broker down, a timeout) leaves it, and the reconciler
+// publishes again when it falls due (docs/outbox.md).
+func (s *Service) settleLater(rec ledger.Record, o order.Order) {
+	s.settling.Go(func() {
+		if err := s.publish(context.Background(), o); err != nil {
+			s.log.Warn("order event not delivered yet; the reconciler will publish it", "request_id", rec.RequestID,
+				"order_id", o.ID, "error", err)
+			return
 		}
+		s.release(rec)
 	})
 }
 
-// Wait blocks until every background release has ended (each is bounded by
-// a timeout). Call it on shutdown, after the last request, before the
-// session closes.
-func (s *Service) Wait() { s.releases.Wait() }
+// releaseLater removes rec's due entry in the background: for an attempt
+// whose claim was never sent (its order was recorded by another). Best
+// effort: an entry left behind costs the reconciler one look when it falls
+// due.
+func (s *Service) releaseLater(rec ledger.Record) {
+	s.settling.Go(func() { s.release(rec) })
+}
+
+func (s *Service) release(rec ledger.Record) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := s.ledger.Release(ctx, rec); err != nil {
+		s.log.Warn("could not release a settled request's due entry; the reconciler will", "request_id", rec.RequestID, "error", err)
+	}
+}
+
+// Wait blocks until every background delivery and release has ended (each
+// is bounded by a timeout). Call it on shutdown, after the last request,
+// before the session closes.
+func (s *Service) Wait() { s.settling.Wait() }
 
 // withdraw removes a claim whose command differs from the order its request
 // id already has, and answers REQUEST_ID_REUSED.

@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/outbox"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// publishedEvents reads this run's topic from its start until every event
+// id in want was seen at least once (then a little longer, to count
+// copies), and returns how many records each event id has. Every record is
+// checked to be a well-formed ORDER_CREATED event keyed by its order id.
+func publishedEvents(t *testing.T, want []string, within time.Duration) map[string]int {
+	t.Helper()
+	c := newKafkaClient(t, broker.Addr(), kgo.ConsumeTopics(eventsTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	counts := map[string]int{}
+	missing := func() []string {
+		var out []string
+		for _, id := range want {
+			if counts[id] == 0 {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(within)
+	var settleUntil time.Time // once all are seen: read on briefly for copies
+	for {
+		now := time.Now()
+		if len(missing()) == 0 && settleUntil.IsZero() {
+			settleUntil = now.Add(time.Second)
+		}
+		if !settleUntil.IsZero() && now.After(settleUntil) {
+			return counts
+		}
+		if now.After(deadline) {
+			t.Fatalf("events of %d of %d orders not published within %s (e.g. %v)", len(missing()), len(want), within, missing()[:min(3, len(missing()))])
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fetches := c.PollFetches(ctx)
+		cancel()
+		fetches.EachRecord(func(r *kgo.Record) {
+			ev, err := outbox.Decode(r)
+			if err != nil {
+				t.Fatalf("record %s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
+			}
+			if string(r.Key) != ev.GetOrder().GetOrderId() || outbox.Header(r, outbox.HeaderEventID) != ev.GetEventId() ||
+				ev.GetType() != ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED || ev.GetEventId() != ev.GetRequestId() {
+				t.Fatalf("record %s/%d@%d is not a well-formed ORDER_CREATED event: key %q, headers %v, event %v",
+					r.Topic, r.Partition, r.Offset, r.Key, r.Headers, ev)
+			}
+			counts[ev.GetEventId()]++
+		})
+	}
+}
+
+// Every accepted order's event is published once on the happy path: the
+// first attempt publishes it after answering; duplicates, answered from the
+// recorded outcome, publish nothing. The acknowledgement is counted.
+func TestAcceptedOrdersArePublishedOnceEach(t *testing.T) {
+	p := server(t)
+	ackedBefore := scrape(t, p, `orderd_outbox_deliveries_total{result="acked"}`)
+	var ids []string
+	for i := range 20 {
+		req := newRequest(fmt.Sprintf("%d.50", 10+i))
+		for range 2 { // the client retries each once
+			if _, _, err := create(t, p.client, req); err != nil {
+				t.Fatalf("CreateOrder: %v", err)
+			}
+		}
+		ids = append(ids, req.RequestId)
+	}
+	counts := publishedEvents(t, ids, 30*time.Second)
+	for _, id := range ids {
+		if counts[id] != 1 {
+			t.Errorf("event %s published %d times, want once", id, counts[id])
+		}
+	}
+	if acked := scrape(t, p, `orderd_outbox_deliveries_total{result="acked"}`) - ackedBefore; acked < float64(len(ids)) {
+		t.Errorf("deliveries acked = %v, want at least %d", acked, len(ids))
+	}
+}
+
+// Design doc 003's worker cases: the process dies before it sent the event
+// (after the client's order was recorded), or after the broker acknowledged
+// it but before the delivery was recorded (the due entry released). Either
+// way a fresh orderd's reconciler publishes it: at least once, every copy
+// with the same event id.
+func TestDeliveryWorkerKilledBeforeSendingOrAfterTheAck(t *testing.T) {
+	cases := []struct {
+		point   string
+		atLeast int // records of the event once healed
+	}{
+		{failpoint.BeforePublish, 1},
+		{failpoint.AfterPublish, 2}, // the crashed process's and the reconciler's
+	}
+	for _, c := range cases {
+		t.Run(c.point, func(t *testing.T) {
+			crashing := startOrderd(t, withoutReconciler("ORDERD_FAILPOINTS="+c.point+"=exit")...)
+			req := newRequest("63.00")
+			// The failpoint fires in the background delivery, after the
+			// answer: the client may or may not see it before the exit.
+			_, _, err := create(t, crashing.client, req)
+			if code := crashing.waitExit(t, 20*time.Second); code != failpoint.ExitCode {
+				t.Fatalf("orderd exit code %d, want %d (the failpoint's); CreateOrder said %v", code, failpoint.ExitCode, err)
+			}
+			r := readRows(t, req.RequestId, "", "", "")
+			if r.ledger == nil {
+				t.Fatal("no ledger row after the crash")
+			}
+			if n := dueEntries(t, req.RequestId); n != 1 {
+				t.Fatalf("due entries after the crash = %d, want 1 (the delivery obligation)", n)
+			}
+
+			healer := startOrderd(t, fastReconciler...)
+			// The entry goes only once the healer's publication was acknowledged.
+			waitNoDueEntries(t, req.RequestId, 30*time.Second)
+			counts := publishedEvents(t, []string{req.RequestId}, 30*time.Second)
+			if counts[req.RequestId] < c.atLeast {
+				t.Errorf("event published %d times, want at least %d", counts[req.RequestId], c.atLeast)
+			}
+			t.Logf("event published %d times", counts[req.RequestId])
+			wr := waitRequestState(t, healer.client, req.RequestId, ordersv1.RequestState_REQUEST_STATE_COMPLETE, 10*time.Second)
+			if wr.OrderId == "" {
+				t.Errorf("GetRequest = %v, want the order", wr)
+			}
+		})
+	}
+}
+
+// The broker down for a while: orders are still accepted (the event is not
+// on the client's path); their events wait in the due queue, the backlog
+// and parked gauges rise, GetRequest shows DELIVERY_FAILED; once the broker
+// is back every event is published, the backlog falls to zero and every
+// due entry is gone. Nothing is lost.
+func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
+	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_PUBLISH_TIMEOUT=1s", "ORDERD_RECONCILE_MAX_ATTEMPTS=2")...)
+	ctx := context.Background()
+	if err := broker.Kill(ctx); err != nil {
+		t.Fatalf("kill the broker: %v", err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = broker.Start(context.Background())
+		}
+	})
+
+	var ids []string
+	for i := range 10 {
+		req := newRequest(fmt.Sprintf("%d.25", 70+i))
+		if _, _, err := create(t, p.client, req); err != nil {
+			t.Fatalf("CreateOrder with the broker down: %v (delivery must not be on the client's path)", err)
+		}
+		ids = append(ids, req.RequestId)
+	}
+	var peakBacklog, peakParked float64
+	if _, err := eventually(60*time.Second, func() error {
+		peakBacklog = max(peakBacklog, scrape(t, p, "orderd_outbox_backlog"))
+		peakParked = max(peakParked, scrape(t, p, "orderd_outbox_parked"))
+		if peakBacklog < float64(len(ids)) || peakParked < 1 {
+			return fmt.Errorf("backlog %v, parked %v", peakBacklog, peakParked)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("with the broker down the backlog did not rise to %d with parked items: %v", len(ids), err)
+	}
+	age := scrape(t, p, "orderd_outbox_oldest_undelivered_age_seconds")
+	resp, err := p.client.GetRequest(callCtx(t), &ordersv1.GetRequestRequest{RequestId: ids[0]})
+	if err != nil || resp.GetRequest().GetLastError() != string(fault.ReasonDeliveryFailed) || resp.GetRequest().GetAttempts() < 1 {
+		t.Errorf("GetRequest of an undelivered order = %v, %v; want last_error DELIVERY_FAILED with its attempts", resp, err)
+	}
+	t.Logf("broker down: backlog %v, parked %v, oldest %.1fs", peakBacklog, peakParked, age)
+	for _, id := range ids {
+		if n := dueEntries(t, id); n < 1 {
+			t.Errorf("request %s: %d due entries while its event is undelivered, want at least 1", id, n)
+		}
+	}
+
+	if err := broker.Start(ctx); err != nil {
+		t.Fatalf("start the broker again: %v", err)
+	}
+	restarted = true
+	counts := publishedEvents(t, ids, 90*time.Second)
+	for _, id := range ids {
+		if counts[id] < 1 {
+			t.Errorf("event %s not published", id)
+		}
+	}
+	if _, err := eventually(60*time.Second, func() error {
+		if b := scrape(t, p, "orderd_outbox_backlog"); b != 0 {
+			return fmt.Errorf("backlog %v", b)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("backlog did not fall to 0 after the broker returned: %v", err)
+	}
+	for _, id := range ids {
+		waitNoDueEntries(t, id, 30*time.Second)
+	}
+}
+
+// dueEntries counts the live due-queue entries of a request (any claim,
+// any minute; a settled entry is marked done, not deleted).
+func dueEntries(t *testing.T, requestID string) int {
+	t.Helper()
+	s := freshSession(t)
+	it := s.Query(`SELECT done FROM due_requests WHERE request_id = ? ALLOW FILTERING`, requestID).IterContext(callCtx(t))
+	var done *bool
+	n := 0
+	for it.Scan(&done) {
+		if done == nil || !*done {
+			n++
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatalf("read due entries of %s: %v", requestID, err)
+	}
+	return n
+}
+
+func waitNoDueEntries(t *testing.T, requestID string, within time.Duration) {
+	t.Helper()
+	if _, err := eventually(within, func() error {
+		if n := dueEntries(t, requestID); n != 0 {
+			return fmt.Errorf("%d due entries", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("request %s: %v left after delivery, want none", requestID, err)
+	}
+}

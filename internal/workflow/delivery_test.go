@@ -1,0 +1,126 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/outbox"
+	"github.com/atlasmart/orderd/internal/outbox/outboxtest"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// deliveryFixture is a fixture whose service publishes to an in-memory
+// broker, with a short publish timeout.
+func deliveryFixture(t *testing.T) (*fixture, *outboxtest.Memory) {
+	t.Helper()
+	pub := outboxtest.NewMemory()
+	f := newFixture(t, Config{Publisher: pub, PublishTimeout: 50 * time.Millisecond, ReplayCacheSize: -1}, nil)
+	return f, pub
+}
+
+// A new order's event is published once, after the answer, and only its
+// acknowledgement releases the due entry.
+func TestNewOrderIsPublishedThenReleased(t *testing.T) {
+	f, pub := deliveryFixture(t)
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil || res.Outcome != OutcomeNew {
+		t.Fatalf("CreateOrder = %+v, %v", res, err)
+	}
+	f.svc.Wait()
+	recs := pub.Records()
+	if len(recs) != 1 || string(recs[0].Key) != res.Order.ID.String() ||
+		outbox.Header(recs[0], outbox.HeaderEventID) != res.Order.RequestID.String() {
+		t.Fatalf("published %d records (%v), want the order's one event", len(recs), recs)
+	}
+	if n := len(f.led.Entries(onlyRecord(t, f.led).Key)); n != 0 {
+		t.Errorf("due entries after the acknowledgement = %d, want 0", n)
+	}
+
+	// A replay answers from the recorded order: nothing published again.
+	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	if n := len(pub.Records()); n != 1 {
+		t.Errorf("records after a replay = %d, want still 1", n)
+	}
+}
+
+// The broker does not answer: the client still gets its order (delivery is
+// not on its path), the due entry stays for the reconciler, and Settle,
+// what the reconciler runs, fails with DELIVERY_FAILED until the broker is
+// back; then it publishes and leaves the entry to its caller.
+func TestUndeliveredEventKeepsTheEntryAndSettleDeliversIt(t *testing.T) {
+	f, pub := deliveryFixture(t)
+	pub.SetDown(true)
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil || res.Outcome != OutcomeNew {
+		t.Fatalf("CreateOrder with the broker down = %+v, %v; want the new order", res, err)
+	}
+	f.svc.Wait()
+	rec := onlyRecord(t, f.led)
+	if n := len(f.led.Entries(rec.Key)); n != 1 {
+		t.Fatalf("due entries with the event undelivered = %d, want 1 (the delivery obligation)", n)
+	}
+
+	_, err = f.svc.Settle(context.Background(), rec)
+	fe := wantFault(t, err, fault.Unavailable)
+	if fe.Reason != fault.ReasonDeliveryFailed || !errors.Is(err, outboxtest.ErrBrokerDown) {
+		t.Errorf("Settle with the broker down = %v (reason %s), want DELIVERY_FAILED caused by the broker", err, fe.Reason)
+	}
+	if n := len(pub.Records()); n != 0 {
+		t.Errorf("records acknowledged while down = %d", n)
+	}
+
+	pub.SetDown(false)
+	o, err := f.svc.Settle(context.Background(), rec)
+	if err != nil || o.ID != res.Order.ID {
+		t.Fatalf("Settle with the broker back = %+v, %v; want the order", o, err)
+	}
+	if recs := pub.Records(); len(recs) != 1 || string(recs[0].Key) != o.ID.String() {
+		t.Errorf("records after Settle = %v, want the order's event", recs)
+	}
+	f.svc.Wait()
+	if n := len(f.led.Entries(rec.Key)); n != 1 {
+		t.Errorf("due entries after Settle = %d, want 1 (its caller, the reconciler, removes it)", n)
+	}
+}
+
+// A duplicate that takes over an abandoned PENDING request publishes the
+// event and releases the entry, as the claiming attempt would have.
+func TestTakeoverDeliversTheEvent(t *testing.T) {
+	f, pub := deliveryFixture(t)
+	rec := recordFor(t, f.svc, baseInput(), claimTime.Add(-time.Minute), ledger.Pending)
+	if _, _, err := f.led.Claim(context.Background(), rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	if err != nil || res.Outcome != OutcomeTakeover {
+		t.Fatalf("CreateOrder = %+v, %v; want a takeover", res, err)
+	}
+	f.svc.Wait()
+	if recs := pub.Records(); len(recs) != 1 || string(recs[0].Key) != res.Order.ID.String() {
+		t.Fatalf("records = %v, want the order's event", recs)
+	}
+	if n := len(f.led.Entries(rec.Key)); n != 0 {
+		t.Errorf("due entries after the takeover's delivery = %d, want 0", n)
+	}
+}
+
+// Without a publisher the entry goes as soon as the order is recorded.
+func TestWithoutPublisherTheEntryGoesOnceRecorded(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	if n := len(f.led.Entries(onlyRecord(t, f.led).Key)); n != 0 {
+		t.Errorf("due entries = %d, want 0", n)
+	}
+	if _, err := f.svc.Settle(context.Background(), onlyRecord(t, f.led)); err != nil {
+		t.Errorf("Settle without a publisher = %v", err)
+	}
+}
