@@ -1,10 +1,12 @@
 # orderd — retry-safe order creation on Apache Cassandra.
 #
 #   make run    fetch what is needed, start the local three-node cluster if
-#               none is reachable, migrate, serve on 127.0.0.1:8080
+#               none is reachable and the local Kafka broker, migrate, serve
+#               on 127.0.0.1:8080 (order events to 127.0.0.1:19092)
 #   make test   unit tests, the model check of the write protocol (SPIN),
-#               then e2e tests against a real three-node cluster (started
-#               for the run and stopped after it, unless one was already up)
+#               then e2e tests against a real three-node cluster and a real
+#               Kafka broker (started for the run and stopped after it,
+#               unless already up)
 #
 # See README.md. Settings: ORDERD_* (orderd), CASSANDRA_* (deploy/local).
 
@@ -48,9 +50,14 @@ cluster-wipe: build
 	$(CLUSTER) wipe
 
 # The local single-node Kafka broker (KRaft, 127.0.0.1:19092; deploy/local).
-# The e2e tests start it themselves when it is not running.
+# The e2e tests start it themselves when it is not running. Skipped when
+# ORDERD_KAFKA_BROKERS names other brokers, or delivery is off.
 kafka-up: build
-	$(KAFKA) up
+	@if [ -n "$${ORDERD_KAFKA_BROKERS:-}" ]; then \
+		echo "using the Kafka brokers at ORDERD_KAFKA_BROKERS=$$ORDERD_KAFKA_BROKERS"; \
+	elif [ "$${ORDERD_DELIVERY:-true}" = false ]; then \
+		echo "ORDERD_DELIVERY=false: no Kafka broker needed"; \
+	else $(KAFKA) up; fi
 
 kafka-down: build
 	$(KAFKA) down
@@ -61,7 +68,7 @@ kafka-status: build
 migrate: cluster-up
 	$(ORDERD) migrate
 
-run: migrate
+run: migrate kafka-up
 	$(ORDERD) serve
 
 test: test-unit model-check test-e2e
@@ -109,13 +116,14 @@ bench-reconciler:
 # Benchmarks (issues 6 and 10): orderd against statement plans issued
 # directly (today's two-LWT plan, the planned one-LWT plan, the projections
 # alone, naive) at concurrency 1 to 64, a replay storm on one request id, the
-# replay path, a mixed load, and the claim LWT with paxos v1 against v2 (the
-# local cluster is restarted between them). Writes docs/benchmarks.md and
+# replay path, a mixed load, event delivery on against off (with the latency
+# from the answer to a consumer's receipt), and the claim LWT with paxos v1
+# against v2 (the local cluster is restarted between them). Writes docs/benchmarks.md and
 # docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
 BENCH_REQUESTS ?= 2000
-bench: build
+bench: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,lwt -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,lwt -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
 	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up

@@ -181,6 +181,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 		fmt.Fprintf(b, "\nThroughput %.1f calls/s; orderd CPU %.3f s and cluster CPU %.3f s per 1,000 calls (orderd/cluster CPU %s).\n",
 			mix[0].Throughput, mix[0].OrderdCPUPer1k, mix[0].ClusterCPUPer1k, ratio(mix[0].OrderdCPUPer1k, mix[0].ClusterCPUPer1k))
 	}
+	writeOutbox(b, all(runs, func(r Result) bool { return r.Phase == "outbox" }))
 	lwt := all(runs, func(r Result) bool { return r.Phase == "lwt" })
 	if len(lwt) > 0 {
 		fmt.Fprintf(b, "\n## Claim LWT latency: paxos_variant v1 against v2\n\nThe cluster was restarted with `CASSANDRA_PAXOS_VARIANT` between the phases.\n\n")
@@ -243,5 +244,33 @@ func writeTombstones(b *strings.Builder, runs []Run) {
 		for _, w := range r.TombstoneWarnings {
 			fmt.Fprintf(b, "  - `%s`\n", w)
 		}
+	}
+}
+
+// writeOutbox reports what delivering events to Kafka costs (issue 11).
+func writeOutbox(b *strings.Builder, rs []Result) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Event delivery: the outbox on and off\n\n")
+	fmt.Fprintf(b, "*orderd* publishes every new order's ORDER_CREATED event to the local Kafka broker (acks=all, idempotent producer) after answering, and releases the order's due entry on the broker's acknowledgement; *no-outbox* is a second orderd on the same keyspace with `ORDERD_DELIVERY=false`. They take turns in rounds at each concurrency.\n\n")
+	fmt.Fprintf(b, "| concurrency | driver | req/s | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		if r.Driver != "delivery" {
+			fmt.Fprintf(b, "| %d | %s | %.1f | %.2f | %.2f | %.2f |\n", r.Concurrency, r.Driver, r.Throughput, r.P50ms, r.P95ms, r.P99ms)
+		}
+	}
+	fmt.Fprintf(b, "\n")
+	for _, c := range concurrencies(rs) {
+		on, ok1 := find(rs, "orderd", c)
+		off, ok2 := find(rs, "no-outbox", c)
+		if ok1 && ok2 && c > 0 {
+			fmt.Fprintf(b, "- concurrency %d: throughput with the outbox / without = %s; p50 with / without = %s\n", c,
+				ratio(on.Throughput, off.Throughput), ratio(on.P50ms, off.P50ms))
+		}
+	}
+	if d, ok := find(rs, "delivery", 0); ok {
+		fmt.Fprintf(b, "\nDelivery latency, from the client's answer (the order is COMPLETE) to a consumer of the topic receiving its event, over the %d orders the *orderd* driver created (%d never arrived): p50 %.2f ms, p95 %.2f ms, p99 %.2f ms.\n",
+			d.Requests, d.Errors, d.P50ms, d.P95ms, d.P99ms)
 	}
 }

@@ -71,7 +71,7 @@ type Run struct {
 }
 
 type runFlags struct {
-	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs string
+	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka string
 	requests                                                             int
 	soak                                                                 time.Duration
 }
@@ -81,12 +81,13 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("orderbench run", flag.ContinueOnError)
 	fs.StringVar(&f.orderd, "orderd", "bin/orderd", "orderd binary to start")
 	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
-	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, lwt, soak")
+	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, lwt, soak")
 	fs.StringVar(&f.concurrency, "concurrency", "1,8,16,32,64", "concurrency levels of the compare phase")
 	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1); the storm's replays and new requests")
 	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
 	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
+	fs.StringVar(&f.kafka, "kafka", "127.0.0.1:19092", "Kafka broker orderd publishes order events to (make kafka-up)")
 	fs.StringVar(&f.nodeLogs, "node-logs", ".cluster/node*/logs/system.log", "Cassandra node logs to check for tombstone warnings (glob)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -105,8 +106,11 @@ func runCmd(args []string) error {
 	// The reconciler runs in orderd as it would in production, with the
 	// default grace: it reads every entry the run writes once it falls due
 	// (issue 10: its reads must meet no tombstones at the benchmark's rate).
+	// orderd publishes every order's event, as by default, to a topic of
+	// the run's own.
+	topic := keyspace + ".events"
 	env := append(os.Environ(), "ORDERD_CASSANDRA_CONTACT_POINTS="+f.contactPoints, "ORDERD_KEYSPACE="+keyspace,
-		"ORDERD_LOG_LEVEL=warn")
+		"ORDERD_LOG_LEVEL=warn", "ORDERD_KAFKA_BROKERS="+f.kafka, "ORDERD_KAFKA_TOPIC="+topic)
 	migrate := exec.Command(f.orderd, "migrate")
 	migrate.Env = env
 	if out, err := migrate.CombinedOutput(); err != nil {
@@ -156,6 +160,8 @@ func runCmd(args []string) error {
 			rs, err = b.mix(ctx, 64, f.requests)
 		case "lwt":
 			rs, err = b.lwt(ctx, []int{1, 32}, f.requests)
+		case "outbox":
+			rs, err = b.outboxPhase(ctx, []int{16, 64}, f.requests, f.orderd, env, f.kafka, topic)
 		case "soak":
 			rs, err = b.soakRun(ctx, 64, f.soak)
 		default:
