@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atlasmart/orderd/internal/failpoint"
@@ -15,13 +18,13 @@ import (
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
-// publishedEvents reads this run's topic from its start until every event
+// publishedEvents reads topic from its start until every event
 // id in want was seen at least once (then a little longer, to count
 // copies), and returns how many records each event id has. Every record is
 // checked to be a well-formed ORDER_CREATED event keyed by its order id.
-func publishedEvents(t *testing.T, want []string, within time.Duration) map[string]int {
+func publishedEvents(t *testing.T, topic string, want []string, within time.Duration) map[string]int {
 	t.Helper()
-	c := newKafkaClient(t, broker.Addr(), kgo.ConsumeTopics(eventsTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c := newKafkaClient(t, broker.Addr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	counts := map[string]int{}
 	missing := func() []string {
 		var out []string
@@ -79,7 +82,7 @@ func TestAcceptedOrdersArePublishedOnceEach(t *testing.T) {
 		}
 		ids = append(ids, req.RequestId)
 	}
-	counts := publishedEvents(t, ids, 30*time.Second)
+	counts := publishedEvents(t, eventsTopic, ids, 30*time.Second)
 	for _, id := range ids {
 		if counts[id] != 1 {
 			t.Errorf("event %s published %d times, want once", id, counts[id])
@@ -94,7 +97,7 @@ func TestAcceptedOrdersArePublishedOnceEach(t *testing.T) {
 // (after the client's order was recorded), or after the broker acknowledged
 // it but before the delivery was recorded (the due entry released). Either
 // way a fresh orderd's reconciler publishes it: at least once, every copy
-// with the same event id.
+// with the same event id, and the reference consumer applies it once.
 func TestDeliveryWorkerKilledBeforeSendingOrAfterTheAck(t *testing.T) {
 	cases := []struct {
 		point   string
@@ -105,7 +108,8 @@ func TestDeliveryWorkerKilledBeforeSendingOrAfterTheAck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.point, func(t *testing.T) {
-			crashing := startOrderd(t, withoutReconciler("ORDERD_FAILPOINTS="+c.point+"=exit")...)
+			topic := fmt.Sprintf("e2e.%d.worker", time.Now().UnixNano())
+			crashing := startOrderd(t, withoutReconciler("ORDERD_FAILPOINTS="+c.point+"=exit", "ORDERD_KAFKA_TOPIC="+topic)...)
 			req := newRequest("63.00")
 			// The failpoint fires in the background delivery, after the
 			// answer: the client may or may not see it before the exit.
@@ -121,14 +125,24 @@ func TestDeliveryWorkerKilledBeforeSendingOrAfterTheAck(t *testing.T) {
 				t.Fatalf("due entries after the crash = %d, want 1 (the delivery obligation)", n)
 			}
 
-			healer := startOrderd(t, fastReconciler...)
+			healer := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_KAFKA_TOPIC="+topic)...)
 			// The entry goes only once the healer's publication was acknowledged.
 			waitNoDueEntries(t, req.RequestId, 30*time.Second)
-			counts := publishedEvents(t, []string{req.RequestId}, 30*time.Second)
+			counts := publishedEvents(t, topic, []string{req.RequestId}, 30*time.Second)
 			if counts[req.RequestId] < c.atLeast {
 				t.Errorf("event published %d times, want at least %d", counts[req.RequestId], c.atLeast)
 			}
 			t.Logf("event published %d times", counts[req.RequestId])
+
+			consumer, consumed := runConsumer(t, topic)
+			wantConsumerCounts(t, consumer, map[string]float64{"applied": 1, "duplicate": float64(counts[req.RequestId] - 1)})
+			inbox, err := consumerInbox(consumed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(inbox) != 1 || inbox[uuid.MustParse(req.RequestId)] != 1 {
+				t.Errorf("consumer inbox = %v, want exactly the order's event, once", inbox)
+			}
 			wr := waitRequestState(t, healer.client, req.RequestId, ordersv1.RequestState_REQUEST_STATE_COMPLETE, 10*time.Second)
 			if wr.OrderId == "" {
 				t.Errorf("GetRequest = %v, want the order", wr)
@@ -190,7 +204,7 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 		t.Fatalf("start the broker again: %v", err)
 	}
 	restarted = true
-	counts := publishedEvents(t, ids, 90*time.Second)
+	counts := publishedEvents(t, eventsTopic, ids, 90*time.Second)
 	for _, id := range ids {
 		if counts[id] < 1 {
 			t.Errorf("event %s not published", id)
@@ -238,4 +252,18 @@ func waitNoDueEntries(t *testing.T, requestID string, within time.Duration) {
 	}); err != nil {
 		t.Fatalf("request %s: %v left after delivery, want none", requestID, err)
 	}
+}
+
+// runConsumer starts the reference consumer (cmd/orderconsumer) on topic,
+// from its start, with a group and a keyspace of its own (dropped at the
+// test's end), waits until it consumes, and returns it with a session on
+// its keyspace.
+func runConsumer(t *testing.T, topic string) (*consumerProcess, *gocql.Session) {
+	t.Helper()
+	ks := fmt.Sprintf("e2e_consumer_%d", time.Now().UnixNano())
+	t.Cleanup(func() { dropKeyspace(context.Background(), ks) }) // after the process stops: cleanups run last-in first-out
+	p := startConsumer(t, buildConsumer(t), "-brokers", broker.Addr(), "-topic", topic, "-group", ks, "-keyspace", ks,
+		"-cassandra", strings.Join(cluster.ContactPoints(), ","), "-local-dc", "dc1", "-session-timeout", "6s", "-log-format", "text")
+	p.keyspace = ks
+	return p, consumerSession(t, p, ks)
 }

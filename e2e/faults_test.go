@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,17 +22,18 @@ import (
 )
 
 // verifyKeyspace runs `orderd verify` on this run's keyspace (with the acks,
-// if any) until it passes or within elapses, and fails the test otherwise.
-// Every fault test ends with it.
-func verifyKeyspace(t *testing.T, acks []invariant.Ack, within time.Duration) {
+// if any, and then that their events were delivered too) until it passes
+// or within elapses, and fails the test otherwise. Every fault test ends
+// with it. extra are more verify flags.
+func verifyKeyspace(t *testing.T, acks []invariant.Ack, within time.Duration, extra ...string) {
 	t.Helper()
-	args := []string{"verify", "--keyspace", keyspace, "--reconcile-grace", "10s"}
+	args := append([]string{"verify", "--keyspace", keyspace, "--reconcile-grace", "10s"}, extra...)
 	if len(acks) > 0 {
 		path := filepath.Join(t.TempDir(), "acks.jsonl")
 		if err := invariant.WriteAcks(path, acks); err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "--acks", path)
+		args = append(args, "--acks", path, "--delivered")
 	}
 	var out string
 	_, err := eventually(within, func() error {
@@ -72,12 +74,16 @@ func checkLoad(t *testing.T, rep loadgen.Report) {
 // TestLoadWithOneNodeKilled kills one of three nodes while 2,000 requests
 // (20% duplicates, 5% conflicting reuses) are in flight. Every acknowledged
 // request is present exactly once; failed ones are retried with the same id
-// and then present exactly once; the checker passes.
+// and then present exactly once; the checker passes. The reference consumer
+// runs throughout: every acknowledged order's event is delivered and
+// applied by it exactly once (`orderd verify --consumer-keyspace`).
 func TestLoadWithOneNodeKilled(t *testing.T) {
 	if !cluster.CanControlNodes() {
 		failInCIElseSkip(t, "this cluster offers no node control: "+cluster.Describe())
 	}
-	p := startOrderd(t, fastReconciler...)
+	topic := fmt.Sprintf("e2e.%d.nodekill", time.Now().UnixNano())
+	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_KAFKA_TOPIC="+topic)...)
+	consumer, _ := runConsumer(t, topic)
 	t.Cleanup(func() {
 		if err := cluster.StartNode(context.Background(), 3); err != nil {
 			t.Errorf("restart node 3: %v", err)
@@ -102,7 +108,9 @@ func TestLoadWithOneNodeKilled(t *testing.T) {
 		t.Fatal("node 3 was never killed")
 	}
 	checkLoad(t, rep)
-	verifyKeyspace(t, rep.Acks, 30*time.Second)
+	verifyKeyspace(t, rep.Acks, 2*time.Minute, "--consumer-keyspace", consumer.keyspace)
+	t.Logf("consumer: applied %v, duplicates %v", consumer.metric(t, `orderconsumer_events_total{result="applied"}`),
+		consumer.metric(t, `orderconsumer_events_total{result="duplicate"}`))
 }
 
 // TestTwoNodesDownFailsFastThenRecovers: with two of three nodes down,

@@ -16,21 +16,29 @@ import (
 // scrape reads one sample of orderd's /metrics (0 if absent).
 func scrape(t *testing.T, p *orderdProcess, series string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + p.metricsAddr + "/metrics")
+	v, _ := scrapeAt(t, p.metricsAddr, series)
+	return v
+}
+
+// scrapeAt reads one sample from the /metrics at addr; false if the series
+// is absent.
+func scrapeAt(t *testing.T, addr, series string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		t.Fatalf("scrape /metrics: %v", err)
+		t.Fatalf("scrape %s/metrics: %v", addr, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` ([0-9.e+-]+)$`).FindSubmatch(body)
 	if m == nil {
-		return 0
+		return 0, false
 	}
 	v, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil {
 		t.Fatalf("sample %s: %v", series, err)
 	}
-	return v
+	return v, true
 }
 
 // TestMetricsCountWhatClientsSaw: a new request, its replay (from the replay

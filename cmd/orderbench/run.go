@@ -72,8 +72,8 @@ type Run struct {
 
 type runFlags struct {
 	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka string
-	requests                                                             int
-	soak                                                                 time.Duration
+	requests                                                                    int
+	soak                                                                        time.Duration
 }
 
 func runCmd(args []string) error {

@@ -48,7 +48,9 @@ type config struct {
 	kafkaPartitions int
 	publishTimeout  time.Duration
 
-	verifyAcks string
+	verifyAcks             string
+	verifyDelivered        bool
+	verifyConsumerKeyspace string
 
 	metricsAddr         string
 	metricsAddrExplicit bool // set by flag or environment, not the default
@@ -91,6 +93,8 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	}
 	if cmd == "verify" {
 		fs.StringVar(&c.verifyAcks, "acks", "", "JSON lines of acknowledged outcomes (from orderload -acks) to check against the rows")
+		fs.BoolVar(&c.verifyDelivered, "delivered", false, "check that every order (the acknowledged ones, given -acks) older than the reconcile grace has its event acknowledged by Kafka")
+		fs.StringVar(&c.verifyConsumerKeyspace, "consumer-keyspace", "", "a reference consumer's keyspace (cmd/orderconsumer): check that every order (the acknowledged ones, given -acks) older than the reconcile grace was applied there once")
 	}
 	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" {
 		fs.StringVar(&c.metricsAddr, "metrics-addr", env("ORDERD_METRICS_ADDR", "127.0.0.1:9090"), "HTTP listen address of /metrics (Prometheus); empty disables")

@@ -5,7 +5,10 @@
 //	orderd deliver              the same: the reconciler is the delivery worker
 //	orderd migrate              create or update the keyspace's schema, then exit
 //	orderd requeue REQUEST_ID   give a FAILED request another round of attempts
-//	orderd verify [-acks FILE]  check the keyspace's invariants; non-zero exit on any violation
+//	orderd verify [-acks FILE] [-delivered] [-consumer-keyspace KS]
+//	                            check the keyspace's invariants (and the
+//	                            events' delivery and a consumer's applies);
+//	                            non-zero exit on any violation
 //
 // Every setting is a flag with an ORDERD_* environment variable of the same
 // name as its default source; `orderd serve -h` lists them.
@@ -290,7 +293,8 @@ func verify(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	defer session.Close()
-	rep, err := invariant.Check(ctx, session, invariant.Config{Grace: cfg.reconcileGrace, Retention: cfg.retention, Acks: acks})
+	rep, err := invariant.Check(ctx, session, invariant.Config{Grace: cfg.reconcileGrace, Retention: cfg.retention, Acks: acks,
+		CheckDelivered: cfg.verifyDelivered, ConsumerKeyspace: cfg.verifyConsumerKeyspace})
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,13 @@ type Config struct {
 	Acks []Ack
 	// Now is the check's clock; default time.Now.
 	Now func() time.Time
+	// CheckDelivered: every order in scope older than Grace has its event
+	// acknowledged by the broker (its due entry released).
+	CheckDelivered bool
+	// ConsumerKeyspace, if set, is a reference consumer's keyspace
+	// (cmd/orderconsumer): every order in scope older than Grace has its
+	// event applied there, once.
+	ConsumerKeyspace string
 }
 
 // Ack is one acknowledged CreateOrder outcome, as a client recorded it.
@@ -52,6 +59,7 @@ type Report struct {
 	Requests, Complete, Pending, Failed  int
 	OrdersByID, OrdersByCustomer, Events int
 	AcksChecked                          int
+	DeliveriesChecked, AppliesChecked    int
 	Violations                           []string
 }
 
@@ -63,6 +71,9 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "requests: %d (COMPLETE %d, PENDING %d, FAILED %d)\n", r.Requests, r.Complete, r.Pending, r.Failed)
 	fmt.Fprintf(&b, "orders_by_id: %d, orders_by_customer: %d, events: %d\n", r.OrdersByID, r.OrdersByCustomer, r.Events)
 	fmt.Fprintf(&b, "acknowledged outcomes checked: %d\n", r.AcksChecked)
+	if r.DeliveriesChecked > 0 || r.AppliesChecked > 0 {
+		fmt.Fprintf(&b, "event deliveries checked: %d, consumer applies checked: %d\n", r.DeliveriesChecked, r.AppliesChecked)
+	}
 	fmt.Fprintf(&b, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  - %s\n", v)
@@ -71,11 +82,11 @@ func (r Report) String() string {
 }
 
 type request struct {
-	tenant, state, lastErr string
-	requestID, orderID     uuid.UUID
-	cmd                    order.Command
-	cmdErr                 error
-	created                time.Time
+	tenant, state, lastErr         string
+	requestID, orderID, claimToken uuid.UUID
+	cmd                            order.Command
+	cmdErr                         error
+	created                        time.Time
 }
 
 type orderRow struct {
@@ -91,7 +102,7 @@ type key struct {
 }
 
 const (
-	selectRequests  = `SELECT tenant, operation, request_id, entity_id, command, state, created_at, last_error FROM write_requests_by_id`
+	selectRequests  = `SELECT tenant, operation, request_id, entity_id, command, state, created_at, last_error, claim_token FROM write_requests_by_id`
 	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at FROM orders_by_id`
 	selectByCust    = `SELECT tenant, customer_id, order_month, order_id, total, request_id FROM orders_by_customer`
 	selectEvents    = `SELECT tenant, order_id, event_id, event_type FROM order_events_by_order`
@@ -118,13 +129,14 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 		r               request
 		op              string
 		reqID, entityID gocql.UUID
+		token           gocql.UUID
 		cmdBytes        []byte
 	)
-	for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr) {
+	for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr, &token) {
 		if op != createOperation {
 			continue
 		}
-		r.requestID, r.orderID = uuid.UUID(reqID), uuid.UUID(entityID)
+		r.requestID, r.orderID, r.claimToken = uuid.UUID(reqID), uuid.UUID(entityID), uuid.UUID(token)
 		r.cmd, r.cmdErr = order.DecodeCommand(cmdBytes)
 		requests[key{r.tenant, r.requestID}] = r
 		byOrder[key{r.tenant, r.orderID}] = append(byOrder[key{r.tenant, r.orderID}], r.requestID)
@@ -284,7 +296,38 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 				a.RequestID, a.OrderID, a.CustomerID, a.Total, a.Currency, r.orderID, o.customer, o.total, o.currency))
 		}
 	}
+	if cfg.CheckDelivered || cfg.ConsumerKeyspace != "" {
+		dv, err := checkDelivery(ctx, s, cfg, inScope(requests, cfg.Acks), now, &rep)
+		if err != nil {
+			return rep, err
+		}
+		v = append(v, dv...)
+	}
 	sort.Strings(v)
 	rep.Violations = v
 	return rep, nil
+}
+
+// inScope are the COMPLETE requests the delivery checks look at: the
+// acknowledged ones if acks are given, else all.
+func inScope(requests map[key]request, acks []Ack) []request {
+	var out []request
+	if len(acks) == 0 {
+		for _, r := range requests {
+			if r.state == "COMPLETE" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for _, a := range acks {
+		id, err := uuid.Parse(a.RequestID)
+		if err != nil {
+			continue // reported with the acks above
+		}
+		if r, ok := requests[key{a.Tenant, id}]; ok && r.state == "COMPLETE" {
+			out = append(out, r)
+		}
+	}
+	return out
 }

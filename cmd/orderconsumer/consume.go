@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
+)
+
+// consumer polls the topic, applies every record of a poll, then commits
+// the poll's offsets. The client must be a group consumer with
+// DisableAutoCommit and BlockRebalanceOnPoll (newKafkaClient): offsets move
+// only past applied records, and partitions cannot move to another member
+// between our apply and our commit.
+type consumer struct {
+	client  *kgo.Client
+	apply   func(context.Context, *kgo.Record) (outcome, error)
+	metrics *metrics
+	log     *slog.Logger
+
+	maxPoll    int           // records per poll
+	tryTimeout time.Duration // bounds one attempt to apply one record
+	backoff    backoff       // between attempts
+	grace      time.Duration // how long the poll in hand may finish after ctx ends
+}
+
+// Run consumes until ctx ends, finishes the poll in hand (within c.grace),
+// and leaves the group. It returns an error when it stopped with a poll it
+// could not finish (its records come again, to whoever takes the
+// partitions) or when the client was closed under it.
+func (c *consumer) Run(ctx context.Context) error {
+	defer c.leave()
+	for ctx.Err() == nil {
+		fetches := c.client.PollRecords(ctx, c.maxPoll)
+		err := c.handle(ctx, fetches)
+		// After the commit (or the failure): only now may partitions move.
+		c.client.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handle applies and commits one poll's records.
+func (c *consumer) handle(ctx context.Context, fetches kgo.Fetches) error {
+	if fetches.IsClientClosed() {
+		return errors.New("kafka client closed")
+	}
+	fetches.EachError(func(topic string, partition int32, err error) {
+		if !errors.Is(err, context.Canceled) {
+			c.log.Warn("fetch failed; the client retries", "topic", topic, "partition", partition, "err", err)
+		}
+	})
+	records := fetches.Records()
+	if len(records) == 0 || ctx.Err() != nil {
+		return nil // a poll that ends with the context is not started: its records come again
+	}
+	work, cancel := afterGrace(ctx, c.grace)
+	defer cancel()
+	if err := c.applyAll(work, fetches); err != nil {
+		return fmt.Errorf("stopped before applying a poll of %d records (they will be delivered again): %w", len(records), err)
+	}
+	if err := c.client.CommitRecords(work, records...); err != nil {
+		// Not fatal: every record is applied. A later commit on the same
+		// partitions covers these offsets; until then, a restart or a new
+		// owner of the partitions gets the records again, and the inbox
+		// calls them duplicates.
+		c.metrics.commitErrors.Inc()
+		c.log.Error("commit failed", "records", len(records), "err", err)
+	}
+	return nil
+}
+
+// applyAll applies a poll's records: partitions at once, each partition's
+// records in order (one order's events share a partition, and order
+// matters to the version check).
+func (c *consumer) applyAll(ctx context.Context, fetches kgo.Fetches) error {
+	g, ctx := errgroup.WithContext(ctx)
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+		g.Go(func() error {
+			for _, r := range p.Records {
+				if err := c.applyRetrying(ctx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	return g.Wait()
+}
+
+// applyRetrying applies r until it succeeds or ctx ends. A record is never
+// skipped for a store failure: skipping would commit past an event whose
+// effect may be missing.
+func (c *consumer) applyRetrying(ctx context.Context, r *kgo.Record) error {
+	return retry(ctx, c.backoff, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, c.tryTimeout)
+		defer cancel()
+		_, err := c.apply(ctx, r)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("applying a record failed; retrying it", "topic", r.Topic, "partition", r.Partition,
+				"offset", r.Offset, "outcome_unknown", errors.Is(err, store.ErrOutcomeUnknown), "err", err)
+		}
+		return err
+	})
+}
+
+// leave leaves the group, so that its partitions move to another member
+// now rather than after the session timeout. Bounded: a broker that does
+// not answer must not hold up the exit.
+func (c *consumer) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.client.LeaveGroupContext(ctx); err != nil {
+		c.log.Warn("leaving the consumer group", "err", err)
+		return
+	}
+	c.log.Info("left the consumer group")
+}
+
+// backoff is the wait between attempts: first, doubling up to max.
+type backoff struct{ first, max time.Duration }
+
+// retry calls f until it returns nil or ctx ends, waiting between calls.
+func retry(ctx context.Context, b backoff, f func(context.Context) error) error {
+	wait := b.first
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last attempt: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, b.max)
+	}
+}
+
+// afterGrace returns a context that ends grace after parent ends (or when
+// cancel is called): the poll in hand may finish after a stop signal, but
+// not for ever.
+func afterGrace(parent context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	stop := context.AfterFunc(parent, func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
