@@ -526,11 +526,22 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 	if rec.State.Terminal() || rec.ClaimToken != e.ClaimToken {
 		return true, l.drop(ctx, e, res) // settled, or a losing attempt's entry
 	}
-	res.Pending++
-	if oldest.IsZero() || rec.CreatedAt.Before(*oldest) {
-		*oldest = rec.CreatedAt
-	}
 	ferr := l.finish(ctx, rec)
+	// An order whose event alone is owed is the outbox's backlog, not an
+	// unfinished request: it has its own gauges and alerts.
+	undelivered := fault.ReasonOf(ferr) == fault.ReasonDeliveryFailed
+	if undelivered {
+		res.Undelivered++
+		res.noteUndelivered(rec.CreatedAt)
+		if rec.Attempts+1 >= l.cfg.MaxAttempts {
+			res.Parked++
+		}
+	} else {
+		res.Pending++
+		if oldest.IsZero() || rec.CreatedAt.Before(*oldest) {
+			*oldest = rec.CreatedAt
+		}
+	}
 	switch {
 	case ferr == nil:
 		res.Finished++
@@ -544,14 +555,8 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 		return true, l.drop(ctx, e, res)
 	case errors.Is(ferr, ledger.ErrUnfinishable):
 		return l.deadLetter(ctx, e, rec, ferr, res)
-	case fault.ReasonOf(ferr) == fault.ReasonDeliveryFailed:
-		res.Undelivered++
-		res.noteUndelivered(rec.CreatedAt)
-		if rec.Attempts+1 >= l.cfg.MaxAttempts {
-			res.Parked++
-		}
 	}
-	return l.retryLater(ctx, e, rec, ferr, now, res)
+	return l.retryLater(ctx, e, rec, ferr, undelivered, now, res)
 }
 
 // read reads a due entry's request: at LOCAL_QUORUM first, which is no
@@ -572,7 +577,7 @@ func (l *Loop) read(ctx context.Context, key ledger.Key) (ledger.Record, error) 
 // retryLater notes a failed attempt and reschedules the entry with backoff.
 // The attempt counts only once the ledger has it: if the ledger cannot be
 // written, the database is the problem and the entry stays as it is.
-func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, now time.Time, res *PassResult) (bool, error) {
+func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, undelivered bool, now time.Time, res *PassResult) (bool, error) {
 	if err := l.ledger.RecordAttempt(ctx, rec, string(fault.ReasonOf(ferr))); err != nil {
 		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
 	}
@@ -583,7 +588,15 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 	}
 	res.Retried++
 	l.retried.Add(1)
-	if attempts >= l.cfg.MaxAttempts {
+	switch {
+	case undelivered && attempts >= l.cfg.MaxAttempts:
+		l.log.Warn("order event still undelivered after repeated attempts: parked, retried later", "request_id", rec.RequestID,
+			"attempts", attempts, "next", due, "error", ferr)
+		return true, nil
+	case undelivered:
+		l.log.Info("order event not delivered; retrying later", "request_id", rec.RequestID, "attempts", attempts, "next", due, "error", ferr)
+		return true, nil
+	case attempts >= l.cfg.MaxAttempts:
 		l.stuck.Add(1)
 		l.log.Error("request still unfinished after repeated attempts; retrying later", "request_id", rec.RequestID,
 			"attempts", attempts, "next", due, "error", ferr)

@@ -1276,7 +1276,8 @@ func TestPassFinishesABucketConcurrentlyWithinTheBound(t *testing.T) {
 // An order whose event the broker does not acknowledge is the outbox
 // backlog: its entry is kept and rescheduled (never removed, never
 // dead-lettered), counted as undelivered with its age, and as parked once
-// past MaxAttempts; its last_error says DELIVERY_FAILED. When the broker
+// past MaxAttempts — not as a pending or stuck request, since its order is
+// recorded; its last_error says DELIVERY_FAILED. When the broker
 // takes it, the entry goes and the backlog is empty again.
 func TestUndeliveredEventIsBacklogThenParkedNeverDropped(t *testing.T) {
 	now := t0.Add(30 * time.Second)
@@ -1294,10 +1295,13 @@ func TestUndeliveredEventIsBacklogThenParkedNeverDropped(t *testing.T) {
 		if pass >= cfg.MaxAttempts {
 			wantParked = 1
 		}
-		if res.Undelivered != 1 || res.Parked != wantParked || res.Retried != 1 || res.Dropped != 0 {
-			t.Fatalf("pass %d: PassResult = %+v, want 1 undelivered, %d parked, 1 retried", pass, res, wantParked)
+		if res.Undelivered != 1 || res.Parked != wantParked || res.Retried != 1 || res.Dropped != 0 || res.Pending != 0 {
+			t.Fatalf("pass %d: PassResult = %+v, want 1 undelivered, %d parked, 1 retried, none pending (the order is finished)", pass, res, wantParked)
 		}
 		st := l.Stats()
+		if st.Stuck != 0 || st.Pending != 0 {
+			t.Fatalf("pass %d: Stats = %+v; an undelivered event is neither a stuck nor a pending request", pass, st)
+		}
 		if st.Undelivered != 1 || st.Parked != int64(wantParked) || st.OldestUndelivered != h.clock.Now().Sub(created.UTC().Truncate(time.Millisecond)) {
 			t.Fatalf("pass %d: Stats = %+v; want 1 undelivered aged since %s, %d parked", pass, st, created, wantParked)
 		}
