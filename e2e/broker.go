@@ -4,21 +4,43 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/atlasmart/orderd/deploy/local"
 )
 
-// Broker is the Kafka broker the e2e run publishes to: the local one
-// (deploy/local), started for the run if it is not running, and stopped
-// after it if it was started here.
-type Broker struct {
-	b           *local.Broker
-	startedHere bool
+// Broker is the real Kafka broker an e2e run publishes to, chosen once per
+// run (OpenBroker) like the cluster:
+//  1. KAFKA_BROKERS set: those brokers, as they are (no control).
+//  2. otherwise, if the cluster runs in Docker: an apache/kafka container
+//     started with testcontainers-go (docker_kafka.go).
+//  3. otherwise the local launcher (deploy/local): one JVM on
+//     127.0.0.1:19092, reused if already up, started (and stopped at the
+//     end) if not.
+type Broker interface {
+	Describe() string
+	// Addr is the host:port orderd and the tests connect to.
+	Addr() string
+	// CanControl reports whether Kill and Start work.
+	CanControl() bool
+	// Kill stops the broker at once (SIGKILL), as a crash would.
+	Kill(ctx context.Context) error
+	// Start starts the broker again and waits until it answers.
+	Start(ctx context.Context) error
+	// Close stops whatever OpenBroker started.
+	Close(ctx context.Context) error
 }
 
-// OpenBroker starts (or reuses) the local Kafka broker.
-func OpenBroker(ctx context.Context, log io.Writer) (*Broker, error) {
+// OpenBroker chooses and, if needed, starts the broker for this run.
+func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
+	if addrs := os.Getenv("KAFKA_BROKERS"); addrs != "" {
+		return externalBroker{addr: strings.Split(addrs, ",")[0]}, nil
+	}
+	if _, ok := c.(*dockerCluster); ok {
+		return openDockerBroker(ctx, log)
+	}
 	b, err := local.NewBroker(local.KafkaConfig{StateDir: filepath.Join(repoRoot(), ".kafka"), Log: log})
 	if err != nil {
 		return nil, err
@@ -27,25 +49,43 @@ func OpenBroker(ctx context.Context, log io.Writer) (*Broker, error) {
 	if _, err := b.Up(ctx); err != nil {
 		return nil, fmt.Errorf("start the local Kafka broker (make kafka-up): %w", err)
 	}
-	return &Broker{b: b, startedHere: startedHere}, nil
+	return &localBroker{b: b, startedHere: startedHere}, nil
 }
 
-// Addr is the broker's host:port.
-func (k *Broker) Addr() string { return k.b.Addr() }
+// localBroker is deploy/local's broker.
+type localBroker struct {
+	b           *local.Broker
+	startedHere bool
+}
 
-// Kill stops the broker at once (SIGKILL), as a crash would.
-func (k *Broker) Kill(ctx context.Context) error { return k.b.Kill(ctx) }
+func (k *localBroker) Describe() string {
+	return fmt.Sprintf("local launcher broker on %s (state in %s)", k.b.Addr(), k.b.StateDir())
+}
+func (k *localBroker) Addr() string                   { return k.b.Addr() }
+func (k *localBroker) CanControl() bool               { return true }
+func (k *localBroker) Kill(ctx context.Context) error { return k.b.Kill(ctx) }
 
-// Start starts the broker again and waits until it answers.
-func (k *Broker) Start(ctx context.Context) error {
+func (k *localBroker) Start(ctx context.Context) error {
 	_, err := k.b.Up(ctx)
 	return err
 }
 
 // Close stops the broker if this run started it.
-func (k *Broker) Close(ctx context.Context) error {
+func (k *localBroker) Close(ctx context.Context) error {
 	if !k.startedHere {
 		return nil
 	}
 	return k.b.Down(ctx)
 }
+
+// externalBroker is a broker this run neither starts nor controls.
+type externalBroker struct{ addr string }
+
+func (k externalBroker) Describe() string { return "external brokers at KAFKA_BROKERS=" + k.addr }
+func (k externalBroker) Addr() string     { return k.addr }
+func (k externalBroker) CanControl() bool { return false }
+func (k externalBroker) Kill(context.Context) error {
+	return fmt.Errorf("the brokers at KAFKA_BROKERS are not controlled by the tests")
+}
+func (k externalBroker) Start(ctx context.Context) error { return k.Kill(ctx) }
+func (k externalBroker) Close(context.Context) error     { return nil }

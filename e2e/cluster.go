@@ -9,7 +9,12 @@
 //  3. otherwise the local launcher (deploy/local): three JVMs on 127.0.0.1-3,
 //     reused if already up, started (and stopped at the end) if not.
 //
-// With CI=true an unavailable cluster fails the run; nothing skips silently.
+// The Kafka broker every orderd of the run publishes to is chosen the same
+// way (OpenBroker, broker.go): KAFKA_BROKERS, else a container beside a
+// Docker cluster, else the local launcher's.
+//
+// With CI=true an unavailable cluster or broker fails the run; nothing
+// skips silently.
 package e2e
 
 import (

@@ -269,19 +269,25 @@ func (c *dockerCluster) KillNode(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
+	return dockerKill(ctx, ctr, fmt.Sprintf("Cassandra node %d", i))
+}
+
+// dockerKill kills a container abruptly with Docker's kill API (SIGKILL,
+// as `docker kill` does) and waits until the engine reports it exited.
+func dockerKill(ctx context.Context, ctr *testcontainers.DockerContainer, what string) error {
 	if st, err := ctr.State(ctx); err == nil && st != nil && !st.Running {
 		return nil // already down: killing a stopped container is a Docker error
 	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return fmt.Errorf("kill Cassandra node %d: docker client: %w", i, err)
+		return fmt.Errorf("kill %s: docker client: %w", what, err)
 	}
 	defer cli.Close()
 	if _, err := cli.ContainerKill(ctx, ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		return fmt.Errorf("kill Cassandra node %d: %w", i, err)
+		return fmt.Errorf("kill %s: %w", what, err)
 	}
 	// The engine reports the container exited asynchronously; wait for it so
-	// that a StartNode right after this really restarts it.
+	// that a start right after this really restarts it.
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
@@ -291,7 +297,7 @@ func (c *dockerCluster) KillNode(ctx context.Context, i int) error {
 		}
 		select {
 		case <-wctx.Done():
-			return fmt.Errorf("kill Cassandra node %d: still running after SIGKILL: %w", i, wctx.Err())
+			return fmt.Errorf("kill %s: still running after SIGKILL: %w", what, wctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -22,7 +22,7 @@ var (
 	orderdBinary string         // the built cmd/orderd
 	keyspace     string         // migrated once for this run; dropped at the end
 	shared       *orderdProcess // serves the tests that need no special settings
-	broker       *Broker        // the Kafka broker every orderd publishes to
+	broker       Broker         // the Kafka broker every orderd publishes to
 	eventsTopic  string         // this run's topic of order events
 )
 
@@ -48,7 +48,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 
-	if broker, err = OpenBroker(ctx, os.Stderr); err != nil {
+	if broker, err = OpenBroker(ctx, cluster, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: FAIL: no Kafka broker: %v\n", err)
 		return 1
 	}
@@ -58,7 +58,7 @@ func runMain(m *testing.M) int {
 		}
 	}()
 	eventsTopic = fmt.Sprintf("e2e.%d.events", time.Now().UnixNano()/1e6)
-	fmt.Fprintf(os.Stderr, "e2e: kafka: %s, topic %s\n", broker.Addr(), eventsTopic)
+	fmt.Fprintf(os.Stderr, "e2e: kafka: %s, topic %s\n", broker.Describe(), eventsTopic)
 
 	dir, err := os.MkdirTemp("", "orderd-e2e-")
 	if err != nil {
