@@ -33,6 +33,7 @@ build:
 	$(GO) build -o $(ORDERD) ./cmd/orderd
 	$(GO) build -o $(CLUSTER) ./cmd/cassandra-local
 	$(GO) build -o $(KAFKA) ./cmd/kafka-local
+	$(GO) build -o $(BIN)/orderconsumer ./cmd/orderconsumer
 
 # Start the local cluster only if nothing answers on the contact points.
 cluster-up: build
@@ -113,17 +114,18 @@ clean:
 bench-reconciler:
 	$(GO) test ./e2e/ -run '^$$' -bench 'Benchmark(Reconciler(FindPending|Heal)|DueQueueSweep)' -benchtime 1x -timeout 60m
 
-# Benchmarks (issues 6 and 10): orderd against statement plans issued
-# directly (today's two-LWT plan, the planned one-LWT plan, the projections
-# alone, naive) at concurrency 1 to 64, a replay storm on one request id, the
+# Benchmarks (issues 6, 10 and 11): orderd against statement plans issued
+# directly (the two-LWT plan, the one-LWT plan, the projections alone,
+# naive) at concurrency 1 to 64, a replay storm on one request id, the
 # replay path, a mixed load, event delivery on against off (with the latency
-# from the answer to a consumer's receipt), and the claim LWT with paxos v1
-# against v2 (the local cluster is restarted between them). Writes docs/benchmarks.md and
+# from the answer to a consumer's receipt and to the reference consumer's
+# apply), and the claim LWT with paxos v1 against v2 (the local cluster is
+# restarted between them). Writes docs/benchmarks.md and
 # docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
 BENCH_REQUESTS ?= 2000
 bench: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,lwt -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,lwt -orderconsumer $(BIN)/orderconsumer -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
 	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up

@@ -1,34 +1,55 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atlasmart/orderd/internal/loadgen"
 	"github.com/atlasmart/orderd/internal/outbox"
 )
 
+// outboxSetup is what the outbox phase needs besides the bench.
+type outboxSetup struct {
+	levels           []int
+	requests         int
+	orderd, consumer string   // binaries
+	env              []string // orderd's environment (the run's keyspace)
+	brokers, topic   string   // the phase's own topic
+	keyspace, hosts  string   // the consumer's keyspace, the cluster
+}
+
 // outboxPhase measures what delivering events costs (issue 11): new orders
-// through the benchmark's orderd, which publishes every order's event to
-// Kafka (the default), against a second orderd on the same keyspace with
-// delivery off, taking turns at each concurrency level; and the delivery
-// latency, from the client's answer (the order is COMPLETE) to a consumer
-// of the topic receiving the event. The consumer runs during the phase;
-// its receipt times are taken as records arrive.
-func (b *bench) outboxPhase(ctx context.Context, levels []int, n int, orderdBin string, env []string, brokers, topic string) ([]Result, error) {
-	off, err := startOrderd(orderdBin, append(slices.Clone(env), "ORDERD_DELIVERY=false"))
+// through an orderd that publishes every order's event to Kafka (the
+// default) against one with delivery off — two fresh processes on the
+// run's keyspace, taking turns at each concurrency level — and the
+// delivery latency from the client's answer (the order is COMPLETE) to a
+// consumer of the phase's topic receiving the event, and to the reference
+// consumer (cmd/orderconsumer) having applied it. Both consumers run
+// during the phase.
+func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error) {
+	on, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_KAFKA_TOPIC="+s.topic))
+	if err != nil {
+		return nil, fmt.Errorf("start an orderd publishing to %s: %w", s.topic, err)
+	}
+	defer on.stop()
+	off, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_DELIVERY=false"))
 	if err != nil {
 		return nil, fmt.Errorf("start an orderd with delivery off: %w", err)
 	}
 	defer off.stop()
 
-	rx, err := newReceiver(brokers, topic)
+	rx, err := newReceiver(s.brokers, s.topic)
 	if err != nil {
 		return nil, err
 	}
@@ -36,41 +57,74 @@ func (b *bench) outboxPhase(ctx context.Context, levels []int, n int, orderdBin 
 	var wg sync.WaitGroup
 	wg.Go(func() { rx.run(rctx) })
 	defer func() { stop(); wg.Wait(); rx.client.Close() }()
+	applier, err := startConsumer(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer applier.stop() // a second stop is a no-op
 
+	// Latency first, below saturation and with both consumers idle: under
+	// the throughput rounds the cluster is the queue, and the reference
+	// consumer's two LWTs per event wait behind orderd's.
 	var answered sync.Map // request id → when its answer arrived
-	withOutbox := func(ctx context.Context, i int) error {
+	timed := driver{name: "outbox-on", orderd: on, do: func(ctx context.Context, i int) error {
 		req := newRequest(i)
-		if _, err := b.od.client.CreateOrder(ctx, req); err != nil {
+		if _, err := on.client.CreateOrder(ctx, req); err != nil {
 			return err
 		}
 		answered.Store(req.RequestId, time.Now())
 		return nil
+	}}
+	if _, _, err := b.measureRaw(ctx, "latency", timed, latencyConcurrency, max(s.requests/4, 100)); err != nil {
+		return nil, err
+	}
+	received, missing := rx.latencies(&answered, 2*time.Minute)
+	if len(received) == 0 {
+		return nil, fmt.Errorf("no event of the phase's orders arrived on %s", s.topic)
+	}
+	applied, unapplied, err := appliedLatencies(ctx, b.cql, s.keyspace, &answered, 3*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	out := []Result{latencyResult(b.label, "received", received, missing), latencyResult(b.label, "applied", applied, unapplied)}
+	// The consumer is not part of the outbox's cost: its LWTs would load the
+	// cluster during the rounds below.
+	applier.stop()
+
+	withOutbox := func(ctx context.Context, i int) error {
+		_, err := on.client.CreateOrder(ctx, newRequest(i))
+		return err
 	}
 	withoutOutbox := func(ctx context.Context, i int) error {
 		_, err := off.client.CreateOrder(ctx, newRequest(i))
 		return err
 	}
-	drivers := []driver{{name: "orderd", do: withOutbox}, {name: "no-outbox", do: withoutOutbox}}
+	drivers := []driver{{name: "outbox-on", do: withOutbox, orderd: on}, {name: "outbox-off", do: withoutOutbox, orderd: off}}
 	if err := b.warmUp(ctx, drivers); err != nil {
 		return nil, err
 	}
-	var out []Result
-	for _, c := range levels {
-		rs, err := b.inTurns(ctx, "outbox", c, n, drivers)
+	for _, c := range s.levels {
+		rs, err := b.inTurns(ctx, "outbox", c, s.requests, drivers)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, rs...)
 	}
-	lat, missing := rx.latencies(&answered, 2*time.Minute)
-	if len(lat) == 0 {
-		return nil, fmt.Errorf("no event of the phase's orders arrived on %s", topic)
-	}
-	r := Result{Label: b.label, Phase: "outbox", Driver: "delivery", Requests: len(lat), Errors: missing,
+	return out, nil
+}
+
+// latencyConcurrency is the load at which delivery latency is measured:
+// two streams, well below what the local cluster can take.
+const latencyConcurrency = 2
+
+// latencyResult is a delivery latency distribution as a Result (its
+// Errors: events that never arrived).
+func latencyResult(label, driverName string, lat []time.Duration, missing int) Result {
+	r := Result{Label: label, Phase: "outbox", Driver: driverName, Concurrency: 0, Requests: len(lat), Errors: missing,
 		P50ms: ms(loadgen.Percentile(lat, 50)), P95ms: ms(loadgen.Percentile(lat, 95)), P99ms: ms(loadgen.Percentile(lat, 99))}
-	fmt.Fprintf(os.Stderr, "orderbench: outbox   delivery latency of %d events: p50 %.2f ms, p99 %.2f ms (%d missing)\n",
-		len(lat), r.P50ms, r.P99ms, missing)
-	return append(out, r), nil
+	fmt.Fprintf(os.Stderr, "orderbench: outbox   answer to %s: %d events, p50 %.2f ms, p99 %.2f ms (%d missing)\n",
+		driverName, len(lat), r.P50ms, r.P99ms, missing)
+	return r
 }
 
 // receiver consumes the events topic and notes when each event id first
@@ -129,4 +183,88 @@ func (r *receiver) latencies(answered *sync.Map, within time.Duration) ([]time.D
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// consumerProc is the reference consumer, run for the outbox phase.
+type consumerProc struct{ cmd *exec.Cmd }
+
+// startConsumer runs cmd/orderconsumer on the phase's topic into its own
+// keyspace and waits until it consumes.
+func startConsumer(ctx context.Context, s outboxSetup) (*consumerProc, error) {
+	cmd := exec.Command(s.consumer, "-brokers", s.brokers, "-topic", s.topic, "-group", s.keyspace, "-keyspace", s.keyspace,
+		"-cassandra", s.hosts, "-log-format", "text", "-session-timeout", "10s")
+	out := &lineWatch{want: "msg=consuming", seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the reference consumer %s (make build builds it): %w", s.consumer, err)
+	}
+	p := &consumerProc{cmd: cmd}
+	select {
+	case <-out.seen:
+		return p, nil
+	case <-time.After(2 * time.Minute):
+		p.stop()
+		return nil, fmt.Errorf("the reference consumer did not start consuming within 2 minutes")
+	case <-ctx.Done():
+		p.stop()
+		return nil, ctx.Err()
+	}
+}
+
+func (p *consumerProc) stop() {
+	if p.cmd.ProcessState != nil {
+		return // stopped already
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// lineWatch discards a process's output, closing seen once want appears.
+type lineWatch struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(w.want)) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+// appliedLatencies waits up to within for the reference consumer to have
+// applied the event of every answered request, and returns, sorted, the
+// time from each answer to its inbox row's applied_at, and how many were
+// never applied.
+func appliedLatencies(ctx context.Context, s *gocql.Session, keyspace string, answered *sync.Map, within time.Duration) ([]time.Duration, int, error) {
+	pending := map[string]time.Time{}
+	answered.Range(func(k, v any) bool { pending[k.(string)] = v.(time.Time); return true })
+	var lat []time.Duration
+	q := `SELECT applied_at FROM ` + keyspace + `.inbox WHERE event_id = ?`
+	for deadline := time.Now().Add(within); len(pending) > 0 && time.Now().Before(deadline); {
+		for id, at := range pending {
+			var applied time.Time
+			err := s.Query(q, id).Consistency(gocql.LocalQuorum).ScanContext(ctx, &applied)
+			switch {
+			case errors.Is(err, gocql.ErrNotFound):
+				continue
+			case err != nil:
+				return nil, 0, fmt.Errorf("read %s.inbox: %w", keyspace, err)
+			}
+			lat = append(lat, max(0, applied.Sub(at)))
+			delete(pending, id)
+		}
+		if len(pending) > 0 {
+			time.Sleep(time.Second)
+		}
+	}
+	slices.Sort(lat)
+	return lat, len(pending), nil
 }

@@ -71,9 +71,9 @@ type Run struct {
 }
 
 type runFlags struct {
-	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka string
-	requests                                                                    int
-	soak                                                                        time.Duration
+	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, consumer string
+	requests                                                                              int
+	soak                                                                                  time.Duration
 }
 
 func runCmd(args []string) error {
@@ -88,6 +88,7 @@ func runCmd(args []string) error {
 	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
 	fs.StringVar(&f.kafka, "kafka", "127.0.0.1:19092", "Kafka broker orderd publishes order events to (make kafka-up)")
+	fs.StringVar(&f.consumer, "orderconsumer", "bin/orderconsumer", "the reference consumer's binary: the outbox phase measures delivery up to its apply")
 	fs.StringVar(&f.nodeLogs, "node-logs", ".cluster/node*/logs/system.log", "Cassandra node logs to check for tombstone warnings (glob)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -161,7 +162,8 @@ func runCmd(args []string) error {
 		case "lwt":
 			rs, err = b.lwt(ctx, []int{1, 32}, f.requests)
 		case "outbox":
-			rs, err = b.outboxPhase(ctx, []int{16, 64}, f.requests, f.orderd, env, f.kafka, topic)
+			rs, err = b.outboxPhase(ctx, outboxSetup{levels: []int{16, 64}, requests: f.requests, orderd: f.orderd, consumer: f.consumer,
+				env: env, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
 		case "soak":
 			rs, err = b.soakRun(ctx, 64, f.soak)
 		default:
@@ -207,6 +209,9 @@ type driver struct {
 	// gets (the storm phase's "new" and "replayed").
 	outcome string
 	do      op
+	// orderd, if set, is the orderd process this driver calls, whose CPU
+	// the result reports (default: the benchmark's orderd, for "orderd").
+	orderd *orderdProc
 }
 
 // measure runs n ops at concurrency c and returns latencies and resource use.
@@ -217,19 +222,23 @@ func (b *bench) measure(ctx context.Context, phase, name string, c, n int, do op
 
 // measureRaw is measure, also returning the sorted latencies.
 func (b *bench) measureRaw(ctx context.Context, phase string, d driver, c, n int) (Result, []time.Duration, error) {
-	od0, cl0, me0 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
+	od := d.orderd
+	if od == nil {
+		od = b.od
+	}
+	od0, cl0, me0 := procCPU(od.pid()), clusterCPU(), selfCPU()
 	start := time.Now()
 	lat, errCount, firstErr := runOps(ctx, c, n, d.do)
 	elapsed := time.Since(start)
 	b.background.Wait() // their CPU counts, their time does not (as orderd's releases)
-	od1, cl1, me1 := procCPU(b.od.pid()), clusterCPU(), selfCPU()
+	od1, cl1, me1 := procCPU(od.pid()), clusterCPU(), selfCPU()
 	slices.Sort(lat)
 	per1k := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
 	r := Result{Label: b.label, Phase: phase, Driver: d.name, Outcome: d.outcome, Concurrency: c, Requests: n, Errors: errCount,
 		Seconds: elapsed.Seconds(), Throughput: float64(n) / elapsed.Seconds(),
 		P50ms: ms(loadgen.Percentile(lat, 50)), P95ms: ms(loadgen.Percentile(lat, 95)), P99ms: ms(loadgen.Percentile(lat, 99)),
-		ClusterCPUPer1k: per1k(cl1 - cl0), ClientCPUPer1k: per1k(me1 - me0), OrderdPeakRSSMB: peakRSSMB(b.od.pid())}
-	if d.name == "orderd" {
+		ClusterCPUPer1k: per1k(cl1 - cl0), ClientCPUPer1k: per1k(me1 - me0), OrderdPeakRSSMB: peakRSSMB(od.pid())}
+	if d.name == "orderd" || d.orderd != nil {
 		r.OrderdCPUPer1k = per1k(od1 - od0)
 	}
 	if firstErr != nil && r.Errors > n/100 {
