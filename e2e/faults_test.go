@@ -82,7 +82,8 @@ func TestLoadWithOneNodeKilled(t *testing.T) {
 		failInCIElseSkip(t, "this cluster offers no node control: "+cluster.Describe())
 	}
 	topic := fmt.Sprintf("e2e.%d.nodekill", time.Now().UnixNano())
-	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_KAFKA_TOPIC="+topic)...)
+	// 12 partitions: the consumer applies partitions in parallel.
+	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_KAFKA_TOPIC="+topic, "ORDERD_KAFKA_PARTITIONS=12")...)
 	consumer, _ := runConsumer(t, topic)
 	t.Cleanup(func() {
 		if err := cluster.StartNode(context.Background(), 3); err != nil {
