@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -346,6 +347,24 @@ func TestDesignDoc000WorkedExample(t *testing.T) {
 	}
 	if existing["state"] != "PENDING" || fmt.Sprint(existing["entity_id"]) != first.Order.OrderId {
 		t.Errorf("[applied] = false should return the existing row, got %v", existing)
+	}
+}
+
+// A request larger than the receive limit (ORDERD_GRPC_MAX_RECV_BYTES, 1 MiB)
+// is refused before it is read, RESOURCE_EXHAUSTED, and writes nothing; the
+// connection keeps serving.
+func TestCreateOrderOversizedRequestIsRefusedAndWritesNothing(t *testing.T) {
+	p := server(t)
+	req := newRequest("10.00")
+	req.CustomerId = strings.Repeat("x", 2<<20)
+	if _, _, err := create(t, p.client, req); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a 2 MiB request: %v, want ResourceExhausted", err)
+	}
+	if r := readRows(t, req.RequestId, "", "", ""); r.ledger != nil {
+		t.Errorf("an oversized request left a ledger row: %v", r.ledger)
+	}
+	if _, _, err := create(t, p.client, newRequest("10.00")); err != nil {
+		t.Errorf("the next request on the same connection: %v", err)
 	}
 }
 

@@ -28,6 +28,9 @@ type config struct {
 	replayCacheSize   int
 	requestTimeout    time.Duration
 	shutdownGrace     time.Duration
+	maxStreams        int
+	maxRecvBytes      int
+	maxConnAge        time.Duration
 	pageTokenKey      keyFlag
 	logFormat         string
 	logLevel          string
@@ -107,6 +110,9 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
 		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "the longest any call runs: calls without a deadline get it, later client deadlines are cut to it")
 		fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.envDuration("ORDERD_SHUTDOWN_GRACE", 20*time.Second), "how long open calls may finish after SIGTERM")
+		fs.IntVar(&c.maxStreams, "grpc-max-streams", c.envInt("ORDERD_GRPC_MAX_STREAMS", 256), "concurrent calls one connection may have open")
+		fs.IntVar(&c.maxRecvBytes, "grpc-max-recv-bytes", c.envInt("ORDERD_GRPC_MAX_RECV_BYTES", 1<<20), "largest request message accepted (larger: RESOURCE_EXHAUSTED, nothing read)")
+		fs.DurationVar(&c.maxConnAge, "grpc-max-connection-age", c.envDuration("ORDERD_GRPC_MAX_CONNECTION_AGE", 30*time.Minute), "connections are closed gracefully after this long (clients reconnect, so load spreads over new instances)")
 		c.pageTokenKey = c.envKey("ORDERD_PAGE_TOKEN_KEY")
 		fs.Var(&c.pageTokenKey, "page-token-key", "key signing ListCustomerOrders page tokens: hex or base64, at least 32 bytes, the same on every instance; unset: a random key per process (prefer the environment variable: a flag shows in ps)")
 	}
@@ -198,6 +204,9 @@ func (c *config) validate() error {
 	}
 	if c.deliveryOn && len(c.kafkaBrokers()) == 0 {
 		return fmt.Errorf("delivery is on but no Kafka brokers are set: set ORDERD_KAFKA_BROKERS, or ORDERD_DELIVERY=false")
+	}
+	if c.maxStreams < 0 || c.maxRecvBytes < 0 || c.maxConnAge < 0 {
+		return fmt.Errorf("grpc-max-streams, grpc-max-recv-bytes and grpc-max-connection-age must not be negative")
 	}
 	if len(c.contactPoints()) == 0 {
 		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")

@@ -33,6 +33,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/atlasmart/orderd/cql"
@@ -348,7 +349,8 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w", cfg.grpcAddr, err)
 	}
-	srv := grpc.NewServer(obs.grpcOptions(deadlineInterceptor(cfg.requestTimeout))...)
+	srv := grpc.NewServer(append(obs.grpcOptions(deadlineInterceptor(cfg.requestTimeout), grpcapi.RecoverPanics(log)),
+		transportLimits(cfg)...)...)
 	ordersv1.RegisterOrderServiceServer(srv, api)
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
@@ -390,6 +392,24 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return nil
 	})
 	return g.Wait()
+}
+
+// transportLimits bound what one client can hold or send: streams per
+// connection, the size of a request, how often it may ping (keepalive
+// enforcement: a client pinging more than every 10 s is disconnected), and
+// how long a connection lives.
+func transportLimits(cfg *config) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(uint32(cfg.maxStreams)),
+		grpc.MaxRecvMsgSize(cfg.maxRecvBytes),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge:      cfg.maxConnAge,
+			MaxConnectionAgeGrace: cfg.requestTimeout, // a call in flight may finish
+			Time:                  2 * time.Minute,
+			Timeout:               20 * time.Second,
+		}),
+	}
 }
 
 // deadlineInterceptor bounds every call by d: a call without a deadline

@@ -129,9 +129,10 @@ func (o *observability) cqlObserver() gocql.QueryObserver {
 }
 
 // grpcOptions are the gRPC server's interceptors and, with tracing, its
-// stats handler; deadline is the interceptor that bounds every call.
-func (o *observability) grpcOptions(deadline grpc.UnaryServerInterceptor) []grpc.ServerOption {
-	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(o.metrics.UnaryServerInterceptor(), deadline)}
+// stats handler: the metrics interceptor outermost (it sees every answer),
+// then inner in order.
+func (o *observability) grpcOptions(inner ...grpc.UnaryServerInterceptor) []grpc.ServerOption {
+	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{o.metrics.UnaryServerInterceptor()}, inner...)...)}
 	if o.tp != nil {
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(o.tp),
