@@ -26,6 +26,8 @@ type config struct {
 	retention         time.Duration
 	takeoverAfter     time.Duration
 	replayCacheSize   int
+	rateAttempts      float64
+	rateReplays       float64
 	requestTimeout    time.Duration
 	shutdownGrace     time.Duration
 	maxStreams        int
@@ -77,6 +79,8 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant that scopes request ids and orders (until authentication lands)")
 		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
+		fs.Float64Var(&c.rateAttempts, "rate-attempts", c.envFloat("ORDERD_RATE_ATTEMPTS", 2000), "CreateOrder calls per second per tenant that may reach the database (new requests, and duplicates the replay cache cannot answer); over it: RESOURCE_EXHAUSTED; 0: unlimited")
+		fs.Float64Var(&c.rateReplays, "rate-replays", c.envFloat("ORDERD_RATE_REPLAYS", 10000), "duplicates per second per tenant answered from the replay cache; over it: RESOURCE_EXHAUSTED; 0: unlimited")
 		fs.IntVar(&c.replayCacheSize, "replay-cache-size", c.envInt("ORDERD_REPLAY_CACHE_SIZE", 10_000), "recent recorded outcomes kept in memory to answer duplicates without a ledger read (a few hundred bytes each); 0 disables")
 		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
 		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/cassandra.FaultSession)")
@@ -178,6 +182,17 @@ func (c *config) envInt(name string, def int) int {
 	return def
 }
 
+func (c *config) envFloat(name string, def float64) float64 {
+	if v, ok := os.LookupEnv(name); ok {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Sprintf("%s=%q is not a number", name, v))
+		}
+		return f
+	}
+	return def
+}
+
 func (c *config) envDuration(name string, def time.Duration) time.Duration {
 	if v, ok := os.LookupEnv(name); ok {
 		d, err := time.ParseDuration(v)
@@ -204,6 +219,9 @@ func (c *config) validate() error {
 	}
 	if c.deliveryOn && len(c.kafkaBrokers()) == 0 {
 		return fmt.Errorf("delivery is on but no Kafka brokers are set: set ORDERD_KAFKA_BROKERS, or ORDERD_DELIVERY=false")
+	}
+	if c.rateAttempts < 0 || c.rateReplays < 0 {
+		return fmt.Errorf("rate-attempts and rate-replays must not be negative (0: unlimited)")
 	}
 	if c.maxStreams < 0 || c.maxRecvBytes < 0 || c.maxConnAge < 0 {
 		return fmt.Errorf("grpc-max-streams, grpc-max-recv-bytes and grpc-max-connection-age must not be negative")

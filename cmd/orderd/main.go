@@ -41,6 +41,7 @@ import (
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/grpcapi"
 	"github.com/atlasmart/orderd/internal/invariant"
+	"github.com/atlasmart/orderd/internal/limit"
 	"github.com/atlasmart/orderd/internal/metrics"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/outbox"
@@ -165,7 +166,8 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	if cacheSize <= 0 {
 		cacheSize = -1 // off; a zero workflow.Config field means the default
 	}
-	wcfg := workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize}
+	wcfg := workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
+		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays})}
 	if m != nil {
 		wcfg.Observer = m
 	}

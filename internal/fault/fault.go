@@ -35,6 +35,9 @@ const (
 	// OutcomeUnknown: a write may or may not have applied and could not be
 	// settled; retry with the same request id to learn which.
 	OutcomeUnknown
+	// Limited: the caller's tenant is over its rate; nothing was done.
+	// Retry after RetryAfter.
+	Limited
 )
 
 func (k Kind) String() string {
@@ -53,6 +56,8 @@ func (k Kind) String() string {
 		return "unavailable"
 	case OutcomeUnknown:
 		return "outcome_unknown"
+	case Limited:
+		return "limited"
 	default:
 		return "internal"
 	}
@@ -77,6 +82,7 @@ const (
 	// acknowledged by the event broker (a request's last_error only; never
 	// a CreateOrder answer).
 	ReasonDeliveryFailed Reason = "DELIVERY_FAILED"
+	ReasonRateLimited    Reason = "RATE_LIMITED"
 	ReasonInternal       Reason = "INTERNAL"
 )
 
@@ -95,6 +101,7 @@ var reasons = map[Reason]struct {
 	ReasonOutcomeUnknown:     {kind: OutcomeUnknown, retryAfter: time.Second},
 	ReasonCommandUnreadable:  {kind: Internal},
 	ReasonDeliveryFailed:     {kind: Unavailable, retryAfter: time.Second},
+	ReasonRateLimited:        {kind: Limited, retryAfter: time.Second},
 	ReasonInternal:           {kind: Internal},
 }
 

@@ -15,6 +15,7 @@ var messageOf = map[fault.Reason]string{
 	fault.ReasonClusterUnavailable: "the database is unavailable; retry with the same request_id",
 	fault.ReasonOutcomeUnknown:     "the outcome of a write is unknown; retry with the same request_id to settle it",
 	fault.ReasonCommandUnreadable:  "internal error",
+	fault.ReasonRateLimited:        "too many requests for this tenant; retry after the delay in RetryInfo",
 	fault.ReasonDeliveryFailed:     "the order is accepted; its event has not reached the event broker yet and will be published when the broker answers",
 	fault.ReasonInternal:           "internal error",
 }

@@ -25,6 +25,7 @@ var codeOf = map[fault.Kind]codes.Code{
 	fault.InProgress:     codes.Aborted,
 	fault.Unavailable:    codes.Unavailable,
 	fault.OutcomeUnknown: codes.Unavailable,
+	fault.Limited:        codes.ResourceExhausted,
 }
 
 // Status turns any error into the gRPC status a client sees, with

@@ -43,6 +43,16 @@ type Publisher interface {
 	Publish(ctx context.Context, o order.Order) error
 }
 
+// Admission rate-limits a tenant's calls (internal/limit). Each returns
+// nil to go on, or a RATE_LIMITED fault: the call is refused before it does
+// anything.
+type Admission interface {
+	// Attempt admits a call that will reach the database.
+	Attempt(tenant string) error
+	// Replay admits a duplicate answered from the replay cache.
+	Replay(tenant string) error
+}
+
 // Config tunes the workflow. Zero fields take defaults.
 type Config struct {
 	// Tenant scopes every request id and order; default "default".
@@ -71,6 +81,8 @@ type Config struct {
 	Publisher Publisher
 	// PublishTimeout bounds one publication of an event; default 10 s.
 	PublishTimeout time.Duration
+	// Admission, if set, rate-limits each tenant's calls; nil admits all.
+	Admission Admission
 }
 
 func (c Config) withDefaults() Config {
@@ -111,13 +123,14 @@ const (
 	OutcomeUnavailable    Outcome = "unavailable"     // not done (yet): the cluster refused or a write failed
 	OutcomeOutcomeUnknown Outcome = "outcome_unknown" // a write may have applied and could not be settled
 	OutcomeInvalid        Outcome = "invalid"         // bad input; nothing written
+	OutcomeLimited        Outcome = "limited"         // the tenant is over its rate; nothing done
 	OutcomeInternal       Outcome = "internal"        // anything else (a bug)
 )
 
 // Outcomes lists every Outcome.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeNew, OutcomeReplayed, OutcomeTakeover, OutcomeConflict, OutcomeInProgress,
-		OutcomeFailedRequest, OutcomeUnavailable, OutcomeOutcomeUnknown, OutcomeInvalid, OutcomeInternal}
+		OutcomeFailedRequest, OutcomeUnavailable, OutcomeOutcomeUnknown, OutcomeInvalid, OutcomeLimited, OutcomeInternal}
 }
 
 // OutcomeOf names the outcome of an attempt that ended with err.
@@ -135,6 +148,8 @@ func OutcomeOf(err error) Outcome {
 		return OutcomeUnavailable
 	case fault.OutcomeUnknown:
 		return OutcomeOutcomeUnknown
+	case fault.Limited:
+		return OutcomeLimited
 	}
 	return OutcomeInternal
 }
@@ -216,7 +231,13 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 	encoded := cmd.Encode() // stored and fingerprinted: encode once
 	fingerprint := order.Fingerprint(encoded)
 	if hit, ok := s.replays.get(key); ok {
+		if err := s.admit(Admission.Replay, key.Tenant); err != nil {
+			return Result{}, err
+		}
 		return s.cachedReplay(hit, fingerprint)
+	}
+	if err := s.admit(Admission.Attempt, key.Tenant); err != nil {
+		return Result{}, err
 	}
 	res, err := s.answer(ctx, cmd, ledger.Record{
 		Key:         key,
@@ -233,6 +254,15 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 		s.replays.add(key, fingerprint, res.Order)
 	}
 	return res, err
+}
+
+// admit asks the configured Admission (if any) to let one call of tenant
+// through, before it does anything.
+func (s *Service) admit(budget func(Admission, string) error, tenant string) error {
+	if s.cfg.Admission == nil {
+		return nil
+	}
+	return budget(s.cfg.Admission, tenant)
 }
 
 // cachedReplay answers a duplicate from the replay cache: the recorded
