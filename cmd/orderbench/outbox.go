@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -215,14 +214,7 @@ func (p *consumerProc) stop() {
 	if p.cmd.ProcessState != nil {
 		return // stopped already
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-	}
+	terminate(p.cmd)
 }
 
 // lineWatch discards a process's output, closing seen once want appears.

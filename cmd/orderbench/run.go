@@ -740,13 +740,19 @@ func (p *orderdProc) pid() int { return p.cmd.Process.Pid }
 
 func (p *orderdProc) stop() {
 	p.conn.Close()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	terminate(p.cmd)
+}
+
+// terminate sends SIGTERM and waits for the process to exit, killing it
+// after 30 s.
+func terminate(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
+	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 	}
 }
 
