@@ -3,15 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/atlasmart/orderd/deploy/local"
 )
 
 // The local Kafka broker (deploy/local, issue 11) is a real Apache Kafka
@@ -24,20 +20,8 @@ func TestLocalKafkaBrokerKeepsAcknowledgedRecordsAcrossAKill(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b, err := local.NewBroker(local.KafkaConfig{StateDir: filepath.Join(repoRoot(), ".kafka"), Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startedHere := b.Pid() == 0
-	if took, err := b.Up(ctx); err != nil {
-		t.Fatalf("start the local Kafka broker: %v", err)
-	} else {
-		t.Logf("kafka broker answering on %s after %s", b.Addr(), took.Round(time.Millisecond))
-	}
-	if startedHere {
-		t.Cleanup(func() { _ = b.Down(context.Background()) })
-	}
-
+	// The run's broker: TestMain started it (or found it running).
+	b := broker
 	topic := fmt.Sprintf("orderd.e2e.%d", time.Now().UnixNano())
 	admin := kadm.NewClient(newKafkaClient(t, b.Addr()))
 	if _, err := admin.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
@@ -81,7 +65,7 @@ func TestLocalKafkaBrokerKeepsAcknowledgedRecordsAcrossAKill(t *testing.T) {
 	if err := b.Kill(ctx); err != nil {
 		t.Fatalf("kill the broker: %v", err)
 	}
-	if _, err := b.Up(ctx); err != nil {
+	if err := b.Start(ctx); err != nil {
 		t.Fatalf("start the broker again: %v", err)
 	}
 	wantAll("after a SIGKILL and a restart")

@@ -529,8 +529,7 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 	ferr := l.finish(ctx, rec)
 	// An order whose event alone is owed is the outbox's backlog, not an
 	// unfinished request: it has its own gauges and alerts.
-	undelivered := fault.ReasonOf(ferr) == fault.ReasonDeliveryFailed
-	if undelivered {
+	if undelivered(ferr) {
 		res.Undelivered++
 		res.noteUndelivered(rec.CreatedAt)
 		if rec.Attempts+1 >= l.cfg.MaxAttempts {
@@ -556,7 +555,7 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 	case errors.Is(ferr, ledger.ErrUnfinishable):
 		return l.deadLetter(ctx, e, rec, ferr, res)
 	}
-	return l.retryLater(ctx, e, rec, ferr, undelivered, now, res)
+	return l.retryLater(ctx, e, rec, ferr, now, res)
 }
 
 // read reads a due entry's request: at LOCAL_QUORUM first, which is no
@@ -577,7 +576,7 @@ func (l *Loop) read(ctx context.Context, key ledger.Key) (ledger.Record, error) 
 // retryLater notes a failed attempt and reschedules the entry with backoff.
 // The attempt counts only once the ledger has it: if the ledger cannot be
 // written, the database is the problem and the entry stays as it is.
-func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, undelivered bool, now time.Time, res *PassResult) (bool, error) {
+func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, now time.Time, res *PassResult) (bool, error) {
 	if err := l.ledger.RecordAttempt(ctx, rec, string(fault.ReasonOf(ferr))); err != nil {
 		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
 	}
@@ -589,11 +588,11 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 	res.Retried++
 	l.retried.Add(1)
 	switch {
-	case undelivered && attempts >= l.cfg.MaxAttempts:
+	case undelivered(ferr) && attempts >= l.cfg.MaxAttempts:
 		l.log.Warn("order event still undelivered after repeated attempts: parked, retried later", "request_id", rec.RequestID,
 			"attempts", attempts, "next", due, "error", ferr)
 		return true, nil
-	case undelivered:
+	case undelivered(ferr):
 		l.log.Info("order event not delivered; retrying later", "request_id", rec.RequestID, "attempts", attempts, "next", due, "error", ferr)
 		return true, nil
 	case attempts >= l.cfg.MaxAttempts:
@@ -641,6 +640,10 @@ func (l *Loop) drop(ctx context.Context, e ledger.DueEntry, res *PassResult) err
 	l.dropped.Add(1)
 	return l.ledger.RemoveEntry(ctx, e)
 }
+
+// undelivered reports whether a Finisher's error says the order is
+// recorded and only its event is owed.
+func undelivered(ferr error) bool { return fault.ReasonOf(ferr) == fault.ReasonDeliveryFailed }
 
 // backoff is exponential in the attempts so far, capped, with jitter in
 // [d/2, d) so that many requests failing together spread out.

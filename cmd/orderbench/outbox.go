@@ -119,7 +119,7 @@ const latencyConcurrency = 2
 // latencyResult is a delivery latency distribution as a Result (its
 // Errors: events that never arrived).
 func latencyResult(label, driverName string, lat []time.Duration, missing int) Result {
-	r := Result{Label: label, Phase: "outbox", Driver: driverName, Concurrency: 0, Requests: len(lat), Errors: missing,
+	r := Result{Label: label, Phase: "outbox", Driver: driverName, Requests: len(lat), Errors: missing,
 		P50ms: ms(loadgen.Percentile(lat, 50)), P95ms: ms(loadgen.Percentile(lat, 95)), P99ms: ms(loadgen.Percentile(lat, 99))}
 	fmt.Fprintf(os.Stderr, "orderbench: outbox   answer to %s: %d events, p50 %.2f ms, p99 %.2f ms (%d missing)\n",
 		driverName, len(lat), r.P50ms, r.P99ms, missing)

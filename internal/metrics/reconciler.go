@@ -19,14 +19,15 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "reconciler", Name: name, Help: help},
 			func() float64 { return float64(f(stats())) })
 	}
-	gauge := func(name, help string, f func(reconciler.Stats) float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "reconciler", Name: name, Help: help},
-			func() float64 { return f(stats()) })
+	gaugeIn := func(subsystem string) func(name, help string, f func(reconciler.Stats) float64) prometheus.Collector {
+		return func(name, help string, f func(reconciler.Stats) float64) prometheus.Collector {
+			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: subsystem, Name: name, Help: help},
+				func() float64 { return f(stats()) })
+		}
 	}
-	outboxGauge := func(name, help string, f func(reconciler.Stats) float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "outbox", Name: name, Help: help},
-			func() float64 { return f(stats()) })
-	}
+	// The outbox's backlog is found by the reconciler's passes, but it is
+	// the outbox's state: its gauges carry that subsystem.
+	gauge, outboxGauge := gaugeIn("reconciler"), gaugeIn("outbox")
 	cs := []prometheus.Collector{
 		gauge("pending_requests", "PENDING requests this instance found due in its last pass.",
 			func(s reconciler.Stats) float64 { return float64(s.Pending) }),

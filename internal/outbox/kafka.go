@@ -91,9 +91,6 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 	return &Kafka{cfg: cfg, client: client, log: log}, nil
 }
 
-// Topic is the topic events are published to.
-func (k *Kafka) Topic() string { return k.cfg.Topic }
-
 // Publish implements Publisher: it returns once the broker acknowledged
 // o's ORDER_CREATED record, or with the reason it did not.
 func (k *Kafka) Publish(ctx context.Context, o order.Order) error {
@@ -129,9 +126,6 @@ func (k *Kafka) EnsureTopic(ctx context.Context) error {
 	k.log.Info("created the events topic", "topic", k.cfg.Topic, "partitions", k.cfg.Partitions)
 	return nil
 }
-
-// Ping asks the brokers for the cluster's metadata: nil if one answers.
-func (k *Kafka) Ping(ctx context.Context) error { return k.client.Ping(ctx) }
 
 // Close waits up to ctx for buffered records to be acknowledged, then
 // closes the client (what is still unacknowledged fails, and its entries
