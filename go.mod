@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/moby/moby/api v1.56.1

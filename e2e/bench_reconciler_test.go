@@ -171,7 +171,7 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 			defer done()
 			driver := cassandra.Wrap(s)
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			wf := workflow.New(workflow.Config{Tenant: tenant}, store, projection.NewStore(driver, nil), nil, log)
+			wf := workflow.New(workflow.Config{}, store, projection.NewStore(driver, nil), nil, log)
 			claimMany(b, store, c.pending, false)
 			time.Sleep(1100 * time.Millisecond) // every entry due
 

@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -45,16 +43,6 @@ func verifyKeyspace(t *testing.T, acks []invariant.Ack, within time.Duration, ex
 		t.Fatalf("orderd verify: %v\n%s", err, out)
 	}
 	t.Logf("orderd verify:\n%s", out)
-}
-
-func dialClient(t *testing.T, addr string) ordersv1.OrderServiceClient {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return ordersv1.NewOrderServiceClient(conn)
 }
 
 func checkLoad(t *testing.T, rep loadgen.Report) {

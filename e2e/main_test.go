@@ -66,12 +66,17 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if err := setUpSecurity(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: FAIL: security setup: %v\n", err)
+		return 1
+	}
 	// ORDERD_E2E_BINARY runs the suite against another build, e.g. an older
 	// commit's, to show that a regression test fails there.
 	orderdBinary = os.Getenv("ORDERD_E2E_BINARY")
 	if orderdBinary == "" {
 		orderdBinary = filepath.Join(dir, "orderd")
-		build := exec.Command("go", "build", "-o", orderdBinary, "./cmd/orderd")
+		// The test build: only it can arm failpoints and CQL faults.
+		build := exec.Command("go", "build", "-tags", "failpoints", "-o", orderdBinary, "./cmd/orderd")
 		build.Dir = repoRoot()
 		out, err := build.CombinedOutput()
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
@@ -80,14 +79,14 @@ func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
 		"ORDERD_KAFKA_TOPIC="+eventsTopic,
 		"ORDERD_KAFKA_PARTITIONS=3",
 	)
-	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Env = append(append(p.cmd.Env, sec.serverEnv()...), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start orderd: %w", err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := dial(addr, sec.defaultClient())
 	if err != nil {
 		p.stop()
 		return nil, fmt.Errorf("dial orderd: %w", err)

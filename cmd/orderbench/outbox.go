@@ -14,6 +14,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atlasmart/orderd/internal/clientcreds"
 	"github.com/atlasmart/orderd/internal/loadgen"
 	"github.com/atlasmart/orderd/internal/outbox"
 )
@@ -22,10 +23,11 @@ import (
 type outboxSetup struct {
 	levels           []int
 	requests         int
-	orderd, consumer string   // binaries
-	env              []string // orderd's environment (the run's keyspace)
-	brokers, topic   string   // the phase's own topic
-	keyspace, hosts  string   // the consumer's keyspace, the cluster
+	orderd, consumer string              // binaries
+	env              []string            // orderd's environment (the run's keyspace)
+	creds            clientcreds.Options // how to call orderd
+	brokers, topic   string              // the phase's own topic
+	keyspace, hosts  string              // the consumer's keyspace, the cluster
 }
 
 // outboxPhase measures what delivering events costs (issue 11): new orders
@@ -37,12 +39,12 @@ type outboxSetup struct {
 // consumer (cmd/orderconsumer) having applied it. Both consumers run
 // during the phase.
 func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error) {
-	on, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_KAFKA_TOPIC="+s.topic))
+	on, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_KAFKA_TOPIC="+s.topic), s.creds)
 	if err != nil {
 		return nil, fmt.Errorf("start an orderd publishing to %s: %w", s.topic, err)
 	}
 	defer on.stop()
-	off, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_DELIVERY=false"))
+	off, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_DELIVERY=false"), s.creds)
 	if err != nil {
 		return nil, fmt.Errorf("start an orderd with delivery off: %w", err)
 	}

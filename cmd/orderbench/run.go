@@ -22,10 +22,11 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/clientcreds"
+	"github.com/atlasmart/orderd/internal/devsetup"
 	"github.com/atlasmart/orderd/internal/loadgen"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/ledger"
@@ -115,6 +116,19 @@ func runCmd(args []string) error {
 		// The benchmark measures capacity, not the per-tenant limits: a
 		// replay storm can pass their defaults.
 		"ORDERD_RATE_ATTEMPTS=0", "ORDERD_RATE_REPLAYS=0")
+	// orderd is secured as in production: TLS, and every call carries an
+	// API key the server verifies.
+	secDir, err := os.MkdirTemp("", "orderbench-security-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(secDir)
+	secFiles, apiKey, _, err := devsetup.Write(secDir, "default", 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	env = append(env, secFiles.ServerEnv()...)
+	creds := secFiles.Client(apiKey)
 	migrate := exec.Command(f.orderd, "migrate")
 	migrate.Env = env
 	if out, err := migrate.CombinedOutput(); err != nil {
@@ -141,7 +155,7 @@ func runCmd(args []string) error {
 	}
 	proj := projection.NewStore(cassandra.Wrap(session), nil)
 
-	od, err := startOrderd(f.orderd, env)
+	od, err := startOrderd(f.orderd, env, creds)
 	if err != nil {
 		return err
 	}
@@ -166,7 +180,7 @@ func runCmd(args []string) error {
 			rs, err = b.lwt(ctx, []int{1, 32}, f.requests)
 		case "outbox":
 			rs, err = b.outboxPhase(ctx, outboxSetup{levels: []int{16, 64}, requests: f.requests, orderd: f.orderd, consumer: f.consumer,
-				env: env, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
+				env: env, creds: creds, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
 		case "soak":
 			rs, err = b.soakRun(ctx, 64, f.soak)
 		default:
@@ -701,7 +715,7 @@ type orderdProc struct {
 	client ordersv1.OrderServiceClient
 }
 
-func startOrderd(bin string, env []string) (*orderdProc, error) {
+func startOrderd(bin string, env []string, creds clientcreds.Options) (*orderdProc, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -714,7 +728,12 @@ func startOrderd(bin string, env []string) (*orderdProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	dial, err := creds.DialOptions()
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr, dial...)
 	if err != nil {
 		_ = cmd.Process.Kill()
 		return nil, err

@@ -34,6 +34,7 @@ type config struct {
 	maxRecvBytes      int
 	maxConnAge        time.Duration
 	pageTokenKey      keyFlag
+	sec               securityConfig
 	logFormat         string
 	logLevel          string
 	failpoints        string
@@ -76,7 +77,6 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	fs.StringVar(&c.logFormat, "log-format", env("ORDERD_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&c.logLevel, "log-level", env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
 	if cmd != "migrate" {
-		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant that scopes request ids and orders (until authentication lands)")
 		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
 		fs.Float64Var(&c.rateAttempts, "rate-attempts", c.envFloat("ORDERD_RATE_ATTEMPTS", 2000), "CreateOrder calls per second per tenant that may reach the database (new requests, and duplicates the replay cache cannot answer); over it: RESOURCE_EXHAUSTED; 0: unlimited")
@@ -98,6 +98,9 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.IntVar(&c.kafkaPartitions, "kafka-partitions", c.envInt("ORDERD_KAFKA_PARTITIONS", 12), "partitions of the events topic when orderd creates it (an existing topic is left as it is)")
 		fs.DurationVar(&c.publishTimeout, "publish-timeout", c.envDuration("ORDERD_PUBLISH_TIMEOUT", 10*time.Second), "how long one publication of an event waits for the broker's acknowledgement")
 	}
+	if cmd == "requeue" {
+		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant of the request to requeue")
+	}
 	if cmd == "verify" {
 		fs.StringVar(&c.verifyAcks, "acks", "", "JSON lines of acknowledged outcomes (from orderload -acks) to check against the rows")
 		fs.BoolVar(&c.verifyDelivered, "delivered", false, "check that every order (the acknowledged ones, given -acks) older than the reconcile grace has its event acknowledged by Kafka")
@@ -118,6 +121,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.IntVar(&c.maxRecvBytes, "grpc-max-recv-bytes", c.envInt("ORDERD_GRPC_MAX_RECV_BYTES", 1<<20), "largest request message accepted (larger: RESOURCE_EXHAUSTED, nothing read)")
 		fs.DurationVar(&c.maxConnAge, "grpc-max-connection-age", c.envDuration("ORDERD_GRPC_MAX_CONNECTION_AGE", 30*time.Minute), "connections are closed gracefully after this long (clients reconnect, so load spreads over new instances)")
 		c.pageTokenKey = c.envKey("ORDERD_PAGE_TOKEN_KEY")
+		c.sec.flags(fs, c)
 		fs.Var(&c.pageTokenKey, "page-token-key", "key signing ListCustomerOrders page tokens: hex or base64, at least 32 bytes, the same on every instance; unset: a random key per process (prefer the environment variable: a flag shows in ps)")
 	}
 	return fs
@@ -205,9 +209,14 @@ func (c *config) envDuration(name string, def time.Duration) time.Duration {
 }
 
 // validate reports settings that cannot work.
-func (c *config) validate() error {
+func (c *config) validate(cmd string) error {
 	if len(c.envErrs) > 0 {
 		return fmt.Errorf("bad settings: %s", strings.Join(c.envErrs, "; "))
+	}
+	if cmd == "serve" {
+		if err := c.sec.validate(); err != nil {
+			return err
+		}
 	}
 	if c.reconcileGrace > 0 && c.requestTimeout > 0 && c.reconcileGrace <= c.requestTimeout {
 		return fmt.Errorf("reconcile-grace (%s) must exceed request-timeout (%s): the reconciler would race requests still in their handler", c.reconcileGrace, c.requestTimeout)

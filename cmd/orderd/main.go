@@ -4,7 +4,10 @@
 //	orderd reconcile            run only the reconciler (which also delivers events)
 //	orderd deliver              the same: the reconciler is the delivery worker
 //	orderd migrate              create or update the keyspace's schema, then exit
-//	orderd requeue REQUEST_ID   give a FAILED request another round of attempts
+//	orderd requeue [-tenant T] REQUEST_ID
+//	                            give a FAILED request another round of attempts
+//	orderd keys add|revoke|list manage an API key file (docs/security.md)
+//	orderd dev-setup            write a development CA, certificates and key
 //	orderd verify [-acks FILE] [-delivered] [-consumer-keyspace KS]
 //	                            check the keyspace's invariants (and the
 //	                            events' delivery and a consumer's applies);
@@ -64,6 +67,12 @@ func run(args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	switch cmd { // commands that need no cluster settings
+	case "keys":
+		return keysCommand(args, os.Stdout)
+	case "dev-setup":
+		return devSetup(args, os.Stdout)
+	}
 	cfg := &config{}
 	fs := cfg.flags(cmd)
 	if err := fs.Parse(args); err != nil {
@@ -74,7 +83,7 @@ func run(args []string) error {
 			cfg.metricsAddrExplicit = true
 		}
 	})
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate(cmd); err != nil {
 		return err
 	}
 	log, err := cfg.logger()
@@ -95,7 +104,7 @@ func run(args []string) error {
 	case "verify":
 		return verify(ctx, cfg, log)
 	default:
-		return fmt.Errorf("unknown command %q: use serve, reconcile, deliver, migrate, requeue or verify", cmd)
+		return fmt.Errorf("unknown command %q: use serve, reconcile, deliver, migrate, requeue, verify, keys or dev-setup", cmd)
 	}
 }
 
@@ -166,7 +175,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	if cacheSize <= 0 {
 		cacheSize = -1 // off; a zero workflow.Config field means the default
 	}
-	wcfg := workflow.Config{Tenant: cfg.tenant, TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
+	wcfg := workflow.Config{TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
 		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays})}
 	if m != nil {
 		wcfg.Observer = m
@@ -210,6 +219,9 @@ func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, log *slo
 func statementSession(driver cassandra.Session, faults string, log *slog.Logger) (cassandra.Session, error) {
 	if faults == "" {
 		return driver, nil
+	}
+	if !failpoint.Compiled {
+		return nil, fmt.Errorf("cql faults %q: this binary was built without failpoints (only test builds, go build -tags failpoints, can arm them)", faults)
 	}
 	fs := cassandra.NewFaultSession(driver)
 	if err := fs.ArmSpec(faults); err != nil {
@@ -326,6 +338,10 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
 }
 
 func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
+	sec, err := newSecurity(&cfg.sec, log) // before connecting: a bad key file fails at once
+	if err != nil {
+		return err
+	}
 	obs, err := newObservability(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -342,7 +358,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key}, wf, projections, log)
+	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics}, wf, projections, log)
 	if err != nil {
 		return err
 	}
@@ -351,12 +367,20 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen for gRPC on %s: %w", cfg.grpcAddr, err)
 	}
-	srv := grpc.NewServer(append(obs.grpcOptions(deadlineInterceptor(cfg.requestTimeout), grpcapi.RecoverPanics(log)),
-		transportLimits(cfg)...)...)
+	// The guard runs before any handler (after the deadline, so that the
+	// metrics see its refusals); panic recovery is innermost.
+	opts := append(obs.grpcOptions(deadlineInterceptor(cfg.requestTimeout), api.UnaryInterceptor(), grpcapi.RecoverPanics(log)),
+		grpc.ChainStreamInterceptor(api.StreamInterceptor()))
+	if sec.creds != nil {
+		opts = append(opts, sec.creds)
+	}
+	srv := grpc.NewServer(append(opts, transportLimits(cfg)...)...)
 	ordersv1.RegisterOrderServiceServer(srv, api)
 	healthSrv := health.NewServer()
 	healthpb.RegisterHealthServer(srv, healthSrv)
-	reflection.Register(srv)
+	if cfg.sec.reflection {
+		reflection.Register(srv)
+	}
 	probe := grpcapi.NewHealthProbe(healthSrv, quorumProbe(a.stmts), 2*time.Second, log)
 
 	var loop *reconciler.Loop
@@ -368,12 +392,13 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return probe.Run(gctx) })
+	sec.watch(gctx, g, cfg.sec.reloadInterval, log)
 	if loop != nil {
 		g.Go(func() error { return loop.Run(gctx) })
 	}
 	obs.serveMetrics(gctx, g, log)
 	g.Go(func() error {
-		log.Info("serving", "grpc_addr", lis.Addr().String(), "keyspace", cfg.keyspace, "tenant", cfg.tenant)
+		log.Info("serving", "grpc_addr", lis.Addr().String(), "keyspace", cfg.keyspace, "tls", sec.creds != nil, "reflection", cfg.sec.reflection)
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			return fmt.Errorf("grpc server: %w", err)
 		}

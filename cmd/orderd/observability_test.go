@@ -102,7 +102,7 @@ func TestTracingModes(t *testing.T) {
 	if err := tp.Shutdown(context.Background()); err != nil {
 		t.Error(err)
 	}
-	if err := (&config{tracing: "jaeger", contactPointsCSV: "h"}).validate(); err == nil {
+	if err := (&config{tracing: "jaeger", contactPointsCSV: "h"}).validate("reconcile"); err == nil {
 		t.Error("tracing=jaeger accepted")
 	}
 }

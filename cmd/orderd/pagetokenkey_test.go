@@ -59,7 +59,7 @@ func TestPageTokenKeyIsNotPrinted(t *testing.T) {
 	t.Setenv("ORDERD_PAGE_TOKEN_KEY", bad)
 	cfg = &config{}
 	cfg.flags("serve")
-	err := cfg.validate()
+	err := cfg.validate("serve")
 	if err == nil || !strings.Contains(err.Error(), "ORDERD_PAGE_TOKEN_KEY") || strings.Contains(err.Error(), bad) {
 		t.Errorf("validate with a bad key: %v; want an error naming the variable, not its value", err)
 	}

@@ -4,7 +4,8 @@
 // it saw and can write every acknowledged outcome (JSON lines) for
 // `orderd verify --acks`.
 //
-//	orderload -addr 127.0.0.1:8080 -intents 2000 -duplicates 0.2 -conflicts 0.05 -acks acks.jsonl
+//	ORDERD_API_KEY=odk_... orderload -addr 127.0.0.1:8080 -ca-file .dev/ca.pem \
+//	    -intents 2000 -duplicates 0.2 -conflicts 0.05 -acks acks.jsonl
 package main
 
 import (
@@ -19,8 +20,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/atlasmart/orderd/internal/clientcreds"
 	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/loadgen"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
@@ -45,8 +46,18 @@ func run() error {
 	flag.Float64Var(&cfg.ConflictShare, "conflicts", 0.05, "share of acknowledged intents re-sent with another total")
 	flag.DurationVar(&cfg.MaxDuration, "max-duration", 5*time.Minute, "stop sending after this")
 	flag.DurationVar(&cfg.RetryFor, "retry-for", time.Minute, "retry unacknowledged intents (same request id) this long")
-	flag.StringVar(&cfg.Tenant, "tenant", "default", "tenant orderd serves (recorded in the acks)")
+	flag.StringVar(&cfg.Tenant, "tenant", "default", "tenant of the credentials used (recorded in the acks)")
+	var creds clientcreds.Options
+	var tokenFile string
+	creds.Flags(flag.CommandLine, &tokenFile)
 	flag.Parse()
+	if err := creds.ReadToken(tokenFile); err != nil {
+		return err
+	}
+	dial, err := creds.DialOptions()
+	if err != nil {
+		return err
+	}
 
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -55,7 +66,7 @@ func run() error {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return errors.New("orderload only targets loopback addresses (127.0.0.0/8, ::1, localhost)")
 	}
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(*addr, dial...)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,12 @@ const (
 	// Limited: the caller's tenant is over its rate; nothing was done.
 	// Retry after RetryAfter.
 	Limited
+	// Unauthenticated: the call carried no credentials, or none that
+	// verify; nothing was done.
+	Unauthenticated
+	// Forbidden: the caller is known but may not make this call; nothing
+	// was done.
+	Forbidden
 )
 
 func (k Kind) String() string {
@@ -58,6 +64,10 @@ func (k Kind) String() string {
 		return "outcome_unknown"
 	case Limited:
 		return "limited"
+	case Unauthenticated:
+		return "unauthenticated"
+	case Forbidden:
+		return "forbidden"
 	default:
 		return "internal"
 	}
@@ -83,7 +93,12 @@ const (
 	// a CreateOrder answer).
 	ReasonDeliveryFailed Reason = "DELIVERY_FAILED"
 	ReasonRateLimited    Reason = "RATE_LIMITED"
-	ReasonInternal       Reason = "INTERNAL"
+	// ReasonUnauthenticated: no credentials, or none that verify. Which
+	// check failed is logged, never told to the caller.
+	ReasonUnauthenticated Reason = "UNAUTHENTICATED"
+	// ReasonPermissionDenied: the identity lacks the call's permission.
+	ReasonPermissionDenied Reason = "PERMISSION_DENIED"
+	ReasonInternal         Reason = "INTERNAL"
 )
 
 // reasons is the one table of what each reason means to a caller.
@@ -102,6 +117,8 @@ var reasons = map[Reason]struct {
 	ReasonCommandUnreadable:  {kind: Internal},
 	ReasonDeliveryFailed:     {kind: Unavailable, retryAfter: time.Second},
 	ReasonRateLimited:        {kind: Limited, retryAfter: time.Second},
+	ReasonUnauthenticated:    {kind: Unauthenticated},
+	ReasonPermissionDenied:   {kind: Forbidden},
 	ReasonInternal:           {kind: Internal},
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
@@ -40,8 +41,8 @@ func logLines(t *testing.T, fn func(s *Server)) []map[string]any {
 	t.Helper()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	wf := workflow.New(workflow.Config{Tenant: "acme"}, ledgertest.NewMemory(ledgertest.Config{}), nopProjector{}, nil, log)
-	s, err := New(Config{PageTokenKey: testKey}, wf, nil, log)
+	wf := workflow.New(workflow.Config{}, ledgertest.NewMemory(ledgertest.Config{}), nopProjector{}, nil, log)
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}}, wf, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestCreateOrderLogsOutcomeWithoutPayload(t *testing.T) {
 	const id = "17000000-0000-0000-0000-000000000500"
 	req := &ordersv1.CreateOrderRequest{RequestId: id, CustomerId: "cust-secret", Total: "77.70", Currency: "EUR"}
 	lines := logLines(t, func(s *Server) {
-		ctx := grpc.NewContextWithServerTransportStream(context.Background(), headerStream{})
+		ctx := grpc.NewContextWithServerTransportStream(acme(), headerStream{})
 		for _, r := range []*ordersv1.CreateOrderRequest{req, req,
 			{RequestId: id, CustomerId: "cust-secret", Total: "99.90", Currency: "EUR"},
 			{RequestId: strings.Repeat("x", 500), CustomerId: "cust-secret", Total: "-1"}} {

@@ -17,5 +17,7 @@ var messageOf = map[fault.Reason]string{
 	fault.ReasonCommandUnreadable:  "internal error",
 	fault.ReasonRateLimited:        "too many requests for this tenant; retry after the delay in RetryInfo",
 	fault.ReasonDeliveryFailed:     "the order is accepted; its event has not reached the event broker yet and will be published when the broker answers",
+	fault.ReasonUnauthenticated:    "missing or invalid credentials: send a bearer token (API key or JWT) in the authorization metadata, or a client certificate",
+	fault.ReasonPermissionDenied:   "this identity may not make this call",
 	fault.ReasonInternal:           "internal error",
 }

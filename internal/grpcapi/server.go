@@ -6,6 +6,7 @@ package grpcapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/orderpb"
@@ -52,6 +54,11 @@ type Config struct {
 	// least MinPageTokenKeyLength bytes. Every instance behind one address
 	// needs the same key, and a token lives only as long as its key.
 	PageTokenKey []byte
+	// Auth establishes each caller's identity; required. Every call but
+	// health and reflection is refused without one (docs/security.md).
+	Auth *auth.Authenticator
+	// AuthObserver hears identity decisions; nil hears nothing.
+	AuthObserver AuthObserver
 }
 
 // Server implements ordersv1.OrderServiceServer.
@@ -60,6 +67,7 @@ type Server struct {
 	wf     *workflow.Service
 	reader Reader
 	tokens pageTokens
+	guard  guard
 	log    *slog.Logger
 }
 
@@ -70,9 +78,24 @@ func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Se
 	if len(cfg.PageTokenKey) < MinPageTokenKeyLength {
 		return nil, fmt.Errorf("page token key of %d bytes: need at least %d", len(cfg.PageTokenKey), MinPageTokenKeyLength)
 	}
+	if cfg.Auth == nil {
+		return nil, errors.New("no authenticator: every call needs a verified identity")
+	}
+	if cfg.AuthObserver == nil {
+		cfg.AuthObserver = nopAuthObserver{}
+	}
 	key := append([]byte(nil), cfg.PageTokenKey...)
-	return &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, log: log}, nil
+	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, log: log}
+	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, log: log, status: s.Status}
+	return s, nil
 }
+
+// UnaryInterceptor authenticates and authorizes every unary call, so it
+// must run before any handler: install it on the grpc.Server.
+func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor { return s.guard.UnaryInterceptor() }
+
+// StreamInterceptor is UnaryInterceptor for streaming calls.
+func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor { return s.guard.StreamInterceptor() }
 
 // CreateOrder implements ordersv1.OrderServiceServer.
 func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderRequest) (*ordersv1.CreateOrderResponse, error) {
@@ -80,11 +103,15 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 	for _, l := range req.GetLines() {
 		in.Lines = append(in.Lines, order.LineInput{SKU: l.GetSku(), Quantity: l.GetQuantity(), UnitPrice: l.GetUnitPrice()})
 	}
-	res, err := s.wf.CreateOrder(ctx, in)
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "CreateOrder", err)
+	}
+	res, err := s.wf.CreateOrder(ctx, id.Tenant, in)
 	if err != nil {
 		// The refusal names the request, never its payload (customer, amounts).
 		return nil, s.Status(ctx, "CreateOrder", err, slog.String("request_id", clip(req.GetRequestId())),
-			slog.String("tenant", s.wf.Tenant()), slog.String("outcome", string(workflow.OutcomeOf(err))))
+			slog.String("tenant", id.Tenant), slog.String("outcome", string(workflow.OutcomeOf(err))))
 	}
 	replayed := "false"
 	if res.Replayed {
@@ -93,13 +120,17 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 	if err := grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, replayed)); err != nil {
 		s.log.Warn("could not set response header", "error", err)
 	}
-	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "outcome", string(res.Outcome),
+	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "client", id.Name, "outcome", string(res.Outcome),
 		"order_id", res.Order.ID, "replayed", res.Replayed)
 	return &ordersv1.CreateOrderResponse{Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
 }
 
 // GetRequest implements ordersv1.OrderServiceServer.
 func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest) (*ordersv1.GetRequestResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "GetRequest", err)
+	}
 	id, v := parseUUID("request_id", req.GetRequestId())
 	op := req.GetOperation()
 	switch op {
@@ -112,7 +143,7 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 	if len(v) > 0 {
 		return nil, s.Status(ctx, "GetRequest", fault.InvalidArgs(v))
 	}
-	rec, err := s.wf.Request(ctx, op, id)
+	rec, err := s.wf.Request(ctx, who.Tenant, op, id)
 	if err != nil {
 		return nil, s.Status(ctx, "GetRequest", err, slog.String("request_id", id.String()))
 	}
@@ -135,11 +166,17 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 
 // GetOrder implements ordersv1.OrderServiceServer.
 func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*ordersv1.GetOrderResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "GetOrder", err)
+	}
 	id, v := parseUUID("order_id", req.GetOrderId())
 	if len(v) > 0 {
 		return nil, s.Status(ctx, "GetOrder", fault.InvalidArgs(v))
 	}
-	o, err := s.reader.Order(ctx, s.wf.Tenant(), id)
+	// Another tenant's order is looked up under this tenant's key: it is
+	// not found, exactly as an id that never existed.
+	o, err := s.reader.Order(ctx, who.Tenant, id)
 	if err != nil {
 		return nil, s.Status(ctx, "GetOrder", err, slog.String("order_id", id.String()))
 	}
@@ -148,6 +185,10 @@ func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*
 
 // ListCustomerOrders implements ordersv1.OrderServiceServer.
 func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCustomerOrdersRequest) (*ordersv1.ListCustomerOrdersResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "ListCustomerOrders", err)
+	}
 	v := order.CustomerIDViolations("customer_id", req.GetCustomerId())
 	month, err := time.Parse(monthLayout, req.GetMonth())
 	if err != nil {
@@ -160,7 +201,7 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 	// A token is checked against the listing it claims to continue, so only
 	// once customer and month are known to be valid; nothing unchecked
 	// reaches Cassandra.
-	l := listing{tenant: s.wf.Tenant(), customerID: req.GetCustomerId(), month: month.Format(monthLayout)}
+	l := listing{tenant: who.Tenant, customerID: req.GetCustomerId(), month: month.Format(monthLayout)}
 	var state []byte
 	badToken := fault.Violation{Field: "page_token", Description: errPageToken.Error()}
 	switch token := req.GetPageToken(); {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
@@ -114,9 +115,9 @@ func newTestAPI(t *testing.T, key []byte) (*Server, *spyLedger, *fakeReader) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	l := &spyLedger{}
-	wf := workflow.New(workflow.Config{Tenant: "acme"}, l, unusedProjector{}, nil, log)
+	wf := workflow.New(workflow.Config{}, l, unusedProjector{}, nil, log)
 	r := &fakeReader{}
-	s, err := New(Config{PageTokenKey: key}, wf, r, log)
+	s, err := New(Config{PageTokenKey: key, Auth: &auth.Authenticator{}}, wf, r, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func newTestAPI(t *testing.T, key []byte) (*Server, *spyLedger, *fakeReader) {
 
 func TestNewRejectsShortKey(t *testing.T) {
 	for _, key := range [][]byte{nil, bytes.Repeat([]byte{1}, MinPageTokenKeyLength-1)} {
-		if _, err := New(Config{PageTokenKey: key}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
+		if _, err := New(Config{PageTokenKey: key, Auth: &auth.Authenticator{}}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil))); err == nil {
 			t.Errorf("New accepted a key of %d bytes", len(key))
 		}
 	}
@@ -174,18 +175,18 @@ func TestFieldLimits(t *testing.T) {
 		return func(s *Server) error {
 			r := validCreate()
 			mut(r)
-			_, err := s.CreateOrder(context.Background(), r)
+			_, err := s.CreateOrder(acme(), r)
 			return err
 		}
 	}
 	list := func(r *ordersv1.ListCustomerOrdersRequest) func(s *Server) error {
-		return func(s *Server) error { _, err := s.ListCustomerOrders(context.Background(), r); return err }
+		return func(s *Server) error { _, err := s.ListCustomerOrders(acme(), r); return err }
 	}
 	getReq := func(r *ordersv1.GetRequestRequest) func(s *Server) error {
-		return func(s *Server) error { _, err := s.GetRequest(context.Background(), r); return err }
+		return func(s *Server) error { _, err := s.GetRequest(acme(), r); return err }
 	}
 	getOrder := func(r *ordersv1.GetOrderRequest) func(s *Server) error {
-		return func(s *Server) error { _, err := s.GetOrder(context.Background(), r); return err }
+		return func(s *Server) error { _, err := s.GetOrder(acme(), r); return err }
 	}
 	tests := []struct {
 		name   string
@@ -238,7 +239,7 @@ func TestFieldLimits(t *testing.T) {
 // The limits are inclusive: values at them get past validation.
 func TestFieldLimitsInclusive(t *testing.T) {
 	s, l, r := newTestAPI(t, testKey)
-	ctx := context.Background()
+	ctx := acme()
 	if _, err := s.GetRequest(ctx, &ordersv1.GetRequestRequest{RequestId: validID, Operation: order.Operation}); status.Code(err) != codes.NotFound {
 		t.Errorf("GetRequest with operation %s: %v, want NotFound from the ledger", order.Operation, err)
 	}
@@ -263,7 +264,7 @@ func TestListPagesThroughSignedTokens(t *testing.T) {
 		r.orders = append(r.orders, order.Order{Tenant: "acme", ID: uuid.New(), CustomerID: "cust-1", Month: "2026-09-01",
 			Status: order.StatusCreated, Total: "1.00", Currency: "EUR", RequestID: uuid.New(), CreatedAt: time.Unix(int64(i), 0)})
 	}
-	ctx := context.Background()
+	ctx := acme()
 	req := &ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", PageSize: 1}
 	var seen int
 	for page := 0; ; page++ {
@@ -302,7 +303,7 @@ func TestListPagesThroughSignedTokens(t *testing.T) {
 func TestListRejectsForeignTokens(t *testing.T) {
 	issuer, _, r := newTestAPI(t, testKey)
 	r.orders = []order.Order{{Tenant: "acme", CustomerID: "cust-1", Month: "2026-09-01", Total: "1.00", Currency: "EUR"}, {Tenant: "acme", CustomerID: "cust-1", Month: "2026-09-01", Total: "2.00", Currency: "EUR"}}
-	resp, err := issuer.ListCustomerOrders(context.Background(), &ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", PageSize: 1})
+	resp, err := issuer.ListCustomerOrders(acme(), &ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", PageSize: 1})
 	if err != nil || resp.GetNextPageToken() == "" {
 		t.Fatalf("first page: %v, token %q", err, resp.GetNextPageToken())
 	}
@@ -329,7 +330,7 @@ func TestListRejectsForeignTokens(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _, r := newTestAPI(t, tc.key)
-			_, err := s.ListCustomerOrders(context.Background(), &ordersv1.ListCustomerOrdersRequest{
+			_, err := s.ListCustomerOrders(acme(), &ordersv1.ListCustomerOrdersRequest{
 				CustomerId: tc.customer, Month: tc.month, PageToken: tc.token})
 			wantInvalid(t, err, "page_token")
 			_, _, br, _ := statusDetails(t, err)
@@ -348,7 +349,7 @@ func TestListRejectsForeignTokens(t *testing.T) {
 func TestListInternalErrorCarriesNoDriverText(t *testing.T) {
 	s, _, r := newTestAPI(t, testKey)
 	r.err = errors.New("gocql: no hosts available in the pool: 127.0.0.2:9042 secret")
-	_, err := s.ListCustomerOrders(context.Background(), &ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09"})
+	_, err := s.ListCustomerOrders(acme(), &ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09"})
 	st, _, _, _ := statusDetails(t, err)
 	if st.Code() != codes.Internal || st.Message() != "internal error" {
 		t.Errorf("status %s %q, want Internal \"internal error\"", st.Code(), st.Message())
@@ -370,7 +371,7 @@ func TestGetRequestLastErrorIsAReason(t *testing.T) {
 		s, l, _ := newTestAPI(t, testKey)
 		l.rec = &ledger.Record{Key: ledger.Key{Tenant: "acme", Operation: order.Operation, RequestID: uuid.MustParse(validID)},
 			State: ledger.Pending, Attempts: 1, LastError: stored}
-		resp, err := s.GetRequest(context.Background(), &ordersv1.GetRequestRequest{RequestId: validID})
+		resp, err := s.GetRequest(acme(), &ordersv1.GetRequestRequest{RequestId: validID})
 		if err != nil {
 			t.Fatalf("GetRequest: %v", err)
 		}

@@ -18,14 +18,16 @@ const ErrorDomain = "orderd.atlasmart.com"
 
 // codeOf is the one table from fault kinds to gRPC codes.
 var codeOf = map[fault.Kind]codes.Code{
-	fault.Invalid:        codes.InvalidArgument,
-	fault.NotFound:       codes.NotFound,
-	fault.Conflict:       codes.FailedPrecondition,
-	fault.Failed:         codes.FailedPrecondition,
-	fault.InProgress:     codes.Aborted,
-	fault.Unavailable:    codes.Unavailable,
-	fault.OutcomeUnknown: codes.Unavailable,
-	fault.Limited:        codes.ResourceExhausted,
+	fault.Invalid:         codes.InvalidArgument,
+	fault.NotFound:        codes.NotFound,
+	fault.Conflict:        codes.FailedPrecondition,
+	fault.Failed:          codes.FailedPrecondition,
+	fault.InProgress:      codes.Aborted,
+	fault.Unavailable:     codes.Unavailable,
+	fault.OutcomeUnknown:  codes.Unavailable,
+	fault.Limited:         codes.ResourceExhausted,
+	fault.Unauthenticated: codes.Unauthenticated,
+	fault.Forbidden:       codes.PermissionDenied,
 }
 
 // Status turns any error into the gRPC status a client sees, with

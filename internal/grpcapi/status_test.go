@@ -14,11 +14,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/fault"
 )
 
 func testServer() *Server {
-	s, err := New(Config{PageTokenKey: testKey}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		panic(err)
 	}

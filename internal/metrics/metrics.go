@@ -9,9 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/grpcapi"
 	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
 // Namespace prefixes every metric name.
@@ -48,11 +51,14 @@ type Metrics struct {
 	replayCacheHits prometheus.Counter
 	deliveries      *prometheus.CounterVec
 	publishDuration prometheus.Histogram
+	authRefused     *prometheus.CounterVec
+	tenantRequests  *prometheus.CounterVec
 }
 
 var (
-	_ workflow.Observer = (*Metrics)(nil)
-	_ outbox.Observer   = (*Metrics)(nil)
+	_ workflow.Observer    = (*Metrics)(nil)
+	_ outbox.Observer      = (*Metrics)(nil)
+	_ grpcapi.AuthObserver = (*Metrics)(nil)
 )
 
 // New defines orderd's metrics and registers them, with the Go runtime and
@@ -100,12 +106,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from handing an order event to the Kafka producer to the broker's acknowledgement (or the failure).",
 			Buckets: publishBuckets,
 		}),
+		authRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "auth", Name: "refused_total",
+			Help: "Calls refused before their handler ran, by full method and reason: UNAUTHENTICATED (no credentials, or none that verify) or PERMISSION_DENIED.",
+		}, []string{"method", "reason"}),
+		tenantRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "tenant_requests_total",
+			Help: "Authenticated calls, by the caller's tenant, full method and status code (tenants come from the operator's key file, JWT issuer or CA, never from a request).",
+		}, []string{"tenant", "method", "code"}),
 	}
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
-		m.deliveries, m.publishDuration,
+		m.deliveries, m.publishDuration, m.authRefused, m.tenantRequests,
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -120,12 +134,29 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, r := range []outbox.Result{outbox.ResultAcked, outbox.ResultFailed} {
 		m.deliveries.WithLabelValues(string(r))
 	}
+	for _, r := range []fault.Reason{fault.ReasonUnauthenticated, fault.ReasonPermissionDenied} {
+		m.authRefused.WithLabelValues(ordersv1.OrderService_CreateOrder_FullMethodName, string(r))
+	}
 	for _, op := range []string{"claim"} {
 		for _, s := range []ledger.SettleOutcome{ledger.SettledApplied, ledger.SettledNotApplied, ledger.Unsettled} {
 			m.unknownOutcomes.WithLabelValues(op, string(s))
 		}
 	}
 	return m, nil
+}
+
+// Refused implements grpcapi.AuthObserver.
+func (m *Metrics) Refused(method string, reason fault.Reason) {
+	if m != nil {
+		m.authRefused.WithLabelValues(method, string(reason)).Inc()
+	}
+}
+
+// Served implements grpcapi.AuthObserver.
+func (m *Metrics) Served(tenant, method, code string) {
+	if m != nil {
+		m.tenantRequests.WithLabelValues(tenant, method, code).Inc()
+	}
 }
 
 // Handler serves the metrics gathered by g in the Prometheus exposition format.

@@ -17,7 +17,7 @@ func TestAdmissionRefusesBeforeAnythingIsWritten(t *testing.T) {
 	f := newFixture(t, Config{Observer: obs}, nil)
 	// The fixture's clock stands still: every call is in the same instant.
 	f.svc.cfg.Admission = limit.New(limit.Config{Attempts: 1, Replays: 1, Now: f.clock.Now})
-	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatalf("first request: %v", err)
 	}
 	f.svc.Wait()
@@ -25,7 +25,7 @@ func TestAdmissionRefusesBeforeAnythingIsWritten(t *testing.T) {
 
 	other := baseInput()
 	other.RequestID = "17000000-0000-0000-0000-000000000777"
-	_, err := f.svc.CreateOrder(context.Background(), other)
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, other)
 	if fe := wantFault(t, err, fault.Limited); fe.Reason != fault.ReasonRateLimited || fe.RetryAfter <= 0 {
 		t.Fatalf("second new request in the same second = %v, want RATE_LIMITED with a retry delay", err)
 	}
@@ -33,10 +33,10 @@ func TestAdmissionRefusesBeforeAnythingIsWritten(t *testing.T) {
 		t.Errorf("a refused request wrote: entries %d → %d, claims %d → %d", enqueued, n, claims, m)
 	}
 
-	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatalf("first replay (from the cache, its own budget): %v", err)
 	}
-	_, err = f.svc.CreateOrder(context.Background(), baseInput())
+	_, err = f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	wantFault(t, err, fault.Limited)
 	outcomes, _ := obs.seen()
 	if n := countOf(outcomes, OutcomeLimited); n != 2 {

@@ -25,7 +25,7 @@ func deliveryFixture(t *testing.T) (*fixture, *outboxtest.Memory) {
 // acknowledgement releases the due entry.
 func TestNewOrderIsPublishedThenReleased(t *testing.T) {
 	f, pub := deliveryFixture(t)
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeNew {
 		t.Fatalf("CreateOrder = %+v, %v", res, err)
 	}
@@ -40,7 +40,7 @@ func TestNewOrderIsPublishedThenReleased(t *testing.T) {
 	}
 
 	// A replay answers from the recorded order: nothing published again.
-	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatal(err)
 	}
 	f.svc.Wait()
@@ -56,7 +56,7 @@ func TestNewOrderIsPublishedThenReleased(t *testing.T) {
 func TestUndeliveredEventKeepsTheEntryAndSettleDeliversIt(t *testing.T) {
 	f, pub := deliveryFixture(t)
 	pub.SetDown(true)
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeNew {
 		t.Fatalf("CreateOrder with the broker down = %+v, %v; want the new order", res, err)
 	}
@@ -97,7 +97,7 @@ func TestTakeoverDeliversTheEvent(t *testing.T) {
 	if _, _, err := f.led.Claim(context.Background(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeTakeover {
 		t.Fatalf("CreateOrder = %+v, %v; want a takeover", res, err)
 	}
@@ -113,7 +113,7 @@ func TestTakeoverDeliversTheEvent(t *testing.T) {
 // Without a publisher the entry goes as soon as the order is recorded.
 func TestWithoutPublisherTheEntryGoesOnceRecorded(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
-	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatal(err)
 	}
 	f.svc.Wait()

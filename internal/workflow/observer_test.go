@@ -50,19 +50,19 @@ func TestObserverSeesNewReplayedConflict(t *testing.T) {
 	f := newFixture(t, Config{Observer: obs}, nil)
 	ctx := context.Background()
 
-	first, err := f.svc.CreateOrder(ctx, baseInput())
+	first, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
 	if err != nil || first.Outcome != OutcomeNew {
 		t.Fatalf("first attempt: outcome %q, err %v; want new", first.Outcome, err)
 	}
 	f.clock.Advance(90 * time.Second)
-	retry, err := f.svc.CreateOrder(ctx, sameInputOtherSpelling())
+	retry, err := f.svc.CreateOrder(ctx, testTenant, sameInputOtherSpelling())
 	if err != nil || retry.Outcome != OutcomeReplayed {
 		t.Fatalf("retry: outcome %q, err %v; want replayed", retry.Outcome, err)
 	}
 	f.clock.Advance(time.Hour)
 	other := baseInput()
 	other.Total, other.Lines = "99.70", nil
-	_, err = f.svc.CreateOrder(ctx, other)
+	_, err = f.svc.CreateOrder(ctx, testTenant, other)
 	wantFault(t, err, fault.Conflict)
 	if got := OutcomeOf(err); got != OutcomeConflict {
 		t.Errorf("OutcomeOf(conflict) = %q, want conflict", got)
@@ -85,19 +85,19 @@ func TestObserverSeesInvalidTakeoverAndUnavailable(t *testing.T) {
 
 	bad := baseInput()
 	bad.RequestID = "not-a-uuid"
-	if _, err := f.svc.CreateOrder(ctx, bad); err == nil {
+	if _, err := f.svc.CreateOrder(ctx, testTenant, bad); err == nil {
 		t.Fatal("invalid input accepted")
 	}
 
 	f.proj.FailNext(1)
-	if _, err := f.svc.CreateOrder(ctx, baseInput()); fault.KindOf(err) != fault.Unavailable {
+	if _, err := f.svc.CreateOrder(ctx, testTenant, baseInput()); fault.KindOf(err) != fault.Unavailable {
 		t.Fatalf("first attempt with a failing projection: %v, want Unavailable", err)
 	}
 	if rec := onlyRecord(t, f.led); rec.State != ledger.Pending {
 		t.Fatalf("state after the failed attempt = %s, want PENDING", rec.State)
 	}
 	f.clock.Advance(2 * time.Second) // past TakeoverAfter
-	res, err := f.svc.CreateOrder(ctx, baseInput())
+	res, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeTakeover || !res.Replayed {
 		t.Fatalf("retry of a PENDING request: outcome %q replayed %v err %v; want takeover", res.Outcome, res.Replayed, err)
 	}
@@ -110,7 +110,7 @@ func TestObserverSeesInvalidTakeoverAndUnavailable(t *testing.T) {
 
 func TestNilObserverIsSafe(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
-	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -39,7 +39,7 @@ func TestClientDeadlineIsNotAFailedAttempt(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.svc.projector = impatientProjector{Projector: f.proj, cancel: cancel}
-	_, err := f.svc.CreateOrder(ctx, baseInput())
+	_, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
 	wantFault(t, err, fault.OutcomeUnknown)
 	rec := onlyRecord(t, f.led)
 	if rec.State != ledger.Pending || rec.Attempts != 0 || rec.LastError != "" {
@@ -60,7 +60,7 @@ func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
 	// Without the replay cache: a late retry reaches another instance, or
 	// this one after a restart, and meets the expired ledger.
 	f := newFixture(t, Config{ReplayCacheSize: -1}, nil)
-	first, err := f.svc.CreateOrder(context.Background(), baseInput())
+	first, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
 	other := baseInput()
 	other.Total, other.CustomerID = "99.00", "cust-other"
 	other.Lines = nil
-	_, err = f.svc.CreateOrder(context.Background(), other)
+	_, err = f.svc.CreateOrder(context.Background(), testTenant, other)
 	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
 		t.Fatalf("reason %s, want REQUEST_ID_REUSED", fe.Reason)
 	}
@@ -89,7 +89,7 @@ func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
 		t.Errorf("the rejected late retry wrote projections (%d writes of the order)", n)
 	}
 
-	again, err := f.svc.CreateOrder(context.Background(), sameInputOtherSpelling())
+	again, err := f.svc.CreateOrder(context.Background(), testTenant, sameInputOtherSpelling())
 	if err != nil {
 		t.Fatalf("late retry of the same intent: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
 // finishers racing it, never as an error of the cluster.
 func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
-	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(8 * 24 * time.Hour)
@@ -148,7 +148,7 @@ func (u unreadableClaims) Claim(ctx context.Context, rec ledger.Record, check fu
 func TestWinnerWritesNothingFinishersCannotRead(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	f.svc.ledger = unreadableClaims{f.led}
-	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if e := wantFault(t, err, fault.Internal); e.Reason != fault.ReasonCommandUnreadable {
 		t.Fatalf("CreateOrder reason = %s, want %s", e.Reason, fault.ReasonCommandUnreadable)
 	}

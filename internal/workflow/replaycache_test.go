@@ -18,20 +18,20 @@ func TestReplayCacheAnswersDuplicatesWithoutTheLedger(t *testing.T) {
 	obs := &fakeObserver{}
 	f := newFixture(t, Config{Observer: obs}, nil)
 	ctx := context.Background()
-	first, err := f.svc.CreateOrder(ctx, baseInput())
+	first, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := storeCalls(f)
 
 	f.clock.Advance(3 * time.Second)
-	again, err := f.svc.CreateOrder(ctx, sameInputOtherSpelling())
+	again, err := f.svc.CreateOrder(ctx, testTenant, sameInputOtherSpelling())
 	if err != nil || !again.Replayed || again.Outcome != OutcomeReplayed || !reflect.DeepEqual(again.Order, first.Order) {
 		t.Fatalf("duplicate: %+v, %v; want the first order replayed", again, err)
 	}
 	other := baseInput()
 	other.Total, other.Lines = "1.00", nil
-	_, err = f.svc.CreateOrder(ctx, other)
+	_, err = f.svc.CreateOrder(ctx, testTenant, other)
 	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
 		t.Fatalf("reused request id: reason %s, want REQUEST_ID_REUSED", fe.Reason)
 	}
@@ -53,14 +53,14 @@ func TestReplayCacheHoldsOnlyRecordedOutcomes(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	ctx := context.Background()
 	f.proj.FailNext(1)
-	if _, err := f.svc.CreateOrder(ctx, baseInput()); fault.KindOf(err) != fault.Unavailable {
+	if _, err := f.svc.CreateOrder(ctx, testTenant, baseInput()); fault.KindOf(err) != fault.Unavailable {
 		t.Fatalf("first attempt: %v, want Unavailable", err)
 	}
 	if _, ok := f.svc.replays.get(testKey(t)); ok {
 		t.Fatal("a failed attempt was cached")
 	}
 	f.clock.Advance(2 * time.Second)
-	res, err := f.svc.CreateOrder(ctx, baseInput())
+	res, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeTakeover {
 		t.Fatalf("retry: %+v, %v; want a takeover", res, err)
 	}
@@ -72,10 +72,10 @@ func TestReplayCacheHoldsOnlyRecordedOutcomes(t *testing.T) {
 func TestReplayCacheDisabledReadsTheRecordedOrder(t *testing.T) {
 	f := newFixture(t, Config{ReplayCacheSize: -1}, nil)
 	ctx := context.Background()
-	if _, err := f.svc.CreateOrder(ctx, baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(ctx, testTenant, baseInput()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.svc.CreateOrder(ctx, baseInput())
+	res, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeReplayed {
 		t.Fatalf("duplicate: %+v, %v", res, err)
 	}

@@ -55,8 +55,6 @@ type Admission interface {
 
 // Config tunes the workflow. Zero fields take defaults.
 type Config struct {
-	// Tenant scopes every request id and order; default "default".
-	Tenant string
 	// TakeoverAfter is how old a PENDING request must be before a duplicate
 	// stops waiting for the attempt that claimed it and finishes the work
 	// itself; default 1 s. Younger ones are presumed in flight.
@@ -86,9 +84,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Tenant == "" {
-		c.Tenant = "default"
-	}
 	if c.TakeoverAfter == 0 {
 		c.TakeoverAfter = time.Second
 	}
@@ -193,9 +188,6 @@ func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log
 		log: log, now: time.Now}
 }
 
-// Tenant is the tenant this service acts for.
-func (s *Service) Tenant() string { return s.cfg.Tenant }
-
 // Result is the answer to one CreateOrder attempt.
 type Result struct {
 	Order order.Order
@@ -211,9 +203,10 @@ type Result struct {
 // *fault.Error: Invalid (nothing written), Conflict (request id bound to
 // another command), InProgress (another attempt holds it), Failed (dead
 // letter), Unavailable or OutcomeUnknown (retry with the same request id).
-// Every attempt's outcome is reported to the Config's Observer.
-func (s *Service) CreateOrder(ctx context.Context, in order.Input) (Result, error) {
-	res, err := s.createOrder(ctx, in)
+// Every attempt's outcome is reported to the Config's Observer. tenant is
+// the caller's verified tenant: it scopes the request id and the order.
+func (s *Service) CreateOrder(ctx context.Context, tenant string, in order.Input) (Result, error) {
+	res, err := s.createOrder(ctx, tenant, in)
 	outcome := res.Outcome
 	if err != nil {
 		outcome = OutcomeOf(err)
@@ -222,12 +215,15 @@ func (s *Service) CreateOrder(ctx context.Context, in order.Input) (Result, erro
 	return res, err
 }
 
-func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, error) {
+func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input) (Result, error) {
+	if tenant == "" {
+		return Result{}, fault.New(fault.ReasonInternal, errors.New("no tenant: the caller's identity was not established"))
+	}
 	requestID, cmd, err := order.Canonicalize(in)
 	if err != nil {
 		return Result{}, err
 	}
-	key := s.key(requestID)
+	key := ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: requestID}
 	encoded := cmd.Encode() // stored and fingerprinted: encode once
 	fingerprint := order.Fingerprint(encoded)
 	if hit, ok := s.replays.get(key); ok {
@@ -237,6 +233,9 @@ func (s *Service) createOrder(ctx context.Context, in order.Input) (Result, erro
 		return s.cachedReplay(hit, fingerprint)
 	}
 	if err := s.admit(Admission.Attempt, key.Tenant); err != nil {
+		return Result{}, err
+	}
+	if err := s.failpoints.Eval(failpoint.BeforeClaim); err != nil {
 		return Result{}, err
 	}
 	res, err := s.answer(ctx, cmd, ledger.Record{
@@ -604,9 +603,10 @@ func retryable(err error) bool {
 // (LOCAL_SERIAL), COMPLETE with its order as the outcome when the row is
 // PENDING and the order is recorded (completed_at is then the order's
 // creation time, which every row of it carries). ledger.ErrNotFound (kind
-// NotFound) if none is recorded.
-func (s *Service) Request(ctx context.Context, operation string, requestID uuid.UUID) (ledger.Record, error) {
-	rec, err := s.ledger.Get(ctx, ledger.Key{Tenant: s.cfg.Tenant, Operation: operation, RequestID: requestID})
+// NotFound) if none is recorded for this tenant — also when another tenant
+// recorded the same request id.
+func (s *Service) Request(ctx context.Context, tenant, operation string, requestID uuid.UUID) (ledger.Record, error) {
+	rec, err := s.ledger.Get(ctx, ledger.Key{Tenant: tenant, Operation: operation, RequestID: requestID})
 	if err != nil || rec.State != ledger.Pending {
 		return rec, err
 	}
@@ -624,8 +624,4 @@ func (s *Service) Request(ctx context.Context, operation string, requestID uuid.
 		rec.State, rec.Outcome, rec.CompletedAt = ledger.Complete, o.EncodeOutcome(), o.CreatedAt
 	}
 	return rec, nil
-}
-
-func (s *Service) key(requestID uuid.UUID) ledger.Key {
-	return ledger.Key{Tenant: s.cfg.Tenant, Operation: order.Operation, RequestID: requestID}
 }

@@ -85,7 +85,7 @@ func recordFor(t *testing.T, svc *Service, in order.Input, createdAt time.Time, 
 	if err != nil {
 		t.Fatalf("Canonicalize: %v", err)
 	}
-	key := svc.key(id)
+	key := ledger.Key{Tenant: testTenant, Operation: order.Operation, RequestID: id}
 	return ledger.Record{
 		Key:         key,
 		EntityID:    order.ID(key.Tenant, id),
@@ -97,9 +97,12 @@ func recordFor(t *testing.T, svc *Service, in order.Input, createdAt time.Time, 
 	}
 }
 
+// testTenant is the verified tenant every test caller acts for.
+const testTenant = "default"
+
 func testKey(t *testing.T) ledger.Key {
 	t.Helper()
-	return ledger.Key{Tenant: "default", Operation: order.Operation, RequestID: uuid.MustParse(testRequestID)}
+	return ledger.Key{Tenant: testTenant, Operation: order.Operation, RequestID: uuid.MustParse(testRequestID)}
 }
 
 // onlyRecord returns the single record of the ledger.
@@ -108,7 +111,7 @@ func testKey(t *testing.T) ledger.Key {
 func requestView(t *testing.T, f *fixture) ledger.Record {
 	t.Helper()
 	rec := onlyRecord(t, f.led)
-	view, err := f.svc.Request(context.Background(), rec.Operation, rec.RequestID)
+	view, err := f.svc.Request(context.Background(), testTenant, rec.Operation, rec.RequestID)
 	if err != nil {
 		t.Fatalf("Request(%s): %v", rec.RequestID, err)
 	}
@@ -151,7 +154,7 @@ func decodeOutcome(t *testing.T, rec ledger.Record) order.Order {
 
 func TestCreateOrderAcceptOnce(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil {
 		t.Fatalf("CreateOrder: %v", err)
 	}
@@ -163,7 +166,7 @@ func TestCreateOrderAcceptOnce(t *testing.T) {
 	wantCreated := time.Date(2026, 9, 30, 23, 30, 0, 123000000, time.UTC)
 	want := order.Order{
 		ID:         order.ID("default", reqID),
-		Tenant:     "default",
+		Tenant:     testTenant,
 		CustomerID: "cust-42",
 		Month:      "2026-09-01",
 		Status:     order.StatusCreated,
@@ -224,7 +227,7 @@ func TestCreateOrderAcceptOnce(t *testing.T) {
 
 func TestCreateOrderSameRequestIsReplayed(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
-	first, err := f.svc.CreateOrder(context.Background(), baseInput())
+	first, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil {
 		t.Fatalf("first CreateOrder: %v", err)
 	}
@@ -232,7 +235,7 @@ func TestCreateOrderSameRequestIsReplayed(t *testing.T) {
 
 	f.clock.Advance(time.Hour) // a replay must not take anything from the clock
 	for _, in := range []order.Input{baseInput(), sameInputOtherSpelling()} {
-		again, err := f.svc.CreateOrder(context.Background(), in)
+		again, err := f.svc.CreateOrder(context.Background(), testTenant, in)
 		if err != nil {
 			t.Fatalf("retry CreateOrder(%+v): %v", in, err)
 		}
@@ -253,7 +256,7 @@ func TestCreateOrderSameRequestIsReplayed(t *testing.T) {
 
 func TestCreateOrderRequestIDReused(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
-	if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatalf("first CreateOrder: %v", err)
 	}
 	before := onlyRecord(t, f.led)
@@ -261,7 +264,7 @@ func TestCreateOrderRequestIDReused(t *testing.T) {
 	in := baseInput()
 	in.Total = "77.71"
 	in.Lines = nil
-	res, err := f.svc.CreateOrder(context.Background(), in)
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, in)
 	fe := wantFault(t, err, fault.Conflict)
 	if fe.Reason != "REQUEST_ID_REUSED" {
 		t.Errorf("reason = %q, want REQUEST_ID_REUSED", fe.Reason)
@@ -282,7 +285,7 @@ func TestCreateOrderInvalidInput(t *testing.T) {
 	in := baseInput()
 	in.RequestID = "not-a-uuid"
 	in.Total = "-1"
-	_, err := f.svc.CreateOrder(context.Background(), in)
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, in)
 	fe := wantFault(t, err, fault.Invalid)
 	fields := map[string]bool{}
 	for _, v := range fe.Violations {
@@ -306,7 +309,7 @@ func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	f.proj.FailNext(1)
 
-	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	wantFault(t, err, fault.Unavailable)
 
 	rec := onlyRecord(t, f.led)
@@ -329,7 +332,7 @@ func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
 
 	// The retry comes after the takeover age: it finishes the request.
 	f.clock.Advance(f.svc.cfg.TakeoverAfter + time.Millisecond)
-	res, err := f.svc.CreateOrder(context.Background(), sameInputOtherSpelling())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, sameInputOtherSpelling())
 	if err != nil {
 		t.Fatalf("retry: %v", err)
 	}
@@ -361,12 +364,12 @@ func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
 // answered from the recorded order without writing again, and a finisher
 // (the reconciler) rewrites exactly the same order.
 func TestFailureAfterTheOrderIsRecordedIsAnsweredFromIt(t *testing.T) {
-	fps, err := failpoint.Parse("before-release=error")
+	fps, err := failpoint.ParseForTest("before-release=error")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := newFixture(t, Config{}, fps)
-	_, err = f.svc.CreateOrder(context.Background(), baseInput())
+	_, err = f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	wantFault(t, err, fault.Unavailable)
 	rec := onlyRecord(t, f.led)
 	if rec.State != ledger.Pending || rec.Attempts != 1 || rec.LastError != string(fault.ReasonOf(err)) {
@@ -377,7 +380,7 @@ func TestFailureAfterTheOrderIsRecordedIsAnsweredFromIt(t *testing.T) {
 		t.Errorf("due entries = %d, want the claim's, kept for the reconciler", len(f.led.Entries(rec.Key)))
 	}
 
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil || !res.Replayed || res.Outcome != OutcomeReplayed {
 		t.Fatalf("retry: %+v, %v; want a replay of the recorded order", res, err)
 	}
@@ -404,12 +407,12 @@ func TestFailureAfterTheOrderIsRecordedIsAnsweredFromIt(t *testing.T) {
 }
 
 func TestCreateOrderAfterClaimFailureLeavesPendingForTakeover(t *testing.T) {
-	fps, err := failpoint.Parse("after-claim=error")
+	fps, err := failpoint.ParseForTest("after-claim=error")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := newFixture(t, Config{}, fps)
-	_, err = f.svc.CreateOrder(context.Background(), baseInput())
+	_, err = f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	wantFault(t, err, fault.Unavailable)
 	if rec := onlyRecord(t, f.led); rec.State != ledger.Pending || rec.Attempts != 0 {
 		t.Errorf("record = %s, attempts %d; want PENDING, 0 (the claim's attempt is not noted as failed)", rec.State, rec.Attempts)
@@ -419,7 +422,7 @@ func TestCreateOrderAfterClaimFailureLeavesPendingForTakeover(t *testing.T) {
 	}
 
 	f.clock.Advance(2 * time.Second)
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil {
 		t.Fatalf("retry: %v", err)
 	}
@@ -439,7 +442,7 @@ func TestDuplicateOfYoungPendingIsInProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	res, err := f.svc.CreateOrder(ctx, baseInput())
+	res, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
 	elapsed := time.Since(start)
 	fe := wantFault(t, err, fault.InProgress)
 	if fe.Reason != "REQUEST_IN_PROGRESS" {
@@ -469,7 +472,7 @@ func TestDuplicateWaitsUpToMaxWaitThenInProgress(t *testing.T) {
 	f.led.Put(seeded)
 
 	start := time.Now()
-	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	elapsed := time.Since(start)
 	fe := wantFault(t, err, fault.InProgress)
 	if fe.Reason != "REQUEST_IN_PROGRESS" || fe.RetryAfter != time.Minute {
@@ -514,7 +517,7 @@ func TestDuplicateReturnsOrderCompletedWhileWaiting(t *testing.T) {
 	}()
 
 	// No deadline: the wait is bounded by MaxWait (5 s).
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil {
 		t.Fatalf("duplicate: %v", err)
 	}
@@ -556,7 +559,7 @@ func TestConcurrentIdenticalCreateOrder(t *testing.T) {
 				in = sameInputOtherSpelling()
 			}
 			<-start
-			results[i], errs[i] = f.svc.CreateOrder(context.Background(), in)
+			results[i], errs[i] = f.svc.CreateOrder(context.Background(), testTenant, in)
 		}()
 	}
 	close(start)
@@ -617,7 +620,7 @@ func TestCreateOrderClaimErrorIsReturned(t *testing.T) {
 		t.Run(tc.kind.String(), func(t *testing.T) {
 			f := newFixture(t, Config{}, nil)
 			tc.arm(f.led)
-			res, err := f.svc.CreateOrder(context.Background(), baseInput())
+			res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 			fe := wantFault(t, err, tc.kind)
 			if fe.Reason != tc.reason {
 				t.Errorf("reason = %s, want the store's %s", fe.Reason, tc.reason)
@@ -640,7 +643,7 @@ func TestCreateOrderPeekErrorWhileWaitingIsReturned(t *testing.T) {
 	f.svc.now = time.Now
 	f.led.Put(recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending))
 	f.led.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 1) // the claim reads nothing: the first read is the Peek
-	_, err := f.svc.CreateOrder(context.Background(), baseInput())
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	wantFault(t, err, fault.Unavailable)
 	if got := f.proj.Calls("Write"); got != 0 {
 		t.Errorf("projection calls = %d, want 0", got)
@@ -682,7 +685,7 @@ func TestDuplicateOfFailedRequest(t *testing.T) {
 	f.led.Put(rec)
 
 	f.clock.Advance(time.Hour) // old enough to take over, were it PENDING
-	res, err := f.svc.CreateOrder(context.Background(), sameInputOtherSpelling())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, sameInputOtherSpelling())
 	fe := wantFault(t, err, fault.Failed)
 	if fe.Reason != "REQUEST_FAILED" {
 		t.Errorf("reason = %q, want REQUEST_FAILED", fe.Reason)
@@ -704,17 +707,17 @@ func TestDuplicateOfFailedRequest(t *testing.T) {
 func TestRequest(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	id := uuid.MustParse(testRequestID)
-	_, err := f.svc.Request(context.Background(), order.Operation, id)
+	_, err := f.svc.Request(context.Background(), testTenant, order.Operation, id)
 	fe := wantFault(t, err, fault.NotFound)
 	if fe.Reason != "REQUEST_NOT_FOUND" {
 		t.Errorf("reason = %q, want REQUEST_NOT_FOUND", fe.Reason)
 	}
 
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.svc.Request(context.Background(), order.Operation, id)
+	rec, err := f.svc.Request(context.Background(), testTenant, order.Operation, id)
 	if err != nil {
 		t.Fatalf("Request: %v", err)
 	}
@@ -742,7 +745,7 @@ func TestAnswerDoesNotWaitForTheRelease(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	led := blockedRelease{Memory: f.led, open: make(chan struct{}), started: make(chan struct{})}
 	f.svc.ledger = led
-	res, err := f.svc.CreateOrder(context.Background(), baseInput())
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeNew {
 		t.Fatalf("CreateOrder = %+v, %v; want a new order while the release is held", res, err)
 	}
@@ -790,7 +793,7 @@ func TestRecordedOutcomeReadEndsTheAttemptBeforeItsClaim(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, Config{ReplayCacheSize: -1}, nil)
-			if _, err := f.svc.CreateOrder(context.Background(), baseInput()); err != nil {
+			if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 				t.Fatal(err)
 			}
 			f.svc.Wait()
@@ -798,7 +801,7 @@ func TestRecordedOutcomeReadEndsTheAttemptBeforeItsClaim(t *testing.T) {
 			enqueued := len(f.led.Statements(ledgertest.StmtEnqueue))
 			c.arm(f)
 
-			res, err := f.svc.CreateOrder(context.Background(), c.in())
+			res, err := f.svc.CreateOrder(context.Background(), testTenant, c.in())
 			c.want(t, res, err)
 			f.svc.Wait()
 			if n := len(f.led.Statements(ledgertest.StmtClaim)); n != claims {
@@ -811,5 +814,33 @@ func TestRecordedOutcomeReadEndsTheAttemptBeforeItsClaim(t *testing.T) {
 				t.Errorf("live due entries left: %+v; want every one released", live)
 			}
 		})
+	}
+}
+
+// One request id under two tenants is two independent requests: each gets
+// its own order, and neither tenant can read the other's request.
+func TestOneRequestIDUnderTwoTenantsIsTwoRequests(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	ctx := context.Background()
+	a, err := f.svc.CreateOrder(ctx, "acme", baseInput())
+	if err != nil {
+		t.Fatalf("acme: %v", err)
+	}
+	other := baseInput()
+	other.Total, other.Lines[0].UnitPrice = "99.00", "99.00"
+	other.Lines = other.Lines[:1]
+	other.Lines[0].Quantity = 1
+	b, err := f.svc.CreateOrder(ctx, "globex", other)
+	if err != nil {
+		t.Fatalf("globex, same request id, other payload: %v (want a new order, not a conflict)", err)
+	}
+	if a.Replayed || b.Replayed || a.Order.ID == b.Order.ID || a.Order.Tenant != "acme" || b.Order.Tenant != "globex" {
+		t.Errorf("orders %+v and %+v: want two new orders, one per tenant", a.Order, b.Order)
+	}
+	if _, err := f.svc.Request(ctx, "initech", order.Operation, uuid.MustParse(testRequestID)); fault.KindOf(err) != fault.NotFound {
+		t.Errorf("a third tenant reading the request id: %v, want NotFound", err)
+	}
+	if _, err := f.svc.CreateOrder(ctx, "", baseInput()); fault.KindOf(err) != fault.Internal {
+		t.Errorf("no tenant: %v, want Internal (nothing done)", err)
 	}
 }

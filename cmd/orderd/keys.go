@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/atlasmart/orderd/internal/auth"
+	"github.com/atlasmart/orderd/internal/devsetup"
+)
+
+const keysUsage = `usage:
+  orderd keys add -file FILE -tenant TENANT -name NAME -permissions create,read[,admin]
+                  prints the new key once; the file keeps only its salted hash
+  orderd keys revoke -file FILE KEY_ID
+  orderd keys list -file FILE
+A running orderd reloads the file within -auth-reload-interval.`
+
+// keysCommand manages an API key file (docs/security.md).
+func keysCommand(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(keysUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("orderd keys "+sub, flag.ContinueOnError)
+	file := fs.String("file", env("ORDERD_API_KEYS_FILE", ""), "API key file")
+	tenant := fs.String("tenant", "", "tenant the key acts for")
+	name := fs.String("name", "", "client name (for logs)")
+	perms := fs.String("permissions", "create,read", "comma-separated: create, read, admin")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("-file (or ORDERD_API_KEYS_FILE) is required")
+	}
+	f, err := auth.ReadKeyFile(*file)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "add":
+		if *name == "" {
+			return errors.New("-name is required")
+		}
+		key, entry, err := auth.NewKey(*tenant, *name, splitList(*perms), time.Now())
+		if err != nil {
+			return err
+		}
+		f.Keys = append(f.Keys, entry)
+		if err := auth.WriteKeyFile(*file, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "key id %s for tenant %s (%s): %s\n", entry.ID, entry.Tenant, strings.Join(entry.Permissions, ","), key)
+		fmt.Fprintln(stdout, "This key is shown once; the file keeps only its salted hash.")
+		return nil
+	case "revoke":
+		if fs.NArg() != 1 {
+			return errors.New("usage: orderd keys revoke -file FILE KEY_ID")
+		}
+		id := fs.Arg(0)
+		n := len(f.Keys)
+		f.Keys = slices.DeleteFunc(f.Keys, func(e auth.KeyEntry) bool { return e.ID == id })
+		if len(f.Keys) == n {
+			return fmt.Errorf("no key with id %q in %s", id, *file)
+		}
+		if err := auth.WriteKeyFile(*file, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked key %s\n", id)
+		return nil
+	case "list":
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tTENANT\tNAME\tPERMISSIONS\tCREATED")
+		for _, e := range f.Keys {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Tenant, e.Name, strings.Join(e.Permissions, ","), e.CreatedAt.Format(time.RFC3339))
+		}
+		return w.Flush()
+	}
+	return fmt.Errorf("unknown keys command %q\n%s", sub, keysUsage)
+}
+
+// devSetup writes a development CA, certificates and API key file into a
+// directory, once (internal/devsetup), and prints the key: here and
+// nowhere else. It leaves an existing setup alone.
+func devSetup(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("orderd dev-setup", flag.ContinueOnError)
+	dir := fs.String("dir", ".dev", "directory to write into")
+	tenant := fs.String("tenant", "default", "tenant of the development client certificate and key")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if (devsetup.Files{Dir: *dir}).Exists() {
+		fmt.Fprintf(stdout, "development credentials already in %s (remove the directory to make new ones)\n", *dir)
+		return nil
+	}
+	_, key, _, err := devsetup.Write(*dir, *tenant, 365*24*time.Hour)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Development credentials written to %s (a throwaway CA: never use them in production).\n", *dir)
+	fmt.Fprintf(stdout, "Development API key for tenant %s, shown once (the key file keeps only its hash):\n\n  export ORDERD_DEV_KEY=%s\n\n", *tenant, key)
+	fmt.Fprintf(stdout, "Or authenticate with the client certificate %s/client.pem (key %s/client-key.pem).\n", *dir, *dir)
+	return nil
+}

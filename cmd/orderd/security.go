@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/atlasmart/orderd/internal/auth"
+)
+
+// securityConfig is how serve's gRPC port is secured (docs/security.md).
+type securityConfig struct {
+	tlsCertFile, tlsKeyFile string
+	clientCAFile            string // set: verified client certificates are identities (mTLS)
+	apiKeysFile             string
+	jwksFile                string
+	jwtIssuer, jwtAudience  string
+	reloadInterval          time.Duration
+	insecure                bool   // no authentication: development only
+	insecureTenant          string // every caller's tenant in insecure mode
+	reflection              bool
+}
+
+func (c *securityConfig) flags(fs *flag.FlagSet, cfg *config) {
+	fs.StringVar(&c.tlsCertFile, "tls-cert-file", env("ORDERD_TLS_CERT_FILE", ""), "PEM certificate (chain) of the gRPC port; required unless -insecure")
+	fs.StringVar(&c.tlsKeyFile, "tls-key-file", env("ORDERD_TLS_KEY_FILE", ""), "PEM private key of -tls-cert-file")
+	fs.StringVar(&c.clientCAFile, "tls-client-ca-file", env("ORDERD_TLS_CLIENT_CA_FILE", ""), "PEM CA certificates that sign client certificates; set: mutual TLS identities are accepted (tenant = O, client = CN, permissions = OU)")
+	fs.StringVar(&c.apiKeysFile, "api-keys-file", env("ORDERD_API_KEYS_FILE", ""), "API key file (salted hashes, written by `orderd keys`); reloaded when it changes")
+	fs.StringVar(&c.jwksFile, "jwks-file", env("ORDERD_JWKS_FILE", ""), "JSON Web Key Set of the JWT issuer (public keys); set: JWTs are accepted; reloaded when it changes")
+	fs.StringVar(&c.jwtIssuer, "jwt-issuer", env("ORDERD_JWT_ISSUER", ""), "required iss of JWTs")
+	fs.StringVar(&c.jwtAudience, "jwt-audience", env("ORDERD_JWT_AUDIENCE", "orderd"), "required aud of JWTs")
+	fs.DurationVar(&c.reloadInterval, "auth-reload-interval", cfg.envDuration("ORDERD_AUTH_RELOAD_INTERVAL", 2*time.Second), "how often the API key and JWKS files are checked for changes")
+	fs.BoolVar(&c.insecure, "insecure", cfg.envBool("ORDERD_INSECURE", false), "DEVELOPMENT ONLY: no authentication; every caller acts for -insecure-tenant with every permission (and plaintext unless a TLS certificate is set)")
+	fs.StringVar(&c.insecureTenant, "insecure-tenant", env("ORDERD_INSECURE_TENANT", "default"), "the tenant of every call in -insecure mode")
+	fs.BoolVar(&c.reflection, "reflection", cfg.envBool("ORDERD_REFLECTION", true), "serve gRPC reflection (the API's schema, for grpcurl); false in production if the schema is not to be discoverable")
+}
+
+func (c *securityConfig) validate() error {
+	if (c.tlsCertFile == "") != (c.tlsKeyFile == "") {
+		return errors.New("set both tls-cert-file and tls-key-file, or neither")
+	}
+	if c.insecure {
+		return auth.ValidTenant(c.insecureTenant)
+	}
+	if c.tlsCertFile == "" {
+		return errors.New("the gRPC port needs TLS: set ORDERD_TLS_CERT_FILE and ORDERD_TLS_KEY_FILE (`orderd dev-setup` makes development ones; `make run` does it for you), or -insecure for a development server without authentication")
+	}
+	if c.clientCAFile == "" && c.apiKeysFile == "" && c.jwksFile == "" {
+		return errors.New("no way to authenticate callers: set ORDERD_API_KEYS_FILE, ORDERD_TLS_CLIENT_CA_FILE or ORDERD_JWKS_FILE (or -insecure for development)")
+	}
+	if c.jwksFile != "" && c.jwtIssuer == "" {
+		return errors.New("jwks-file is set: set jwt-issuer too (the iss every accepted JWT must carry)")
+	}
+	if c.reloadInterval <= 0 {
+		return errors.New("auth-reload-interval must be positive")
+	}
+	return nil
+}
+
+// security is serve's authentication, built from securityConfig.
+type security struct {
+	authn   *auth.Authenticator
+	creds   grpc.ServerOption // nil: plaintext (insecure mode without a certificate)
+	loaders []*auth.FileLoader
+}
+
+func newSecurity(c *securityConfig, log *slog.Logger) (*security, error) {
+	s := &security{authn: &auth.Authenticator{}}
+	if c.tlsCertFile != "" {
+		tc, err := serverTLS(c)
+		if err != nil {
+			return nil, err
+		}
+		s.creds = grpc.Creds(credentials.NewTLS(tc))
+	}
+	if c.insecure {
+		id := auth.Identity{Tenant: c.insecureTenant, Name: "insecure", Method: auth.MethodNone, Permissions: auth.Create | auth.Read | auth.Admin}
+		s.authn.Insecure = &id
+		log.Warn("INSECURE: authentication is off; every caller acts for one tenant with every permission. Never run this way outside development.",
+			"tenant", c.insecureTenant, "tls", s.creds != nil)
+		return s, nil
+	}
+	s.authn.ClientCerts = c.clientCAFile != ""
+	if c.apiKeysFile != "" {
+		ring := &auth.KeyRing{}
+		l, err := auth.NewFileLoader(c.apiKeysFile, "api keys", ring.Load)
+		if err != nil {
+			return nil, err
+		}
+		s.authn.Keys, s.loaders = ring, append(s.loaders, l)
+	}
+	if c.jwksFile != "" {
+		v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: c.jwtIssuer, Audience: c.jwtAudience})
+		if err != nil {
+			return nil, err
+		}
+		l, err := auth.NewFileLoader(c.jwksFile, "jwks", v.Load)
+		if err != nil {
+			return nil, err
+		}
+		s.authn.JWT, s.loaders = v, append(s.loaders, l)
+	}
+	keys := 0
+	if s.authn.Keys != nil {
+		keys = s.authn.Keys.Len()
+	}
+	log.Info("authentication", "client_certs", s.authn.ClientCerts, "api_keys", keys, "jwt", s.authn.JWT != nil)
+	return s, nil
+}
+
+// watch reloads the key files in g until ctx ends.
+func (s *security) watch(ctx context.Context, g *errgroup.Group, every time.Duration, log *slog.Logger) {
+	for _, l := range s.loaders {
+		g.Go(func() error { return l.Watch(ctx, every, log, nil) })
+	}
+}
+
+// serverTLS is the gRPC port's TLS: 1.2 or later, and, with a client CA,
+// client certificates verified when presented (callers with a bearer token
+// need none; one that presents a certificate the CA did not sign fails the
+// handshake).
+func serverTLS(c *securityConfig) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(c.tlsCertFile, c.tlsKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls certificate: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if c.clientCAFile != "" {
+		pem, err := os.ReadFile(c.clientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client CA %s: no PEM certificate in it", c.clientCAFile)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	return tc, nil
+}
