@@ -137,8 +137,14 @@ func logNodes(ctx context.Context) error {
 
 // runOrderd runs the orderd binary to completion against the cluster.
 func runOrderd(ctx context.Context, args ...string) (string, error) {
+	return runOrderdEnv(ctx, nil, args...)
+}
+
+// runOrderdEnv is runOrderd with extra ORDERD_* settings (later ones win).
+func runOrderdEnv(ctx context.Context, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, orderdBinary, args...)
-	cmd.Env = append(os.Environ(), "ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","), "ORDERD_LOG_FORMAT=text")
+	base := append(os.Environ(), "ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","), "ORDERD_LOG_FORMAT=text")
+	cmd.Env = append(append(base, sec.serverEnv()...), env...) // serve needs its TLS and keys
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

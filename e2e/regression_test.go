@@ -211,8 +211,15 @@ func TestUnreadableCommandIsDeadLetteredThenRequeued(t *testing.T) {
 		enc, order.Fingerprint(enc), tenant, id.String()).SerialConsistency(gocql.LocalSerial).MapScanCASContext(callCtx(t), map[string]any{}); err != nil || !applied {
 		t.Fatalf("repair the command: %v %v", applied, err)
 	}
-	if out, err := runOrderd(context.Background(), "requeue", "--keyspace", keyspace, id.String()); err != nil {
-		t.Fatalf("orderd requeue: %v\n%s", err, out)
+	// Requeue is an admin call: a key without admin is refused and the
+	// request stays FAILED; the run's default key (admin) requeues it.
+	notAdmin, _ := addKey(t, rec, tenant, "create,read")
+	if _, err := dialAs(t, rec.addr, sec.files.Client(notAdmin)).RequeueRequest(callCtx(t), &ordersv1.RequeueRequestRequest{RequestId: id.String()}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("RequeueRequest without admin: %v, want PERMISSION_DENIED", err)
+	}
+	waitRequestState(t, rec.client, id.String(), ordersv1.RequestState_REQUEST_STATE_FAILED, time.Second)
+	if resp, err := rec.client.RequeueRequest(callCtx(t), &ordersv1.RequeueRequestRequest{RequestId: id.String()}); err != nil || resp.Request.State != ordersv1.RequestState_REQUEST_STATE_PENDING {
+		t.Fatalf("RequeueRequest as admin: %v, %v; want the request PENDING", resp, err)
 	}
 	waitRequestState(t, rec.client, id.String(), ordersv1.RequestState_REQUEST_STATE_COMPLETE, 30*time.Second)
 	got, err := rec.client.GetOrder(callCtx(t), &ordersv1.GetOrderRequest{OrderId: orderID.String()})

@@ -111,3 +111,13 @@ func dialClient(t *testing.T, addr string) ordersv1.OrderServiceClient {
 	t.Helper()
 	return dialAs(t, addr, sec.defaultClient())
 }
+
+// writeSecret writes a file only its owner can read into dir.
+func writeSecret(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -104,13 +102,7 @@ func TestCallsWithoutAValidIdentityAreRefusedAndWriteNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := func(name string, data []byte) string { return writeSecret(t, dir, name, data) }
 	strangerCA := write("stranger-ca.pem", foreign.CertPEM())
 	strangerCertFile, strangerKeyFile := write("stranger.pem", strangerCert.CertPEM), write("stranger-key.pem", strangerCert.KeyPEM)
 	tampered := sec.defaultKey[:len(sec.defaultKey)-2] + "xx"

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/outbox"
 )
 
@@ -21,6 +24,9 @@ type config struct {
 	replicationFactor int
 	cqlTimeout        time.Duration
 	connectWait       time.Duration
+	cassandraUser     string
+	cassandraPassFile string
+	cassandraTLS      cassandra.TLS
 	grpcAddr          string
 	tenant            string
 	retention         time.Duration
@@ -73,6 +79,12 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	fs.StringVar(&c.keyspace, "keyspace", env("ORDERD_KEYSPACE", "orderd"), "keyspace")
 	fs.IntVar(&c.replicationFactor, "replication-factor", c.envInt("ORDERD_REPLICATION_FACTOR", 3), "replication factor in the local DC when migrate creates the keyspace (1 for a one-node dev cluster)")
 	fs.DurationVar(&c.cqlTimeout, "cql-timeout", c.envDuration("ORDERD_CQL_TIMEOUT", 5*time.Second), "driver timeout of one CQL request (longer than the server's write and CAS timeouts)")
+	fs.StringVar(&c.cassandraUser, "cassandra-username", env("ORDERD_CASSANDRA_USERNAME", ""), "log in to Cassandra as this role (PasswordAuthenticator); empty: no login")
+	fs.StringVar(&c.cassandraPassFile, "cassandra-password-file", env("ORDERD_CASSANDRA_PASSWORD_FILE", ""), "file holding the Cassandra role's password (never a flag or variable value: those show in ps and -h)")
+	fs.StringVar(&c.cassandraTLS.CAFile, "cassandra-tls-ca-file", env("ORDERD_CASSANDRA_TLS_CA_FILE", ""), "PEM CA of the nodes' certificates; set: every connection to Cassandra uses TLS")
+	fs.StringVar(&c.cassandraTLS.CertFile, "cassandra-tls-cert-file", env("ORDERD_CASSANDRA_TLS_CERT_FILE", ""), "PEM client certificate for Cassandra (if the cluster requires one)")
+	fs.StringVar(&c.cassandraTLS.KeyFile, "cassandra-tls-key-file", env("ORDERD_CASSANDRA_TLS_KEY_FILE", ""), "PEM key of -cassandra-tls-cert-file")
+	fs.BoolVar(&c.cassandraTLS.SkipHostVerification, "cassandra-tls-skip-host-verification", c.envBool("ORDERD_CASSANDRA_TLS_SKIP_HOST_VERIFICATION", false), "accept node certificates that do not name the node's address (still CA-signed)")
 	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying to reach the cluster at start")
 	fs.StringVar(&c.logFormat, "log-format", env("ORDERD_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&c.logLevel, "log-level", env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -128,6 +140,25 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 }
 
 func (c *config) contactPoints() []string { return splitList(c.contactPointsCSV) }
+
+// cassandraConfig is the driver configuration for keyspace ("" for none),
+// with the login and TLS settings; the password is read from its file now.
+func (c *config) cassandraConfig(keyspace string, observer gocql.QueryObserver) (cassandra.Config, error) {
+	cc := cassandra.Config{Hosts: c.contactPoints(), LocalDC: c.localDC, Keyspace: keyspace, Timeout: c.cqlTimeout,
+		QueryObserver: observer, Username: c.cassandraUser}
+	if c.cassandraPassFile != "" {
+		b, err := os.ReadFile(c.cassandraPassFile)
+		if err != nil {
+			return cc, fmt.Errorf("cassandra password file: %w", err)
+		}
+		cc.Password = strings.TrimRight(string(b), "\r\n")
+	}
+	if c.cassandraTLS != (cassandra.TLS{}) {
+		t := c.cassandraTLS
+		cc.TLS = &t
+	}
+	return cc, nil
+}
 
 func (c *config) kafkaBrokers() []string { return splitList(c.kafkaBrokersCSV) }
 
@@ -234,6 +265,12 @@ func (c *config) validate(cmd string) error {
 	}
 	if c.maxStreams < 0 || c.maxRecvBytes < 0 || c.maxConnAge < 0 {
 		return fmt.Errorf("grpc-max-streams, grpc-max-recv-bytes and grpc-max-connection-age must not be negative")
+	}
+	if (c.cassandraUser == "") != (c.cassandraPassFile == "") {
+		return fmt.Errorf("set both cassandra-username and cassandra-password-file, or neither")
+	}
+	if c.cassandraTLS != (cassandra.TLS{}) && c.cassandraTLS.CAFile == "" {
+		return fmt.Errorf("cassandra TLS settings need cassandra-tls-ca-file")
 	}
 	if len(c.contactPoints()) == 0 {
 		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")

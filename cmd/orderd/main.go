@@ -358,7 +358,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics}, wf, projections, log)
+	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requeuer: a.ledger}, wf, projections, log)
 	if err != nil {
 		return err
 	}
@@ -462,12 +462,18 @@ func connect(ctx context.Context, cfg *config, keyspace string, log *slog.Logger
 
 // connectObserved is connect with a QueryObserver (nil for none) on the session.
 func connectObserved(ctx context.Context, cfg *config, keyspace string, log *slog.Logger, observer gocql.QueryObserver) (*gocql.Session, error) {
+	cc, err := cfg.cassandraConfig(keyspace, observer)
+	if err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(cfg.connectWait)
 	for {
-		s, err := cassandra.NewSession(cassandra.Config{Hosts: cfg.contactPoints(), LocalDC: cfg.localDC, Keyspace: keyspace, Timeout: cfg.cqlTimeout,
-			QueryObserver: observer})
+		s, err := cassandra.NewSession(cc)
 		if err == nil {
 			return s, nil
+		}
+		if cassandra.IsBadCredentials(err) {
+			return nil, fmt.Errorf("the cluster refused the login of role %q: check ORDERD_CASSANDRA_USERNAME and the password file: %w", cfg.cassandraUser, err)
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%w (is the cluster up? `make cluster-up` starts the local one)", err)

@@ -23,8 +23,14 @@ var templates embed.FS
 // Config says where the cluster lives and how big it is. The zero value of
 // each field means its default.
 type Config struct {
-	// Nodes is the number of nodes, 1 to 9; default 3. Node i listens on 127.0.0.i.
+	// Nodes is the number of nodes, 1 to 9; default 3. Node i listens on
+	// 127.0.0.(FirstAddress+i-1).
 	Nodes int
+	// FirstAddress is the last octet of node 1's address; default 1. A
+	// second cluster beside the main one starts past its nodes (e.g. 4).
+	FirstAddress int
+	// Security, if set, makes clients log in and use TLS.
+	Security *Security
 	// Version pins a cassandra-all release such as "5.0.9"; default: the
 	// newest 5.0.x that resolves from Maven Central (or is already cached).
 	Version string
@@ -46,12 +52,27 @@ type Config struct {
 	Log io.Writer
 }
 
+// Security is what a client of a secured cluster needs.
+type Security struct {
+	// PasswordAuth turns on PasswordAuthenticator (the superuser is
+	// cassandra/cassandra until changed; CassandraRoleManager holds roles).
+	PasswordAuth bool
+	// ClientTLSKeystore, if set, is a PEM file holding the nodes' private
+	// key and certificate chain: clients must then use TLS
+	// (PEMBasedSslContextFactory; the certificate must name every node's
+	// address).
+	ClientTLSKeystore string
+}
+
 func (c *Config) setDefaults() error {
 	if c.Nodes == 0 {
 		c.Nodes = 3
 	}
-	if c.Nodes < 1 || c.Nodes > 9 {
-		return fmt.Errorf("nodes must be 1 to 9, got %d", c.Nodes)
+	if c.FirstAddress == 0 {
+		c.FirstAddress = 1
+	}
+	if c.Nodes < 1 || c.Nodes > 9 || c.FirstAddress < 1 || c.FirstAddress+c.Nodes-1 > 9 {
+		return fmt.Errorf("nodes must be 1 to 9 on 127.0.0.1-9, got %d from 127.0.0.%d", c.Nodes, c.FirstAddress)
 	}
 	if c.CacheDir == "" {
 		base, err := os.UserCacheDir()
@@ -112,7 +133,11 @@ func (c *Cluster) Nodes() int { return c.cfg.Nodes }
 func (c *Cluster) StateDir() string { return c.cfg.StateDir }
 
 // Address is node i's listen address (1-based).
-func (c *Cluster) Address(i int) string { return fmt.Sprintf("127.0.0.%d", i) }
+func (c *Cluster) Address(i int) string { return fmt.Sprintf("127.0.0.%d", c.cfg.FirstAddress+i-1) }
+
+// jmxPort is node i's JMX port: by its address, so that two clusters side
+// by side never share one.
+func (c *Cluster) jmxPort(i int) int { return jmxPort(c.cfg.FirstAddress + i - 1) }
 
 // ContactPoints lists every node's address.
 func (c *Cluster) ContactPoints() []string {
@@ -313,7 +338,7 @@ func (c *Cluster) nodetool(ctx context.Context, i int, args ...string) (string, 
 	argv = append(argv,
 		"-cp", filepath.Join(lib, "*"),
 		"-Dlogback.configurationFile=file://"+filepath.Join(c.node(i).dir, "conf", "logback-tools.xml"),
-		"org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", fmt.Sprint(jmxPort(i)))
+		"org.apache.cassandra.tools.NodeTool", "-h", "127.0.0.1", "-p", fmt.Sprint(c.jmxPort(i)))
 	argv = append(argv, args...)
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, "java", argv...)

@@ -41,6 +41,13 @@ func (c *Cluster) node(i int) *node {
 	return &node{c: c, index: i, dir: filepath.Join(c.cfg.StateDir, fmt.Sprintf("node%d", i))}
 }
 
+func tlsKeystore(s *Security) string {
+	if s == nil {
+		return ""
+	}
+	return s.ClientTLSKeystore
+}
+
 func (n *node) address() string { return n.c.Address(n.index) }
 func (n *node) pidFile() string { return filepath.Join(n.dir, "cassandra.pid") }
 
@@ -173,7 +180,7 @@ func (n *node) checkPortsFree() error {
 	for _, addr := range []string{
 		net.JoinHostPort(n.address(), strconv.Itoa(nativePort)),
 		net.JoinHostPort(n.address(), strconv.Itoa(storagePort)),
-		net.JoinHostPort("127.0.0.1", strconv.Itoa(jmxPort(n.index))),
+		net.JoinHostPort("127.0.0.1", strconv.Itoa(n.c.jmxPort(n.index))),
 	} {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -206,7 +213,9 @@ func (n *node) writeConfig() error {
 		"InitialToken": initialToken(n.index, n.c.cfg.Nodes),
 		"HeapMB":       n.c.cfg.HeapMB,
 		"PaxosVariant": n.c.cfg.PaxosVariant,
-		"JMXPort":      jmxPort(n.index),
+		"JMXPort":      n.c.jmxPort(n.index),
+		"PasswordAuth": n.c.cfg.Security != nil && n.c.cfg.Security.PasswordAuth,
+		"TLSKeystore":  tlsKeystore(n.c.cfg.Security),
 		"LibDir":       n.c.jars.path(),
 		"JammJar":      jamm,
 		"ModuleFlags":  jdkModuleFlags,

@@ -17,6 +17,7 @@
 package cassandra
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -47,6 +48,23 @@ type Config struct {
 	// (metrics.NewCQLObserver) without the stores knowing. If it is also a
 	// gocql.BatchObserver, it is told of every batch too.
 	QueryObserver gocql.QueryObserver
+	// Username and Password, if set, log in with Cassandra's
+	// PasswordAuthenticator. Never logged.
+	Username, Password string
+	// TLS, if set, encrypts every connection to the cluster.
+	TLS *TLS
+}
+
+// TLS is client encryption to the cluster.
+type TLS struct {
+	// CAFile: PEM certificates that sign the nodes' certificates; required.
+	CAFile string
+	// CertFile and KeyFile: a client certificate, for clusters that require
+	// one (require_client_auth); optional.
+	CertFile, KeyFile string
+	// SkipHostVerification accepts a node certificate that does not name the
+	// node's address (still signed by CAFile). Off by default.
+	SkipHostVerification bool
 }
 
 // WithDefaults fills zero fields.
@@ -100,6 +118,21 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 		cluster.QueryObserver = cfg.QueryObserver
 		if b, ok := cfg.QueryObserver.(gocql.BatchObserver); ok {
 			cluster.BatchObserver = b // batches count as their statement
+		}
+	}
+	if cfg.Username != "" {
+		cluster.Authenticator = gocql.PasswordAuthenticator{Username: cfg.Username, Password: cfg.Password}
+	}
+	if cfg.TLS != nil {
+		if cfg.TLS.CAFile == "" {
+			return nil, errors.New("cassandra TLS needs a CA file")
+		}
+		cluster.SslOpts = &gocql.SslOptions{
+			Config:                 &tls.Config{MinVersion: tls.VersionTLS12},
+			CaPath:                 cfg.TLS.CAFile,
+			CertPath:               cfg.TLS.CertFile,
+			KeyPath:                cfg.TLS.KeyFile,
+			EnableHostVerification: !cfg.TLS.SkipHostVerification,
 		}
 	}
 	session, err := cluster.CreateSession()
@@ -182,4 +215,16 @@ func isBug(err error) bool {
 	return errors.As(err, &syntax) || errors.As(err, &invalid) || errors.As(err, &config) ||
 		errors.As(err, &unauthorized) || errors.As(err, &credentials) || errors.As(err, &function) ||
 		errors.As(err, &marshal) || errors.As(err, &unmarshal) || errors.Is(err, gocql.ErrQueryArgLength)
+}
+
+// IsBadCredentials reports whether err is the cluster refusing the login
+// (a wrong username or password, or a login it requires and did not get):
+// retrying cannot help.
+func IsBadCredentials(err error) bool {
+	var re gocql.RequestError
+	if errors.As(err, &re) && re.Code() == gocql.ErrCodeCredentials {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "password are incorrect") || strings.Contains(msg, "authentication required")
 }

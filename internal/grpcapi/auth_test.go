@@ -16,6 +16,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/ledger"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -147,5 +148,38 @@ func TestEveryOrderServiceMethodHasAPermission(t *testing.T) {
 		if _, ok := permissionOf[full]; !ok {
 			t.Errorf("%s has no permission: every call would be refused", full)
 		}
+	}
+}
+
+type fakeRequeuer struct{ keys []ledger.Key }
+
+func (f *fakeRequeuer) Requeue(_ context.Context, key ledger.Key) (ledger.Record, error) {
+	f.keys = append(f.keys, key)
+	if key.Tenant != "acme" {
+		return ledger.Record{}, ledger.ErrNotFound
+	}
+	return ledger.Record{Key: key, State: ledger.Pending}, nil
+}
+
+// RequeueRequest acts on the caller's tenant's request only.
+func TestRequeueRequestIsScopedToTheCallersTenant(t *testing.T) {
+	r := &fakeRequeuer{}
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Requeuer: r}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.RequeueRequest(acme(), &ordersv1.RequeueRequestRequest{RequestId: validID})
+	if err != nil || resp.Request.State != ordersv1.RequestState_REQUEST_STATE_PENDING || resp.Request.Tenant != "acme" {
+		t.Fatalf("RequeueRequest = %v, %v", resp, err)
+	}
+	other := auth.NewContext(context.Background(), auth.Identity{Tenant: "globex", Permissions: auth.Admin})
+	if _, err := s.RequeueRequest(other, &ordersv1.RequeueRequestRequest{RequestId: validID}); status.Code(err) != codes.NotFound {
+		t.Errorf("another tenant: %v, want NOT_FOUND", err)
+	}
+	if _, err := s.RequeueRequest(acme(), &ordersv1.RequeueRequestRequest{RequestId: "x"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("bad id: %v, want INVALID_ARGUMENT", err)
+	}
+	if len(r.keys) != 2 || r.keys[0].Tenant != "acme" || r.keys[1].Tenant != "globex" {
+		t.Errorf("keys requeued: %v", r.keys)
 	}
 }

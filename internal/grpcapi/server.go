@@ -14,7 +14,9 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/atlasmart/orderd/internal/auth"
@@ -59,16 +61,26 @@ type Config struct {
 	Auth *auth.Authenticator
 	// AuthObserver hears identity decisions; nil hears nothing.
 	AuthObserver AuthObserver
+	// Requeuer requeues FAILED requests (RequeueRequest); nil: the call is
+	// UNIMPLEMENTED.
+	Requeuer Requeuer
+}
+
+// Requeuer gives a FAILED request another round of attempts (the ledger's
+// Requeue).
+type Requeuer interface {
+	Requeue(ctx context.Context, key ledger.Key) (ledger.Record, error)
 }
 
 // Server implements ordersv1.OrderServiceServer.
 type Server struct {
 	ordersv1.UnimplementedOrderServiceServer
-	wf     *workflow.Service
-	reader Reader
-	tokens pageTokens
-	guard  guard
-	log    *slog.Logger
+	wf       *workflow.Service
+	reader   Reader
+	tokens   pageTokens
+	guard    guard
+	requeuer Requeuer
+	log      *slog.Logger
 }
 
 var _ ordersv1.OrderServiceServer = (*Server)(nil)
@@ -85,7 +97,7 @@ func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Se
 		cfg.AuthObserver = nopAuthObserver{}
 	}
 	key := append([]byte(nil), cfg.PageTokenKey...)
-	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, log: log}
+	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, log: log}
 	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, log: log, status: s.Status}
 	return s, nil
 }
@@ -147,6 +159,32 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 	if err != nil {
 		return nil, s.Status(ctx, "GetRequest", err, slog.String("request_id", id.String()))
 	}
+	return &ordersv1.GetRequestResponse{Request: writeRequest(rec)}, nil
+}
+
+// RequeueRequest implements ordersv1.OrderServiceServer.
+func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueRequestRequest) (*ordersv1.RequeueRequestResponse, error) {
+	if s.requeuer == nil {
+		return nil, status.Error(codes.Unimplemented, "requeue is not available on this server")
+	}
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "RequeueRequest", err)
+	}
+	id, v := parseUUID("request_id", req.GetRequestId())
+	if len(v) > 0 {
+		return nil, s.Status(ctx, "RequeueRequest", fault.InvalidArgs(v))
+	}
+	rec, err := s.requeuer.Requeue(ctx, ledger.Key{Tenant: who.Tenant, Operation: order.Operation, RequestID: id})
+	if err != nil {
+		return nil, s.Status(ctx, "RequeueRequest", err, slog.String("request_id", id.String()))
+	}
+	s.log.Info("requeued", "request_id", id, "tenant", who.Tenant, "client", who.Name, "state", string(rec.State))
+	return &ordersv1.RequeueRequestResponse{Request: writeRequest(rec)}, nil
+}
+
+// writeRequest is the client's view of a ledger record.
+func writeRequest(rec ledger.Record) *ordersv1.WriteRequest {
 	out := &ordersv1.WriteRequest{
 		RequestId:          rec.RequestID.String(),
 		Tenant:             rec.Tenant,
@@ -161,7 +199,7 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 	if !rec.CompletedAt.IsZero() {
 		out.CompletedAt = timestamppb.New(rec.CompletedAt)
 	}
-	return &ordersv1.GetRequestResponse{Request: out}, nil
+	return out
 }
 
 // GetOrder implements ordersv1.OrderServiceServer.

@@ -707,6 +707,99 @@ func (x *GetRequestResponse) GetRequest() *WriteRequest {
 	return nil
 }
 
+// RequeueRequestRequest names one write request to requeue.
+type RequeueRequestRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request's idempotency key. Required; a UUID, exactly 36 characters
+	// (the dashed form).
+	RequestId     string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequeueRequestRequest) Reset() {
+	*x = RequeueRequestRequest{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequeueRequestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequeueRequestRequest) ProtoMessage() {}
+
+func (x *RequeueRequestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequeueRequestRequest.ProtoReflect.Descriptor instead.
+func (*RequeueRequestRequest) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RequeueRequestRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// RequeueRequestResponse is the request as it is after the requeue.
+type RequeueRequestResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ledger's record of the request.
+	Request       *WriteRequest `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequeueRequestResponse) Reset() {
+	*x = RequeueRequestResponse{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequeueRequestResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequeueRequestResponse) ProtoMessage() {}
+
+func (x *RequeueRequestResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequeueRequestResponse.ProtoReflect.Descriptor instead.
+func (*RequeueRequestResponse) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RequeueRequestResponse) GetRequest() *WriteRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
 // GetOrderRequest names one order.
 type GetOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -719,7 +812,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +824,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +837,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetOrderRequest) GetOrderId() string {
@@ -765,7 +858,7 @@ type GetOrderResponse struct {
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +870,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +883,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetOrderResponse) GetOrder() *Order {
@@ -823,7 +916,7 @@ type ListCustomerOrdersRequest struct {
 
 func (x *ListCustomerOrdersRequest) Reset() {
 	*x = ListCustomerOrdersRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +928,7 @@ func (x *ListCustomerOrdersRequest) String() string {
 func (*ListCustomerOrdersRequest) ProtoMessage() {}
 
 func (x *ListCustomerOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +941,7 @@ func (x *ListCustomerOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCustomerOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListCustomerOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListCustomerOrdersRequest) GetCustomerId() string {
@@ -893,7 +986,7 @@ type ListCustomerOrdersResponse struct {
 
 func (x *ListCustomerOrdersResponse) Reset() {
 	*x = ListCustomerOrdersResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +998,7 @@ func (x *ListCustomerOrdersResponse) String() string {
 func (*ListCustomerOrdersResponse) ProtoMessage() {}
 
 func (x *ListCustomerOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1011,7 @@ func (x *ListCustomerOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCustomerOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListCustomerOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{10}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListCustomerOrdersResponse) GetOrders() []*Order {
@@ -990,6 +1083,11 @@ const file_atlasmart_orders_v1_orders_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
 	"\toperation\x18\x02 \x01(\tR\toperation\"Q\n" +
 	"\x12GetRequestResponse\x12;\n" +
+	"\arequest\x18\x01 \x01(\v2!.atlasmart.orders.v1.WriteRequestR\arequest\"6\n" +
+	"\x15RequeueRequestRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\"U\n" +
+	"\x16RequeueRequestResponse\x12;\n" +
 	"\arequest\x18\x01 \x01(\v2!.atlasmart.orders.v1.WriteRequestR\arequest\",\n" +
 	"\x0fGetOrderRequest\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\"D\n" +
@@ -1012,13 +1110,14 @@ const file_atlasmart_orders_v1_orders_proto_rawDesc = "" +
 	"\x19REQUEST_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REQUEST_STATE_PENDING\x10\x01\x12\x1a\n" +
 	"\x16REQUEST_STATE_COMPLETE\x10\x02\x12\x18\n" +
-	"\x14REQUEST_STATE_FAILED\x10\x032\x9f\x03\n" +
+	"\x14REQUEST_STATE_FAILED\x10\x032\x8a\x04\n" +
 	"\fOrderService\x12`\n" +
 	"\vCreateOrder\x12'.atlasmart.orders.v1.CreateOrderRequest\x1a(.atlasmart.orders.v1.CreateOrderResponse\x12]\n" +
 	"\n" +
 	"GetRequest\x12&.atlasmart.orders.v1.GetRequestRequest\x1a'.atlasmart.orders.v1.GetRequestResponse\x12W\n" +
 	"\bGetOrder\x12$.atlasmart.orders.v1.GetOrderRequest\x1a%.atlasmart.orders.v1.GetOrderResponse\x12u\n" +
-	"\x12ListCustomerOrders\x12..atlasmart.orders.v1.ListCustomerOrdersRequest\x1a/.atlasmart.orders.v1.ListCustomerOrdersResponseB@Z>github.com/atlasmart/orderd/proto/atlasmart/orders/v1;ordersv1b\x06proto3"
+	"\x12ListCustomerOrders\x12..atlasmart.orders.v1.ListCustomerOrdersRequest\x1a/.atlasmart.orders.v1.ListCustomerOrdersResponse\x12i\n" +
+	"\x0eRequeueRequest\x12*.atlasmart.orders.v1.RequeueRequestRequest\x1a+.atlasmart.orders.v1.RequeueRequestResponseB@Z>github.com/atlasmart/orderd/proto/atlasmart/orders/v1;ordersv1b\x06proto3"
 
 var (
 	file_atlasmart_orders_v1_orders_proto_rawDescOnce sync.Once
@@ -1033,7 +1132,7 @@ func file_atlasmart_orders_v1_orders_proto_rawDescGZIP() []byte {
 }
 
 var file_atlasmart_orders_v1_orders_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atlasmart_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_atlasmart_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_atlasmart_orders_v1_orders_proto_goTypes = []any{
 	(OrderStatus)(0),                   // 0: atlasmart.orders.v1.OrderStatus
 	(RequestState)(0),                  // 1: atlasmart.orders.v1.RequestState
@@ -1044,37 +1143,42 @@ var file_atlasmart_orders_v1_orders_proto_goTypes = []any{
 	(*WriteRequest)(nil),               // 6: atlasmart.orders.v1.WriteRequest
 	(*GetRequestRequest)(nil),          // 7: atlasmart.orders.v1.GetRequestRequest
 	(*GetRequestResponse)(nil),         // 8: atlasmart.orders.v1.GetRequestResponse
-	(*GetOrderRequest)(nil),            // 9: atlasmart.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),           // 10: atlasmart.orders.v1.GetOrderResponse
-	(*ListCustomerOrdersRequest)(nil),  // 11: atlasmart.orders.v1.ListCustomerOrdersRequest
-	(*ListCustomerOrdersResponse)(nil), // 12: atlasmart.orders.v1.ListCustomerOrdersResponse
-	(*timestamppb.Timestamp)(nil),      // 13: google.protobuf.Timestamp
+	(*RequeueRequestRequest)(nil),      // 9: atlasmart.orders.v1.RequeueRequestRequest
+	(*RequeueRequestResponse)(nil),     // 10: atlasmart.orders.v1.RequeueRequestResponse
+	(*GetOrderRequest)(nil),            // 11: atlasmart.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),           // 12: atlasmart.orders.v1.GetOrderResponse
+	(*ListCustomerOrdersRequest)(nil),  // 13: atlasmart.orders.v1.ListCustomerOrdersRequest
+	(*ListCustomerOrdersResponse)(nil), // 14: atlasmart.orders.v1.ListCustomerOrdersResponse
+	(*timestamppb.Timestamp)(nil),      // 15: google.protobuf.Timestamp
 }
 var file_atlasmart_orders_v1_orders_proto_depIdxs = []int32{
 	3,  // 0: atlasmart.orders.v1.CreateOrderRequest.lines:type_name -> atlasmart.orders.v1.OrderLine
 	0,  // 1: atlasmart.orders.v1.Order.status:type_name -> atlasmart.orders.v1.OrderStatus
-	13, // 2: atlasmart.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	15, // 2: atlasmart.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 3: atlasmart.orders.v1.Order.lines:type_name -> atlasmart.orders.v1.OrderLine
 	4,  // 4: atlasmart.orders.v1.CreateOrderResponse.order:type_name -> atlasmart.orders.v1.Order
 	1,  // 5: atlasmart.orders.v1.WriteRequest.state:type_name -> atlasmart.orders.v1.RequestState
-	13, // 6: atlasmart.orders.v1.WriteRequest.created_at:type_name -> google.protobuf.Timestamp
-	13, // 7: atlasmart.orders.v1.WriteRequest.completed_at:type_name -> google.protobuf.Timestamp
+	15, // 6: atlasmart.orders.v1.WriteRequest.created_at:type_name -> google.protobuf.Timestamp
+	15, // 7: atlasmart.orders.v1.WriteRequest.completed_at:type_name -> google.protobuf.Timestamp
 	6,  // 8: atlasmart.orders.v1.GetRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
-	4,  // 9: atlasmart.orders.v1.GetOrderResponse.order:type_name -> atlasmart.orders.v1.Order
-	4,  // 10: atlasmart.orders.v1.ListCustomerOrdersResponse.orders:type_name -> atlasmart.orders.v1.Order
-	2,  // 11: atlasmart.orders.v1.OrderService.CreateOrder:input_type -> atlasmart.orders.v1.CreateOrderRequest
-	7,  // 12: atlasmart.orders.v1.OrderService.GetRequest:input_type -> atlasmart.orders.v1.GetRequestRequest
-	9,  // 13: atlasmart.orders.v1.OrderService.GetOrder:input_type -> atlasmart.orders.v1.GetOrderRequest
-	11, // 14: atlasmart.orders.v1.OrderService.ListCustomerOrders:input_type -> atlasmart.orders.v1.ListCustomerOrdersRequest
-	5,  // 15: atlasmart.orders.v1.OrderService.CreateOrder:output_type -> atlasmart.orders.v1.CreateOrderResponse
-	8,  // 16: atlasmart.orders.v1.OrderService.GetRequest:output_type -> atlasmart.orders.v1.GetRequestResponse
-	10, // 17: atlasmart.orders.v1.OrderService.GetOrder:output_type -> atlasmart.orders.v1.GetOrderResponse
-	12, // 18: atlasmart.orders.v1.OrderService.ListCustomerOrders:output_type -> atlasmart.orders.v1.ListCustomerOrdersResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	6,  // 9: atlasmart.orders.v1.RequeueRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
+	4,  // 10: atlasmart.orders.v1.GetOrderResponse.order:type_name -> atlasmart.orders.v1.Order
+	4,  // 11: atlasmart.orders.v1.ListCustomerOrdersResponse.orders:type_name -> atlasmart.orders.v1.Order
+	2,  // 12: atlasmart.orders.v1.OrderService.CreateOrder:input_type -> atlasmart.orders.v1.CreateOrderRequest
+	7,  // 13: atlasmart.orders.v1.OrderService.GetRequest:input_type -> atlasmart.orders.v1.GetRequestRequest
+	11, // 14: atlasmart.orders.v1.OrderService.GetOrder:input_type -> atlasmart.orders.v1.GetOrderRequest
+	13, // 15: atlasmart.orders.v1.OrderService.ListCustomerOrders:input_type -> atlasmart.orders.v1.ListCustomerOrdersRequest
+	9,  // 16: atlasmart.orders.v1.OrderService.RequeueRequest:input_type -> atlasmart.orders.v1.RequeueRequestRequest
+	5,  // 17: atlasmart.orders.v1.OrderService.CreateOrder:output_type -> atlasmart.orders.v1.CreateOrderResponse
+	8,  // 18: atlasmart.orders.v1.OrderService.GetRequest:output_type -> atlasmart.orders.v1.GetRequestResponse
+	12, // 19: atlasmart.orders.v1.OrderService.GetOrder:output_type -> atlasmart.orders.v1.GetOrderResponse
+	14, // 20: atlasmart.orders.v1.OrderService.ListCustomerOrders:output_type -> atlasmart.orders.v1.ListCustomerOrdersResponse
+	10, // 21: atlasmart.orders.v1.OrderService.RequeueRequest:output_type -> atlasmart.orders.v1.RequeueRequestResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_atlasmart_orders_v1_orders_proto_init() }
@@ -1088,7 +1192,7 @@ func file_atlasmart_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atlasmart_orders_v1_orders_proto_rawDesc), len(file_atlasmart_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	OrderService_GetRequest_FullMethodName         = "/atlasmart.orders.v1.OrderService/GetRequest"
 	OrderService_GetOrder_FullMethodName           = "/atlasmart.orders.v1.OrderService/GetOrder"
 	OrderService_ListCustomerOrders_FullMethodName = "/atlasmart.orders.v1.OrderService/ListCustomerOrders"
+	OrderService_RequeueRequest_FullMethodName     = "/atlasmart.orders.v1.OrderService/RequeueRequest"
 )
 
 // OrderServiceClient is the client API for OrderService service.
@@ -54,6 +55,10 @@ type OrderServiceClient interface {
 	// ListCustomerOrders lists a customer's orders accepted in one month,
 	// one page at a time.
 	ListCustomerOrders(ctx context.Context, in *ListCustomerOrdersRequest, opts ...grpc.CallOption) (*ListCustomerOrdersResponse, error)
+	// RequeueRequest gives a FAILED request of the caller's tenant another
+	// round of attempts by the reconciler (it becomes PENDING); a PENDING or
+	// COMPLETE request is left as it is. Needs the admin permission.
+	RequeueRequest(ctx context.Context, in *RequeueRequestRequest, opts ...grpc.CallOption) (*RequeueRequestResponse, error)
 }
 
 type orderServiceClient struct {
@@ -104,6 +109,16 @@ func (c *orderServiceClient) ListCustomerOrders(ctx context.Context, in *ListCus
 	return out, nil
 }
 
+func (c *orderServiceClient) RequeueRequest(ctx context.Context, in *RequeueRequestRequest, opts ...grpc.CallOption) (*RequeueRequestResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RequeueRequestResponse)
+	err := c.cc.Invoke(ctx, OrderService_RequeueRequest_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OrderServiceServer is the server API for OrderService service.
 // All implementations must embed UnimplementedOrderServiceServer
 // for forward compatibility.
@@ -126,6 +141,10 @@ type OrderServiceServer interface {
 	// ListCustomerOrders lists a customer's orders accepted in one month,
 	// one page at a time.
 	ListCustomerOrders(context.Context, *ListCustomerOrdersRequest) (*ListCustomerOrdersResponse, error)
+	// RequeueRequest gives a FAILED request of the caller's tenant another
+	// round of attempts by the reconciler (it becomes PENDING); a PENDING or
+	// COMPLETE request is left as it is. Needs the admin permission.
+	RequeueRequest(context.Context, *RequeueRequestRequest) (*RequeueRequestResponse, error)
 	mustEmbedUnimplementedOrderServiceServer()
 }
 
@@ -147,6 +166,9 @@ func (UnimplementedOrderServiceServer) GetOrder(context.Context, *GetOrderReques
 }
 func (UnimplementedOrderServiceServer) ListCustomerOrders(context.Context, *ListCustomerOrdersRequest) (*ListCustomerOrdersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListCustomerOrders not implemented")
+}
+func (UnimplementedOrderServiceServer) RequeueRequest(context.Context, *RequeueRequestRequest) (*RequeueRequestResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RequeueRequest not implemented")
 }
 func (UnimplementedOrderServiceServer) mustEmbedUnimplementedOrderServiceServer() {}
 func (UnimplementedOrderServiceServer) testEmbeddedByValue()                      {}
@@ -241,6 +263,24 @@ func _OrderService_ListCustomerOrders_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OrderService_RequeueRequest_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RequeueRequestRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrderServiceServer).RequeueRequest(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrderService_RequeueRequest_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrderServiceServer).RequeueRequest(ctx, req.(*RequeueRequestRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OrderService_ServiceDesc is the grpc.ServiceDesc for OrderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -263,6 +303,10 @@ var OrderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListCustomerOrders",
 			Handler:    _OrderService_ListCustomerOrders_Handler,
+		},
+		{
+			MethodName: "RequeueRequest",
+			Handler:    _OrderService_RequeueRequest_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/atlasmart/orderd/internal/devsetup"
+)
+
+func TestServeRefusesToStartWithoutTLSOrAWayToAuthenticate(t *testing.T) {
+	files, _, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withTLS := securityConfig{tlsCertFile: files.ServerCert(), tlsKeyFile: files.ServerKey(), reloadInterval: time.Second}
+	cases := []struct {
+		name string
+		c    securityConfig
+		want string // "" = valid
+	}{
+		{"nothing", securityConfig{reloadInterval: time.Second}, "needs TLS"},
+		{"tls without a way to authenticate", withTLS, "no way to authenticate"},
+		{"certificate without key", securityConfig{tlsCertFile: "x", reloadInterval: time.Second}, "both tls-cert-file and tls-key-file"},
+		{"jwks without issuer", func() securityConfig { c := withTLS; c.jwksFile = "j"; return c }(), "jwt-issuer"},
+		{"api keys", func() securityConfig { c := withTLS; c.apiKeysFile = files.APIKeys(); return c }(), ""},
+		{"client certificates", func() securityConfig { c := withTLS; c.clientCAFile = files.CA(); return c }(), ""},
+		{"insecure", securityConfig{insecure: true, insecureTenant: "default", reloadInterval: time.Second}, ""},
+		{"insecure with a bad tenant", securityConfig{insecure: true, insecureTenant: "Not OK"}, "tenant"},
+	}
+	for _, c := range cases {
+		err := c.c.validate()
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: validate = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestInsecureModeWarnsAtStart(t *testing.T) {
+	var logs bytes.Buffer
+	s, err := newSecurity(&securityConfig{insecure: true, insecureTenant: "default"}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.creds != nil || s.authn.Insecure == nil || s.authn.Insecure.Tenant != "default" {
+		t.Errorf("insecure security = %+v", s)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "INSECURE") {
+		t.Errorf("no warning logged:\n%s", logs.String())
+	}
+}
+
+func TestSecurityLoadsTheKeyFileAtStart(t *testing.T) {
+	files, key, _, err := devsetup.Write(t.TempDir(), "acme", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &securityConfig{tlsCertFile: files.ServerCert(), tlsKeyFile: files.ServerKey(), clientCAFile: files.CA(), apiKeysFile: files.APIKeys()}
+	s, err := newSecurity(c, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := s.authn.Authenticate(key, nil); err != nil || id.Tenant != "acme" {
+		t.Errorf("the dev key: %+v, %v", id, err)
+	}
+	if s.creds == nil || !s.authn.ClientCerts || len(s.loaders) != 1 {
+		t.Errorf("security = %+v", s)
+	}
+	c.apiKeysFile = files.Dir + "/missing.json"
+	if _, err := newSecurity(c, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))); err == nil {
+		t.Error("a missing key file was accepted")
+	}
+}
+
+func TestKeysCommandAddsListsAndRevokes(t *testing.T) {
+	file := t.TempDir() + "/keys.json"
+	var out bytes.Buffer
+	if err := keysCommand([]string{"add", "-file", file, "-tenant", "acme", "-name", "gw", "-permissions", "create"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	m := strings.Fields(out.String())
+	if len(m) < 3 || m[0] != "key" || m[1] != "id" {
+		t.Fatalf("add printed %q", out.String())
+	}
+	id := m[2]
+	out.Reset()
+	if err := keysCommand([]string{"list", "-file", file}, &out); err != nil || !strings.Contains(out.String(), id) || strings.Contains(out.String(), "odk_") {
+		t.Errorf("list: %v\n%s", err, out.String())
+	}
+	if err := keysCommand([]string{"revoke", "-file", file, id}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := keysCommand([]string{"revoke", "-file", file, id}, &out); err == nil {
+		t.Error("revoking twice succeeded")
+	}
+	if err := keysCommand([]string{"add", "-file", file, "-tenant", "acme", "-name", "gw", "-permissions", "delete"}, &out); err == nil {
+		t.Error("an unknown permission was accepted")
+	}
+}
