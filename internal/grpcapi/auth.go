@@ -48,7 +48,6 @@ type AuthObserver interface {
 type guard struct {
 	authn    *auth.Authenticator
 	observer AuthObserver
-	log      *slog.Logger
 	status   func(ctx context.Context, method string, err error, attrs ...slog.Attr) error
 }
 

@@ -98,7 +98,7 @@ func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Se
 	}
 	key := append([]byte(nil), cfg.PageTokenKey...)
 	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, log: log}
-	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, log: log, status: s.Status}
+	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, status: s.Status}
 	return s, nil
 }
 
