@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/inf.v0"
+
 	"github.com/atlasmart/orderd/deploy/local"
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/devpki"
@@ -120,9 +122,9 @@ func TestOrderdLogsInToASecuredClusterOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var total string
-	if err := s.Query(`SELECT total FROM orders_by_id WHERE tenant = ? AND order_id = ?`, tenant, resp.Order.OrderId).ScanContext(ctx, &total); err != nil || total != "16.00" {
-		t.Errorf("the order in the secured cluster: total %q, %v", total, err)
+	var total *inf.Dec
+	if err := s.Query(`SELECT total FROM orders_by_id WHERE tenant = ? AND order_id = ?`, tenant, resp.Order.OrderId).ScanContext(ctx, &total); err != nil || total.String() != "16.00" {
+		t.Errorf("the order in the secured cluster: total %v, %v; want 16.00", total, err)
 	}
 	for what, text := range map[string]string{"serve -h": help, "orderd's log": p.output.String()} {
 		if strings.Contains(text, password) {
