@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -39,7 +40,7 @@ func (c *securityConfig) flags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&c.jwksFile, "jwks-file", env("ORDERD_JWKS_FILE", ""), "JSON Web Key Set of the JWT issuer (public keys); set: JWTs are accepted; reloaded when it changes")
 	fs.StringVar(&c.jwtIssuer, "jwt-issuer", env("ORDERD_JWT_ISSUER", ""), "required iss of JWTs")
 	fs.StringVar(&c.jwtAudience, "jwt-audience", env("ORDERD_JWT_AUDIENCE", "orderd"), "required aud of JWTs")
-	fs.DurationVar(&c.reloadInterval, "auth-reload-interval", cfg.envDuration("ORDERD_AUTH_RELOAD_INTERVAL", 2*time.Second), "how often the API key and JWKS files are checked for changes")
+	fs.DurationVar(&c.reloadInterval, "auth-reload-interval", cfg.envDuration("ORDERD_AUTH_RELOAD_INTERVAL", 2*time.Second), "how often the API key, JWKS and TLS certificate files are checked for changes")
 	fs.BoolVar(&c.insecure, "insecure", cfg.envBool("ORDERD_INSECURE", false), "DEVELOPMENT ONLY: no authentication; every caller acts for -insecure-tenant with every permission (and plaintext unless a TLS certificate is set)")
 	fs.StringVar(&c.insecureTenant, "insecure-tenant", env("ORDERD_INSECURE_TENANT", "default"), "the tenant of every call in -insecure mode")
 	fs.BoolVar(&c.reflection, "reflection", cfg.envBool("ORDERD_REFLECTION", true), "serve gRPC reflection (the API's schema, for grpcurl); false in production if the schema is not to be discoverable")
@@ -77,11 +78,11 @@ type security struct {
 func newSecurity(c *securityConfig, log *slog.Logger) (*security, error) {
 	s := &security{authn: &auth.Authenticator{}}
 	if c.tlsCertFile != "" {
-		tc, err := serverTLS(c)
+		tc, loaders, err := serverTLS(c)
 		if err != nil {
 			return nil, err
 		}
-		s.creds = grpc.Creds(credentials.NewTLS(tc))
+		s.creds, s.loaders = grpc.Creds(credentials.NewTLS(tc)), loaders
 	}
 	if c.insecure {
 		id := auth.Identity{Tenant: c.insecureTenant, Name: "insecure", Method: auth.MethodNone, Permissions: auth.Create | auth.Read | auth.Admin}
@@ -118,7 +119,7 @@ func newSecurity(c *securityConfig, log *slog.Logger) (*security, error) {
 	return s, nil
 }
 
-// watch reloads the key files in g until ctx ends.
+// watch reloads the key, JWKS and certificate files in g until ctx ends.
 func (s *security) watch(ctx context.Context, g *errgroup.Group, every time.Duration, log *slog.Logger) {
 	for _, l := range s.loaders {
 		g.Go(func() error { return l.Watch(ctx, every, log, nil) })
@@ -128,23 +129,40 @@ func (s *security) watch(ctx context.Context, g *errgroup.Group, every time.Dura
 // serverTLS is the gRPC port's TLS: 1.2 or later, and, with a client CA,
 // client certificates verified when presented (callers with a bearer token
 // need none; one that presents a certificate the CA did not sign fails the
-// handshake).
-func serverTLS(c *securityConfig) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(c.tlsCertFile, c.tlsKeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls certificate: %w", err)
+// handshake). The server certificate is reloaded when its files change, so
+// a renewed certificate is served without a restart: the loaders returned
+// watch both files, and a pair that does not match yet (one file replaced,
+// the other not) keeps the previous certificate until both are new.
+func serverTLS(c *securityConfig) (*tls.Config, []*auth.FileLoader, error) {
+	var current atomic.Pointer[tls.Certificate]
+	load := func([]byte) error {
+		cert, err := tls.LoadX509KeyPair(c.tlsCertFile, c.tlsKeyFile)
+		if err != nil {
+			return err
+		}
+		current.Store(&cert)
+		return nil
 	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	var loaders []*auth.FileLoader
+	for _, f := range []string{c.tlsCertFile, c.tlsKeyFile} {
+		l, err := auth.NewFileLoader(f, "tls certificate", load)
+		if err != nil {
+			return nil, nil, err
+		}
+		loaders = append(loaders, l)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return current.Load(), nil }}
 	if c.clientCAFile != "" {
 		pem, err := os.ReadFile(c.clientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("client CA: %w", err)
+			return nil, nil, fmt.Errorf("client CA: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA %s: no PEM certificate in it", c.clientCAFile)
+			return nil, nil, fmt.Errorf("client CA %s: no PEM certificate in it", c.clientCAFile)
 		}
 		tc.ClientCAs, tc.ClientAuth = pool, tls.VerifyClientCertIfGiven
 	}
-	return tc, nil
+	return tc, loaders, nil
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +68,7 @@ func TestSecurityLoadsTheKeyFileAtStart(t *testing.T) {
 	if id, err := s.authn.Authenticate(key, nil); err != nil || id.Tenant != "acme" {
 		t.Errorf("the dev key: %+v, %v", id, err)
 	}
-	if s.creds == nil || !s.authn.ClientCerts || len(s.loaders) != 1 {
+	if s.creds == nil || !s.authn.ClientCerts || len(s.loaders) != 3 { // the key file, the certificate and its key
 		t.Errorf("security = %+v", s)
 	}
 	c.apiKeysFile = files.Dir + "/missing.json"
@@ -97,5 +100,60 @@ func TestKeysCommandAddsListsAndRevokes(t *testing.T) {
 	}
 	if err := keysCommand([]string{"add", "-file", file, "-tenant", "acme", "-name", "gw", "-permissions", "delete"}, &out); err == nil {
 		t.Error("an unknown permission was accepted")
+	}
+}
+
+// A renewed server certificate is served without a restart, once both of
+// its files are replaced; until then the previous one stays.
+func TestServerCertificateIsReloadedWhenItsFilesChange(t *testing.T) {
+	old, _, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed, _, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &securityConfig{tlsCertFile: old.ServerCert(), tlsKeyFile: old.ServerKey()}
+	tc, loaders, err := serverTLS(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func() []byte {
+		cert, err := tc.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert.Certificate[0]
+	}
+	first := served()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, l := range loaders {
+		go func() { _ = l.Watch(ctx, 5*time.Millisecond, log, nil) }()
+	}
+	copyFile := func(from, to string) {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(renewed.ServerCert(), old.ServerCert()) // the key does not match yet
+	time.Sleep(50 * time.Millisecond)
+	if !bytes.Equal(served(), first) {
+		t.Fatal("a certificate without its key was served")
+	}
+	copyFile(renewed.ServerKey(), old.ServerKey())
+	deadline := time.Now().Add(5 * time.Second)
+	for bytes.Equal(served(), first) {
+		if time.Now().After(deadline) {
+			t.Fatal("the renewed certificate was not served within 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
