@@ -75,25 +75,22 @@ func TestOrderdLogsInToASecuredClusterOverTLS(t *testing.T) {
 	}
 	// The superuser, over TLS, makes orderd's role (the default superuser
 	// can take a few seconds to be created after the node starts).
-	var admin interface{ Close() }
 	const password = "e2e-secret-Zq7"
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s, err := cassandra.NewSession(cassandra.Config{Hosts: hosts, Username: "cassandra", Password: "cassandra", TLS: tlsCfg})
 		if err == nil {
 			err = s.Query(`CREATE ROLE IF NOT EXISTS orderd WITH PASSWORD = '` + password + `' AND LOGIN = true`).ExecContext(ctx)
+			s.Close()
 			if err == nil {
-				admin = s
 				break
 			}
-			s.Close()
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("create orderd's role as the superuser over TLS: %v", err)
 		}
 		time.Sleep(time.Second)
 	}
-	admin.Close()
 
 	secure := []string{"ORDERD_CASSANDRA_CONTACT_POINTS=127.0.0.4", "ORDERD_KEYSPACE=secured", "ORDERD_REPLICATION_FACTOR=1",
 		"ORDERD_CASSANDRA_USERNAME=orderd", "ORDERD_CASSANDRA_PASSWORD_FILE=" + write("password", []byte(password+"\n")),

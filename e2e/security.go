@@ -30,7 +30,6 @@ const (
 // that CA, an API key file and a JWKS file (docs/security.md).
 type runSecurity struct {
 	files      devsetup.Files
-	ca         *devsetup.CA
 	defaultKey string // tenant "default", every permission
 	jwks       string // the JWKS file's path
 	jwtSigner  jose.Signer
@@ -39,7 +38,7 @@ type runSecurity struct {
 var sec runSecurity
 
 func setUpSecurity(dir string) error {
-	files, key, ca, err := devsetup.Write(filepath.Join(dir, "security"), tenant, 24*time.Hour)
+	files, key, err := devsetup.Write(filepath.Join(dir, "security"), tenant, 24*time.Hour)
 	if err != nil {
 		return err
 	}
@@ -60,7 +59,7 @@ func setUpSecurity(dir string) error {
 	if err := os.WriteFile(jwks, set, 0o644); err != nil {
 		return err
 	}
-	sec = runSecurity{files: files, ca: ca, defaultKey: key, jwks: jwks, jwtSigner: signer}
+	sec = runSecurity{files: files, defaultKey: key, jwks: jwks, jwtSigner: signer}
 	return nil
 }
 

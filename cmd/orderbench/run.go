@@ -123,7 +123,7 @@ func runCmd(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(secDir)
-	secFiles, apiKey, _, err := devsetup.Write(secDir, "default", 24*time.Hour)
+	secFiles, apiKey, err := devsetup.Write(secDir, "default", 24*time.Hour)
 	if err != nil {
 		return err
 	}

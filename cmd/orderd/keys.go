@@ -98,7 +98,7 @@ func devSetup(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "development credentials already in %s (remove the directory to make new ones)\n", *dir)
 		return nil
 	}
-	_, key, _, err := devsetup.Write(*dir, *tenant, 365*24*time.Hour)
+	_, key, err := devsetup.Write(*dir, *tenant, 365*24*time.Hour)
 	if err != nil {
 		return err
 	}

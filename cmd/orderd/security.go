@@ -122,7 +122,7 @@ func newSecurity(c *securityConfig, log *slog.Logger) (*security, error) {
 // watch reloads the key, JWKS and certificate files in g until ctx ends.
 func (s *security) watch(ctx context.Context, g *errgroup.Group, every time.Duration, log *slog.Logger) {
 	for _, l := range s.loaders {
-		g.Go(func() error { return l.Watch(ctx, every, log, nil) })
+		g.Go(func() error { return l.Watch(ctx, every, log) })
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 func TestServeRefusesToStartWithoutTLSOrAWayToAuthenticate(t *testing.T) {
-	files, _, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
+	files, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestInsecureModeWarnsAtStart(t *testing.T) {
 }
 
 func TestSecurityLoadsTheKeyFileAtStart(t *testing.T) {
-	files, key, _, err := devsetup.Write(t.TempDir(), "acme", time.Hour)
+	files, key, err := devsetup.Write(t.TempDir(), "acme", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +106,11 @@ func TestKeysCommandAddsListsAndRevokes(t *testing.T) {
 // A renewed server certificate is served without a restart, once both of
 // its files are replaced; until then the previous one stays.
 func TestServerCertificateIsReloadedWhenItsFilesChange(t *testing.T) {
-	old, _, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
+	old, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewed, _, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
+	renewed, _, err := devsetup.Write(t.TempDir(), "default", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestServerCertificateIsReloadedWhenItsFilesChange(t *testing.T) {
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, l := range loaders {
-		go func() { _ = l.Watch(ctx, 5*time.Millisecond, log, nil) }()
+		go func() { _ = l.Watch(ctx, 5*time.Millisecond, log) }()
 	}
 	copyFile := func(from, to string) {
 		data, err := os.ReadFile(from)

@@ -142,7 +142,7 @@ func TestWatchedKeyFileRevokesWithoutRestart(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- fl.Watch(ctx, time.Millisecond, log, nil) }()
+	go func() { done <- fl.Watch(ctx, time.Millisecond, log) }()
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Watch after cancel = %v", err)

@@ -34,7 +34,7 @@ func (a *Authenticator) Authenticate(bearer string, cert *x509.Certificate) (Ide
 		return *a.Insecure, nil
 	}
 	switch {
-	case bearer != "" && IsAPIKey(bearer):
+	case bearer != "" && isAPIKey(bearer):
 		if a.Keys == nil {
 			return Identity{}, errors.New("api keys are not accepted by this server")
 		}

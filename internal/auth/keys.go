@@ -134,9 +134,9 @@ func (r *KeyRing) Verify(key string) (Identity, error) {
 	return k.id, nil
 }
 
-// IsAPIKey reports whether a bearer token has the API key form (as opposed
+// isAPIKey reports whether a bearer token has the API key form (as opposed
 // to a JWT).
-func IsAPIKey(token string) bool { return strings.HasPrefix(token, keyPrefix) }
+func isAPIKey(token string) bool { return strings.HasPrefix(token, keyPrefix) }
 
 func splitKey(key string) (id, secret string, ok bool) {
 	rest, ok := strings.CutPrefix(key, keyPrefix)

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// FileLoader feeds a file's contents to load: once at start (Load, whose
-// error stops the start) and again whenever the contents change (Watch), so
+// FileLoader feeds a file's contents to load: once at start (NewFileLoader,
+// whose error stops the start) and again whenever the contents change (Watch), so
 // a key can be added or revoked without a restart. A changed file that does
 // not parse is logged and ignored: the previous contents stay in force.
 type FileLoader struct {
@@ -35,8 +35,8 @@ func NewFileLoader(path, what string, load func([]byte) error) (*FileLoader, err
 }
 
 // Watch rereads the file every interval until ctx ends, and reloads it
-// when its contents changed. onReload, if set, hears each attempt's result.
-func (f *FileLoader) Watch(ctx context.Context, interval time.Duration, log *slog.Logger, onReload func(err error)) error {
+// when its contents changed.
+func (f *FileLoader) Watch(ctx context.Context, interval time.Duration, log *slog.Logger) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -45,9 +45,7 @@ func (f *FileLoader) Watch(ctx context.Context, interval time.Duration, log *slo
 			return nil
 		case <-t.C:
 		}
-		if err := f.reload(log); onReload != nil && err != errUnchanged {
-			onReload(err)
-		}
+		_ = f.reload(log) // logs its own outcome; the loaded contents stay on error
 	}
 }
 

@@ -49,52 +49,48 @@ func (f Files) Client(token string) clientcreds.Options {
 	return clientcreds.Options{CAFile: f.CA(), Token: token}
 }
 
-// CA is the setup's certificate authority, kept in memory by Write's
-// caller to sign more client certificates (tests); nil once reloaded.
-type CA = devpki.CA
-
 // Write makes a setup in dir for tenant: the client certificate and the one
 // API key have every permission. It returns the key, which is stored
-// nowhere (the key file keeps its salted hash), and the CA.
-func Write(dir, tenant string, validity time.Duration) (Files, string, *CA, error) {
+// nowhere (the key file keeps its salted hash).
+func Write(dir, tenant string, validity time.Duration) (Files, string, error) {
 	f := Files{Dir: dir}
 	if f.Exists() {
-		return f, "", nil, errors.New("a development setup already exists in " + dir)
+		return f, "", errors.New("a development setup already exists in " + dir)
 	}
 	all := []string{"create", "read", "admin"}
 	ca, err := devpki.NewCA("orderd development CA", validity)
 	if err != nil {
-		return f, "", nil, err
+		return f, "", err
 	}
 	server, err := ca.Server([]string{"127.0.0.1", "localhost", "::1"}, validity)
 	if err != nil {
-		return f, "", nil, err
+		return f, "", err
 	}
 	client, err := ca.Client(tenant, "developer", all, validity)
 	if err != nil {
-		return f, "", nil, err
+		return f, "", err
 	}
 	key, entry, err := auth.NewKey(tenant, "developer", all, time.Now())
 	if err != nil {
-		return f, "", nil, err
+		return f, "", err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return f, "", nil, err
+		return f, "", err
 	}
 	for name, data := range map[string][]byte{
 		f.ServerCert(): server.CertPEM, f.ServerKey(): server.KeyPEM,
 		f.ClientCert(): client.CertPEM, f.ClientKey(): client.KeyPEM,
 	} {
 		if err := os.WriteFile(name, data, 0o600); err != nil {
-			return f, "", nil, err
+			return f, "", err
 		}
 	}
 	if err := auth.WriteKeyFile(f.APIKeys(), auth.KeyFile{Keys: []auth.KeyEntry{entry}}); err != nil {
-		return f, "", nil, err
+		return f, "", err
 	}
 	// The CA last: Exists means complete.
 	if err := os.WriteFile(f.CA(), ca.CertPEM(), 0o644); err != nil {
-		return f, "", nil, err
+		return f, "", err
 	}
-	return f, key, ca, nil
+	return f, key, nil
 }
