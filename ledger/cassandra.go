@@ -42,6 +42,9 @@ const (
 	failCQL = `/* ledger.fail */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'FAILED', completed_at = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
+	completeCQL = `/* ledger.complete */ UPDATE write_requests_by_id USING TTL ?
+		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'COMPLETE', completed_at = ?, outcome = ?
+		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
 	requeueCQL = `/* ledger.requeue */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = 0, last_error = ?, state = 'PENDING', completed_at = null
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'FAILED' AND claim_token = ?`
@@ -384,6 +387,32 @@ func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, reason stri
 		return cur, nil
 	case applied:
 		return failed, nil
+	}
+	return cur, nil
+}
+
+// Complete implements Store.
+func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byte) (Record, error) {
+	done := rec
+	done.State, done.Outcome, done.CompletedAt = Complete, outcome, c.now().UTC().Truncate(time.Millisecond)
+	applied, cur, err := c.run(ctx, update{
+		op:   "complete",
+		stmt: completeCQL,
+		args: func() []any {
+			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts, nullable(rec.LastError), done.CompletedAt, outcome},
+				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
+		},
+		key:     rec.Key,
+		applied: func(cur Record) bool { return cur.State == Complete && cur.ClaimToken == rec.ClaimToken },
+		awaits:  pendingClaim(rec),
+	})
+	switch {
+	case err != nil:
+		return Record{}, err
+	case applied && cur.State == Complete:
+		return cur, nil
+	case applied:
+		return done, nil
 	}
 	return cur, nil
 }

@@ -18,10 +18,11 @@ const (
 	// exists (orders_by_id: written last, it is the recorded outcome); the
 	// ledger row stays PENDING until its TTL (docs/architecture.md).
 	Pending State = "PENDING"
-	// Complete: the work is done and Outcome is recorded in the row. Only
-	// rows written before the one-LWT protocol are in this state (they live
-	// until their TTL); readers still honour them. Request views derive it
-	// for PENDING rows whose order exists.
+	// Complete: the work is done and Outcome is recorded in the row: a
+	// change's conflict receipt (Store.Complete), or a CreateOrder claim
+	// completed before the one-LWT protocol (such rows live until their
+	// TTL; readers still honour them). Request views derive it for PENDING
+	// rows whose order or change is recorded.
 	Complete State = "COMPLETE"
 	// Failed: set aside before anything of the work was written (its
 	// stored command cannot be finished); LastError holds the reason.
@@ -104,6 +105,16 @@ type Store interface {
 	// attempt failed, with its reason. Losing a race to another note or a
 	// state change is not an error: it is bookkeeping.
 	RecordAttempt(ctx context.Context, rec Record, reason string) error
+	// Complete records outcome as the request's outcome: rec's claim goes
+	// from PENDING to COMPLETE (an LWT, like every write of the ledger) and
+	// every later attempt is answered from it. The change workflow records
+	// its conflict receipts so (issue 13); a created order's outcome is its
+	// order row instead, and an accepted change's its order_versions row.
+	// It returns the record as it now is: COMPLETE with this outcome, or,
+	// when another finisher of the same claim completed it first, with
+	// that one's (the caller answers from the returned record); ErrNotFound
+	// when the claim is gone.
+	Complete(ctx context.Context, rec Record, outcome []byte) (Record, error)
 	// Withdraw deletes rec's claim while it is still PENDING: its command
 	// must never run (the request id's order exists with another command).
 	// The request id is then free again; its due entry is removed.

@@ -35,6 +35,16 @@ type Order struct {
 	RequestID  uuid.UUID `json:"request_id"`
 	CreatedAt  time.Time `json:"created_at"`
 	Lines      []Line    `json:"lines,omitempty"`
+	// The order's current state (issue 13). Not part of the recorded
+	// outcome's encoding: a CreateOrder's outcome is the order as created
+	// (AsCreated), whatever changed since.
+	//
+	// Version is 1 at creation; each accepted change (change.go) adds one.
+	Version int64 `json:"-"`
+	// ShippingNote is the delivery instruction set by AmendOrder ("" none).
+	ShippingNote string `json:"-"`
+	// UpdatedAt is the time of the change that made Version (CreatedAt at 1).
+	UpdatedAt time.Time `json:"-"`
 }
 
 // New builds the order a claimed command becomes.
@@ -51,6 +61,8 @@ func New(tenant string, requestID uuid.UUID, cmd Command, createdAt time.Time) O
 		RequestID:  requestID,
 		CreatedAt:  createdAt,
 		Lines:      cmd.Lines,
+		Version:    CreatedVersion,
+		UpdatedAt:  createdAt,
 	}
 }
 
@@ -74,7 +86,7 @@ func DecodeOutcome(b []byte) (Order, error) {
 	if err := json.Unmarshal(b, &o); err != nil {
 		return Order{}, fmt.Errorf("decode recorded outcome: %w", err)
 	}
-	return o, nil
+	return o.AsCreated(), nil
 }
 
 // Carries reports whether o is the order cmd becomes, whoever claimed it and

@@ -114,6 +114,8 @@ func TestNew(t *testing.T) {
 		RequestID:  reqID,
 		CreatedAt:  time.Date(2026, 9, 30, 23, 30, 0, 123_000_000, time.UTC),
 		Lines:      cmd.Lines,
+		Version:    1,
+		UpdatedAt:  time.Date(2026, 9, 30, 23, 30, 0, 123_000_000, time.UTC),
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("New = %+v\nwant  %+v", o, want)

@@ -26,6 +26,7 @@ const (
 	StmtGet        = "ledger.get" // Get, Peek, and every settling read
 	StmtAttempt    = "ledger.attempt"
 	StmtFail       = "ledger.fail"
+	StmtComplete   = "ledger.complete"
 	StmtRequeue    = "ledger.requeue"
 	StmtWithdraw   = "ledger.withdraw"
 	StmtClusterNow = "ledger.cluster-now"
@@ -572,6 +573,38 @@ func (m *Memory) MarkFailed(ctx context.Context, rec ledger.Record, reason strin
 		return cur, nil
 	case applied:
 		return failed, nil
+	}
+	return cur, nil
+}
+
+// Complete implements ledger.Store.
+func (m *Memory) Complete(ctx context.Context, rec ledger.Record, outcome []byte) (ledger.Record, error) {
+	m.enter("Complete")
+	rec = cloneRecord(rec)
+	outcome = slices.Clone(outcome)
+	at := ms(m.Now())
+	done := rec
+	done.State, done.Outcome, done.CompletedAt = ledger.Complete, outcome, at
+	applied, cur, err := m.run(ctx, update{
+		op:   "complete",
+		stmt: StmtComplete,
+		key:  rec.Key,
+		cond: pendingClaim(rec),
+		write: m.rewrite(rec.Key, m.ttlFrom(rec.CreatedAt, m.Now()), func(r *ledger.Record) {
+			setClaimCells(r, rec)
+			r.Attempts, r.LastError = rec.Attempts, rec.LastError
+			r.State, r.CompletedAt, r.Outcome = ledger.Complete, at, outcome
+		}),
+		applied: func(cur ledger.Record) bool { return cur.State == ledger.Complete && cur.ClaimToken == rec.ClaimToken },
+		awaits:  pendingClaim(rec),
+	})
+	switch {
+	case err != nil:
+		return ledger.Record{}, err
+	case applied && cur.State == ledger.Complete:
+		return cur, nil
+	case applied:
+		return done, nil
 	}
 	return cur, nil
 }

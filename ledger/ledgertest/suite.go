@@ -87,7 +87,7 @@ type testCase struct {
 }
 
 // cases is the contract, grouped by the operation under test.
-var cases = concat(claimCases, getCases, releaseCases, attemptCases, failCases, withdrawCases, requeueCases, queueCases)
+var cases = concat(claimCases, getCases, releaseCases, attemptCases, failCases, completeCases, withdrawCases, requeueCases, queueCases)
 
 func concat(groups ...[]testCase) []testCase {
 	var out []testCase
@@ -787,6 +787,103 @@ var attemptCases = []testCase{
 		rec := s.claimed(t)
 		s.arm(StmtAttempt, cassandra.FaultUnavailable, 1)
 		wantKind(t, "RecordAttempt", s.Store.RecordAttempt(s.ctx, rec, "R"), fault.Unavailable)
+		s.wantRow(t, pending(rec))
+	}},
+}
+
+// ---------------------------------------------------------------- complete (a change's conflict receipt)
+
+// receipt is the outcome the Complete cases record.
+var receipt = []byte(`{"reason":"STALE_VERSION","current_version":9}`)
+
+// wantCompleted checks a Complete result and the row.
+func (s *suite) wantCompleted(t *testing.T, got, rec ledger.Record, outcome []byte, lo, hi time.Time) {
+	t.Helper()
+	if got.CompletedAt.Before(ms(lo).Add(-2*time.Second)) || got.CompletedAt.After(hi.Add(2*time.Second)) {
+		t.Errorf("Complete returned completed_at %s; want between %s and %s", got.CompletedAt, lo, hi)
+	}
+	want := rec
+	want.State, want.Outcome, want.CompletedAt = ledger.Complete, outcome, got.CompletedAt
+	if d := diff(got, want); d != "" {
+		t.Errorf("Complete returned: %s", d)
+	}
+	s.wantRow(t, want)
+}
+
+var completeCases = []testCase{
+	{"Complete/applied: COMPLETE with the outcome; attempts and last error kept", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		if err := s.Store.RecordAttempt(s.ctx, rec, "CLUSTER_UNAVAILABLE"); err != nil {
+			t.Fatal(err)
+		}
+		rec = s.get(t, rec.Key)
+		lo := s.Now()
+		got, err := s.Store.Complete(s.ctx, rec, receipt)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		s.wantCompleted(t, got, rec, receipt, lo, s.Now())
+	}},
+	{"Complete/not applied, completed by another finisher: its outcome", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		first, err := s.Store.Complete(s.ctx, rec, receipt)
+		if err != nil {
+			t.Fatalf("first Complete: %v", err)
+		}
+		got, err := s.Store.Complete(s.ctx, rec, []byte(`{"reason":"STALE_VERSION","current_version":10}`))
+		if err != nil {
+			t.Fatalf("second Complete: %v", err)
+		}
+		if d := diff(got, first); d != "" {
+			t.Errorf("second Complete returned: %s", d)
+		}
+		s.wantRow(t, first)
+	}},
+	{"Complete/not applied, stale claim token: the newer claim, unchanged", func(t *testing.T, s *suite) {
+		old := s.claimed(t)
+		newer := s.stale(t, old)
+		got, err := s.Store.Complete(s.ctx, old, receipt)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if d := diff(got, newer); d != "" {
+			t.Errorf("Complete returned: %s", d)
+		}
+		s.wantRow(t, newer)
+	}},
+	{"Complete/not applied, claim gone: ErrNotFound", func(t *testing.T, s *suite) {
+		_, err := s.Store.Complete(s.ctx, s.record(), receipt)
+		wantNotFound(t, "Complete", err)
+	}},
+	{"Complete/unknown, lose-response: settled, COMPLETE", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtComplete, cassandra.FaultLoseResponse, 1)
+		lo := s.Now()
+		got, err := s.Store.Complete(s.ctx, rec, receipt)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		s.wantCompleted(t, got, rec, receipt, lo, s.Now())
+	}},
+	{"Complete/unknown, timeout: re-sent, COMPLETE", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtComplete, cassandra.FaultTimeout, 1)
+		lo := s.Now()
+		got, err := s.Store.Complete(s.ctx, rec, receipt)
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		s.wantCompleted(t, got, rec, receipt, lo, s.Now())
+	}},
+	{"Complete/unknown and unsettled: OutcomeUnknown, never a record", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		s.arm(StmtComplete, cassandra.FaultTimeout, 1)
+		s.unsettled()
+		got, err := s.Store.Complete(s.ctx, rec, receipt)
+		wantKind(t, "Complete", err, fault.OutcomeUnknown)
+		if got.State != "" {
+			t.Errorf("Complete returned a %s record with its error", got.State)
+		}
 		s.wantRow(t, pending(rec))
 	}},
 }
