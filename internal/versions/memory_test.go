@@ -1,0 +1,16 @@
+package versions_test
+
+import (
+	"testing"
+
+	"github.com/atlasmart/orderd/internal/versions/versionstest"
+)
+
+// The fake is held to the contract the real store passes
+// (e2e/contract_versions_test.go).
+func TestMemoryContract(t *testing.T) {
+	versionstest.Run(t, func(t *testing.T) versionstest.Subject {
+		m := versionstest.NewMemory()
+		return versionstest.Subject{Store: m, Arm: m.Arm}
+	})
+}
