@@ -17,7 +17,7 @@ import (
 // that table, so the contract reads it directly. (No leading name comment:
 // it runs on the driver's session, which prepares, and so binds values of,
 // only statements that start with their verb.)
-const eventsCQL = `SELECT event_id, event_type, detail, event_time
+const eventsCQL = `SELECT event_id, event_type, detail, event_time, version
 	FROM order_events_by_order WHERE tenant = ? AND order_id = ?`
 
 // The projection contract on the real cluster: projection.Store through a
@@ -43,11 +43,15 @@ func events(ctx context.Context, s *gocql.Session, tenant string, id uuid.UUID) 
 		eventID gocql.UUID
 		e       projectiontest.Event
 		at      time.Time
+		version *int64
 	)
-	for iter.Scan(&eventID, &e.Type, &e.Detail, &at) {
+	for iter.Scan(&eventID, &e.Type, &e.Detail, &at, &version) {
 		e.ID, e.Time = uuid.UUID(eventID), at.UTC()
+		if version != nil {
+			e.Version = *version
+		}
 		out = append(out, e)
-		e = projectiontest.Event{}
+		e, version = projectiontest.Event{}, nil
 	}
 	return out, iter.Close()
 }

@@ -25,22 +25,36 @@ const (
 )
 
 // EventOrderCreated is the event every created order has.
-const EventOrderCreated = "ORDER_CREATED"
+const EventOrderCreated = order.EventOrderCreated
 
 const (
 	upsertByCustomerCQL = `/* projection.orders_by_customer */ INSERT INTO orders_by_customer
-		(tenant, customer_id, order_month, order_id, status, total, currency, request_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	upsertByIDCQL = `/* projection.orders_by_id */ INSERT INTO orders_by_id
-		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at)
+		(tenant, customer_id, order_month, order_id, status, total, currency, request_id, created_at, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	upsertByIDCQL = `/* projection.orders_by_id */ INSERT INTO orders_by_id
+		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at, version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertEventCQL = `/* projection.order_events_by_order */ INSERT INTO order_events_by_order
-		(tenant, order_id, event_id, event_type, detail, event_time)
-		VALUES (?, ?, ?, ?, ?, ?)`
+		(tenant, order_id, event_id, event_type, detail, event_time, version)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
 
-	selectByIDCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at
+	// A change writes only the cells it changes, USING TIMESTAMP the
+	// order's creation write time + the version it made (changeTimestamp).
+	changeByCustomerCQL = `/* projection.change.orders_by_customer */ UPDATE orders_by_customer
+		SET status = ?, version = ?, updated_at = ? WHERE tenant = ? AND customer_id = ? AND order_month = ? AND order_id = ?`
+	changeByIDCQL = `/* projection.change.orders_by_id */ UPDATE orders_by_id
+		SET status = ?, version = ?, updated_at = ? WHERE tenant = ? AND order_id = ?`
+	changeByIDNoteCQL = `/* projection.change.orders_by_id */ UPDATE orders_by_id
+		SET status = ?, version = ?, updated_at = ?, shipping_note = ? WHERE tenant = ? AND order_id = ?`
+	changeEventCQL = `/* projection.change.order_events_by_order */ INSERT INTO order_events_by_order
+		(tenant, order_id, event_id, event_type, detail, event_time, version)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+	selectByIDCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
+		version, shipping_note, updated_at
 		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
-	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at
+	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
+		version, updated_at
 		FROM orders_by_customer WHERE tenant = ? AND customer_id = ? AND order_month = ?`
 )
 
@@ -74,7 +88,12 @@ var Tables = []string{OrdersByCustomer, EventsByOrder, OrdersByID}
 // answers duplicates from it (docs/architecture.md). It returns nil only
 // when every write is confirmed at LOCAL_QUORUM; otherwise a *fault.Error
 // (Unavailable or OutcomeUnknown), and the whole Write may be replayed.
+//
+// o is written as created (order.Order.AsCreated: version 1), whatever
+// its current state: a finisher rewriting an order that has changed since
+// writes at the creation's timestamp, below every change's.
 func (p *Store) Write(ctx context.Context, o order.Order) error {
+	o = o.AsCreated()
 	g, gctx := errgroup.WithContext(ctx)
 	for _, table := range Tables {
 		if table != OrdersByID {
@@ -116,7 +135,8 @@ func upsertFor(o order.Order, table string) (string, []any, error) {
 	}
 	switch table {
 	case OrdersByCustomer:
-		return upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(), o.CreatedAt, o.CreatedAt}, nil
+		return upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(),
+			o.CreatedAt, o.CreatedAt, o.Version}, nil
 	case OrdersByID:
 		lines := make([]lineUDT, len(o.Lines))
 		for i, l := range o.Lines {
@@ -126,11 +146,74 @@ func upsertFor(o order.Order, table string) (string, []any, error) {
 			}
 			lines[i] = lineUDT{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: price}
 		}
-		return upsertByIDCQL, []any{o.Tenant, o.ID.String(), o.CustomerID, month, o.Status, total, o.Currency, o.RequestID.String(), lines, o.CreatedAt, o.CreatedAt}, nil
+		return upsertByIDCQL, []any{o.Tenant, o.ID.String(), o.CustomerID, month, o.Status, total, o.Currency, o.RequestID.String(), lines,
+			o.CreatedAt, o.CreatedAt, o.Version}, nil
 	case EventsByOrder:
-		return upsertEventCQL, []any{o.Tenant, o.ID.String(), o.RequestID.String(), EventOrderCreated, "order created by request " + o.RequestID.String(), o.CreatedAt}, nil
+		return upsertEventCQL, []any{o.Tenant, o.ID.String(), o.RequestID.String(), EventOrderCreated, CreatedDetail(o),
+			o.CreatedAt, o.Version}, nil
 	}
 	return "", nil, fmt.Errorf("no projection table %q", table)
+}
+
+// CreatedDetail is the detail of o's ORDER_CREATED event row.
+func CreatedDetail(o order.Order) string { return "order created by request " + o.RequestID.String() }
+
+// ChangeDetail is the detail of c's event row.
+func ChangeDetail(c order.Change) string {
+	verb := "amended"
+	if c.Operation == order.OperationCancel {
+		verb = "cancelled"
+	}
+	return fmt.Sprintf("order %s to version %d by request %s", verb, c.Version, c.RequestID)
+}
+
+// ChangeTimestamp is the write time of every cell change c projects: the
+// creation write time of its order (created, the order's claim time) plus
+// the version c made. Every finisher writes the same; a later version's
+// cells win over an earlier one's whatever order the writes arrive in, and
+// every change's over the creation's. (Microseconds: versions would need
+// to exceed a million to reach the next millisecond's creation.)
+func ChangeTimestamp(created time.Time, c order.Change) int64 { return created.UnixMicro() + c.Version }
+
+// WriteChange projects the accepted change c of order o (o as it is at
+// c.Version, order.Order.At): orders_by_customer and the change's event row
+// concurrently, then orders_by_id, each a plain idempotent write at
+// ChangeTimestamp. Nil only when every write is confirmed; the whole
+// WriteChange may be replayed.
+func (p *Store) WriteChange(ctx context.Context, o order.Order, c order.Change) error {
+	ts := ChangeTimestamp(o.CreatedAt, c)
+	month, err := time.Parse(time.DateOnly, o.Month)
+	if err != nil {
+		return fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return p.exec(gctx, OrdersByCustomer, ts, changeByCustomerCQL,
+			c.Status, c.Version, c.At, o.Tenant, o.CustomerID, month, o.ID.String())
+	})
+	g.Go(func() error {
+		return p.exec(gctx, EventsByOrder, ts, changeEventCQL,
+			o.Tenant, o.ID.String(), c.ID.String(), c.EventType(), ChangeDetail(c), c.At, c.Version)
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if c.SetsNote() {
+		return p.exec(ctx, OrdersByID, ts, changeByIDNoteCQL, c.Status, c.Version, c.At, c.ShippingNote, o.Tenant, o.ID.String())
+	}
+	return p.exec(ctx, OrdersByID, ts, changeByIDCQL, c.Status, c.Version, c.At, o.Tenant, o.ID.String())
+}
+
+// exec runs one change write to table at timestamp ts, with the
+// failpoints every write of the table has.
+func (p *Store) exec(ctx context.Context, table string, ts int64, stmt string, args ...any) error {
+	if err := p.failpoints.Eval(failpoint.ProjectionPrefix + table); err != nil {
+		return err
+	}
+	if err := p.s.Query(stmt, args...).WithTimestamp(ts).Idempotent(true).ExecContext(ctx); err != nil {
+		return cassandra.WriteError("write a change to "+table, err)
+	}
+	return p.failpoints.Eval(failpoint.AfterProjectionPrefix + table)
 }
 
 // ErrNotFound: no such order. Like every store's not-found
@@ -146,9 +229,12 @@ func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.O
 		month    time.Time
 		total    *inf.Dec
 		rawLines []lineUDT
+		version  *int64
+		note     *string
+		updated  time.Time
 	)
 	err := p.s.Query(selectByIDCQL, tenant, id.String()).ScanContext(ctx,
-		&orderID, &o.CustomerID, &month, &o.Status, &total, &o.Currency, &reqID, &rawLines, &o.CreatedAt)
+		&orderID, &o.CustomerID, &month, &o.Status, &total, &o.Currency, &reqID, &rawLines, &o.CreatedAt, &version, &note, &updated)
 	if errors.Is(err, gocql.ErrNotFound) {
 		return order.Order{}, ErrNotFound
 	}
@@ -157,6 +243,10 @@ func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.O
 	}
 	o.ID, o.RequestID, o.Month = uuid.UUID(orderID), uuid.UUID(reqID), month.Format(time.DateOnly)
 	o.Total, o.CreatedAt = total.String(), o.CreatedAt.UTC()
+	o.Version, o.UpdatedAt = versionOf(version), updatedOf(updated, o.CreatedAt)
+	if note != nil {
+		o.ShippingNote = *note
+	}
 	for _, l := range rawLines {
 		o.Lines = append(o.Lines, order.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice.String()})
 	}
@@ -183,12 +273,16 @@ func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, m
 		orderID, reqID gocql.UUID
 		m              time.Time
 		total          *inf.Dec
+		version        *int64
+		updated        time.Time
 	)
 	// PageState disables automatic paging: this iterator covers one page.
 	next := iter.PageState()
 	o := order.Order{Tenant: tenant}
-	for iter.Scan(&orderID, &o.CustomerID, &m, &o.Status, &total, &o.Currency, &reqID, &o.CreatedAt) {
+	for iter.Scan(&orderID, &o.CustomerID, &m, &o.Status, &total, &o.Currency, &reqID, &o.CreatedAt, &version, &updated) {
 		o.ID, o.RequestID, o.Month, o.Total, o.CreatedAt = uuid.UUID(orderID), uuid.UUID(reqID), m.Format(time.DateOnly), total.String(), o.CreatedAt.UTC()
+		o.Version, o.UpdatedAt = versionOf(version), updatedOf(updated, o.CreatedAt)
+		version, updated = nil, time.Time{}
 		page.Orders = append(page.Orders, o)
 		o = order.Order{Tenant: tenant}
 	}
@@ -199,6 +293,23 @@ func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, m
 		page.NextState = next
 	}
 	return page, nil
+}
+
+// versionOf is a stored version; rows written before migration 0004 have
+// none, and are at version 1.
+func versionOf(v *int64) int64 {
+	if v == nil || *v < order.CreatedVersion {
+		return order.CreatedVersion
+	}
+	return *v
+}
+
+// updatedOf is a stored updated_at, in UTC; created for a row without one.
+func updatedOf(updated, created time.Time) time.Time {
+	if updated.IsZero() {
+		return created
+	}
+	return updated.UTC()
 }
 
 func decimal(s string) (*inf.Dec, error) {

@@ -37,14 +37,26 @@ type Store interface {
 	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
 	// CustomerOrders lists one customer's orders of one month, a page at a time.
 	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error)
+	// WriteChange projects an accepted change of o (o as at the change).
+	WriteChange(ctx context.Context, o order.Order, c order.Change) error
 }
 
 // Event is one row of order_events_by_order.
 type Event struct {
-	ID     uuid.UUID // event_id: the request that caused it
-	Type   string
-	Detail string
-	Time   time.Time
+	ID      uuid.UUID // event_id: the creating request, or the change's id
+	Type    string
+	Detail  string
+	Time    time.Time
+	Version int64 // the order version the event made
+}
+
+// state is the cells a change rewrites (status, version, updated_at):
+// Cassandra resolves each cell by its own timestamp, so they are kept
+// apart from the creation's row.
+type state struct {
+	Version   int64
+	Status    string
+	UpdatedAt time.Time
 }
 
 var (
@@ -59,6 +71,12 @@ type idKey struct {
 
 type customerKey struct {
 	tenant, customer, month string
+}
+
+// customerRow is one row of orders_by_customer.
+type customerRow struct {
+	customerKey
+	id uuid.UUID
 }
 
 // version is a stored row and the write timestamp (µs) its cells carry.
@@ -89,6 +107,10 @@ type Memory struct {
 	byID       map[idKey]version[order.Order]
 	byCustomer map[customerKey]map[uuid.UUID]version[order.Order]
 	events     map[idKey]map[uuid.UUID]version[Event]
+	// The cells changes write, by table.
+	idState       map[idKey]version[state]
+	idNote        map[idKey]version[string]
+	customerState map[customerRow]version[state]
 
 	calls  map[string]int // by method
 	writes []order.Order  // the orders of Write calls that returned nil, as passed
@@ -97,11 +119,14 @@ type Memory struct {
 // NewMemory returns an empty store with nothing armed.
 func NewMemory() *Memory {
 	return &Memory{
-		byID:       map[idKey]version[order.Order]{},
-		byCustomer: map[customerKey]map[uuid.UUID]version[order.Order]{},
-		events:     map[idKey]map[uuid.UUID]version[Event]{},
-		Faults:     cassandra.NewFaults(),
-		calls:      map[string]int{},
+		byID:          map[idKey]version[order.Order]{},
+		byCustomer:    map[customerKey]map[uuid.UUID]version[order.Order]{},
+		events:        map[idKey]map[uuid.UUID]version[Event]{},
+		idState:       map[idKey]version[state]{},
+		idNote:        map[idKey]version[string]{},
+		customerState: map[customerRow]version[state]{},
+		Faults:        cassandra.NewFaults(),
+		calls:         map[string]int{},
 	}
 }
 
@@ -154,6 +179,7 @@ func (m *Memory) enter(method string) {
 // confirmed, orders_by_id.
 func (m *Memory) Write(ctx context.Context, o order.Order) error {
 	m.enter("Write")
+	o = o.AsCreated()
 	var first error
 	for _, table := range projection.Tables {
 		if table == projection.OrdersByID {
@@ -191,30 +217,93 @@ func (m *Memory) WriteOne(ctx context.Context, o order.Order, table string) erro
 	if err := ctx.Err(); err != nil {
 		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
 	}
-	f, faulty := m.Take("projection." + table)
+	return m.write(ctx, "projection."+table, op, func() { m.apply(row, table, o.CreatedAt.UnixMicro()) })
+}
+
+// write runs do as a write of statement would run: not at all on an ended
+// context or a refusal (Unavailable) or a timeout (OutcomeUnknown), and
+// with its answer lost on FaultLoseResponse (OutcomeUnknown).
+func (m *Memory) write(ctx context.Context, statement, op string, do func()) error {
+	if err := ctx.Err(); err != nil {
+		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
+	}
+	f, faulty := m.Take(statement)
 	if faulty && f == cassandra.FaultUnavailable {
-		return fault.New(fault.ReasonClusterUnavailable, injected(op, table, f))
+		return fault.New(fault.ReasonClusterUnavailable, injected(op, statement, f))
 	}
-	if !faulty || f == cassandra.FaultLoseResponse {
-		m.apply(row, table, o.CreatedAt.UnixMicro())
+	if !faulty || f == cassandra.FaultLoseResponse || f == cassandra.FaultPass {
+		do()
 	}
-	if faulty {
-		return fault.New(fault.ReasonOutcomeUnknown, injected(op, table, f))
+	if faulty && f != cassandra.FaultPass {
+		return fault.New(fault.ReasonOutcomeUnknown, injected(op, statement, f))
 	}
 	return nil
 }
 
-func injected(op, table string, f cassandra.Fault) error {
-	return fmt.Errorf("%s: injected fault on projection.%s: %s", op, table, f)
+// StmtChangePrefix names a change's write to a table: StmtChangePrefix + table.
+const StmtChangePrefix = "projection.change."
+
+// WriteChange implements Store, as projection.Store.WriteChange: the
+// customer's row and the event first (both attempted), then orders_by_id,
+// each cell at projection.ChangeTimestamp.
+func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change) error {
+	m.enter("WriteChange")
+	ts := projection.ChangeTimestamp(o.CreatedAt, c)
+	id := idKey{o.Tenant, o.ID}
+	st := state{Version: c.Version, Status: c.Status, UpdatedAt: c.At.UTC().Truncate(time.Millisecond)}
+	first := m.write(ctx, StmtChangePrefix+projection.OrdersByCustomer, "write a change to "+projection.OrdersByCustomer, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		upsert(m.customerState, customerRow{customerKey{o.Tenant, o.CustomerID, o.Month}, o.ID}, ts, st)
+	})
+	err := m.write(ctx, StmtChangePrefix+projection.EventsByOrder, "write a change to "+projection.EventsByOrder, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.events[id] == nil {
+			m.events[id] = map[uuid.UUID]version[Event]{}
+		}
+		upsert(m.events[id], c.ID, ts, Event{ID: c.ID, Type: c.EventType(), Detail: projection.ChangeDetail(c), Time: st.UpdatedAt, Version: c.Version})
+	})
+	if first == nil {
+		first = err
+	}
+	if first != nil {
+		return first
+	}
+	return m.write(ctx, StmtChangePrefix+projection.OrdersByID, "write a change to "+projection.OrdersByID, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		upsert(m.idState, id, ts, st)
+		if c.SetsNote() {
+			upsert(m.idNote, id, ts, c.ShippingNote)
+		}
+	})
+}
+
+// withState is o (a stored creation row) with the cells changes wrote.
+func withState(o order.Order, st version[state], note version[string]) order.Order {
+	if st.ts != 0 {
+		o.Version, o.Status, o.UpdatedAt = st.row.Version, st.row.Status, st.row.UpdatedAt
+	}
+	if note.ts != 0 {
+		o.ShippingNote = note.row
+	}
+	return o
+}
+
+func injected(op, statement string, f cassandra.Fault) error {
+	return fmt.Errorf("%s: injected fault on %s: %s", op, statement, f)
 }
 
 func (m *Memory) apply(o order.Order, table string, ts int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	id := idKey{o.Tenant, o.ID}
+	created := state{Version: o.Version, Status: o.Status, UpdatedAt: o.CreatedAt}
 	switch table {
 	case projection.OrdersByID:
 		upsert(m.byID, id, ts, o)
+		upsert(m.idState, id, ts, created)
 	case projection.OrdersByCustomer:
 		k := customerKey{o.Tenant, o.CustomerID, o.Month}
 		if m.byCustomer[k] == nil {
@@ -223,15 +312,17 @@ func (m *Memory) apply(o order.Order, table string, ts int64) {
 		listed := o
 		listed.Lines = nil // orders_by_customer has no lines column
 		upsert(m.byCustomer[k], o.ID, ts, listed)
+		upsert(m.customerState, customerRow{k, o.ID}, ts, created)
 	case projection.EventsByOrder:
 		if m.events[id] == nil {
 			m.events[id] = map[uuid.UUID]version[Event]{}
 		}
 		upsert(m.events[id], o.RequestID, ts, Event{
-			ID:     o.RequestID,
-			Type:   projection.EventOrderCreated,
-			Detail: "order created by request " + o.RequestID.String(),
-			Time:   o.CreatedAt,
+			ID:      o.RequestID,
+			Type:    projection.EventOrderCreated,
+			Detail:  projection.CreatedDetail(o),
+			Time:    o.CreatedAt,
+			Version: o.Version,
 		})
 	}
 }
@@ -248,7 +339,8 @@ func (m *Memory) Order(ctx context.Context, tenant string, id uuid.UUID) (order.
 	if !ok {
 		return order.Order{}, projection.ErrNotFound
 	}
-	return cloneOrder(v.row), nil
+	k := idKey{tenant, id}
+	return cloneOrder(withState(v.row, m.idState[k], m.idNote[k])), nil
 }
 
 // read fails as a read of statement would: any fault, or an ended context,
@@ -291,7 +383,7 @@ func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, 
 	rows := make([]order.Order, 0, len(part))
 	for id, v := range part {
 		if after == nil || bytes.Compare(id[:], after) > 0 {
-			rows = append(rows, v.row)
+			rows = append(rows, withState(v.row, m.customerState[customerRow{customerKey{tenant, customerID, first.Format(time.DateOnly)}, id}], version[string]{}))
 		}
 	}
 	m.mu.Unlock()

@@ -77,7 +77,7 @@ func again(o order.Order, createdAt time.Time, customer, total string) order.Ord
 
 // listed is o as a listing returns it: orders_by_customer has no lines.
 func listed(o order.Order) order.Order {
-	o.Lines = nil
+	o.Lines, o.ShippingNote = nil, ""
 	return o
 }
 
@@ -157,7 +157,8 @@ func (s *suite) wantEvents(t *testing.T, o order.Order, want ...Event) {
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if g.ID != w.ID || g.Type != w.Type || g.Detail != w.Detail || !g.Time.Equal(w.Time) || g.Time.Location() != time.UTC {
+		if g.ID != w.ID || g.Type != w.Type || g.Detail != w.Detail || !g.Time.Equal(w.Time) || g.Time.Location() != time.UTC ||
+			g.Version != w.Version {
 			t.Errorf("event %d of %s = %+v, want %+v", i, o.ID, g, w)
 		}
 	}
@@ -166,7 +167,31 @@ func (s *suite) wantEvents(t *testing.T, o order.Order, want ...Event) {
 // createdEvent is the event Write records for o.
 func createdEvent(o order.Order) Event {
 	return Event{ID: o.RequestID, Type: projection.EventOrderCreated,
-		Detail: "order created by request " + o.RequestID.String(), Time: o.CreatedAt}
+		Detail: "order created by request " + o.RequestID.String(), Time: o.CreatedAt, Version: 1}
+}
+
+// changeOf is a change of o from version expected, made at at.
+func changeOf(o order.Order, op string, expected int64, note string, at time.Time) order.Change {
+	cmd := order.ChangeCommand{OrderID: o.ID, ExpectedVersion: expected, ShippingNote: note}
+	return order.NewChange(o.Tenant, op, uuid.New(), order.ChangeFingerprint(op, cmd.Encode()), cmd, at)
+}
+
+// changedEvent is the event row WriteChange records for c.
+func changedEvent(c order.Change) Event {
+	return Event{ID: c.ID, Type: c.EventType(), Detail: projection.ChangeDetail(c), Time: c.At, Version: c.Version}
+}
+
+func (s *suite) writeChange(t *testing.T, o order.Order, c order.Change) {
+	t.Helper()
+	if err := s.Store.WriteChange(s.ctx, o, c); err != nil {
+		t.Fatalf("WriteChange(%s version %d): %v", o.ID, c.Version, err)
+	}
+}
+
+// eventsByID sorts events as the table does (event_id order).
+func eventsByID(es ...Event) []Event {
+	slices.SortFunc(es, func(a, b Event) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return es
 }
 
 func wantKind(t *testing.T, what string, err error, kind fault.Kind) {
@@ -208,6 +233,15 @@ func diff(got, want order.Order) string {
 	}
 	if !got.CreatedAt.Equal(want.CreatedAt) || got.CreatedAt.Location() != time.UTC {
 		add("created_at", got.CreatedAt, want.CreatedAt)
+	}
+	if got.Version != want.Version {
+		add("version", got.Version, want.Version)
+	}
+	if got.ShippingNote != want.ShippingNote {
+		add("shipping note", got.ShippingNote, want.ShippingNote)
+	}
+	if !got.UpdatedAt.Equal(want.UpdatedAt) || got.UpdatedAt.Location() != time.UTC {
+		add("updated_at", got.UpdatedAt, want.UpdatedAt)
 	}
 	if !slices.Equal(got.Lines, want.Lines) || (got.Lines == nil) != (want.Lines == nil) {
 		add("lines", fmt.Sprintf("%#v", got.Lines), fmt.Sprintf("%#v", want.Lines))
@@ -303,13 +337,14 @@ var cases = []struct {
 		want := o
 		want.Tenant, want.Total, want.Lines = s.tenant, "12.50", nil
 		want.CreatedAt = time.Date(2026, 3, 31, 23, 0, 0, 987_000_000, time.UTC)
+		want.UpdatedAt = want.CreatedAt
 		if want.Month != "2026-03-01" {
 			t.Fatalf("order.New month = %s, want the UTC month 2026-03-01", want.Month)
 		}
 		s.wantOrder(t, want)
 		s.wantListed(t, "cust-1", want.CreatedAt, want)
 		s.wantEvents(t, o, Event{ID: o.RequestID, Type: projection.EventOrderCreated,
-			Detail: "order created by request " + o.RequestID.String(), Time: want.CreatedAt})
+			Detail: "order created by request " + o.RequestID.String(), Time: want.CreatedAt, Version: 1})
 	}},
 
 	{"an invalid order writes nothing", func(t *testing.T, s *suite) {
@@ -464,6 +499,58 @@ var cases = []struct {
 		// A last page that is exactly full.
 		if got, pages := s.listAll(t, "cust-1", base, 5); !slices.Equal(ids(got), ids(all)) || !slices.Equal(pages, exactlyFull) {
 			t.Errorf("pages of 5 over 5 orders hold %v (%d orders), want %v", pages, len(got), exactlyFull)
+		}
+	}},
+
+	{"WriteChange: the order and its listing show the version, the event row is written", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		s.write(t, o)
+		amend := changeOf(o, order.OperationAmend, 1, "leave at the door", base.Add(time.Hour))
+		v2 := o.Apply(amend)
+		s.writeChange(t, v2, amend)
+		s.wantOrder(t, v2)
+		s.wantListed(t, "cust-1", base, v2)
+		cancel := changeOf(o, order.OperationCancel, 2, "", base.Add(2*time.Hour))
+		v3 := v2.Apply(cancel)
+		s.writeChange(t, v3, cancel)
+		s.writeChange(t, v3, cancel) // replayed: nothing changes
+		if v3.Version != 3 || v3.Status != order.StatusCancelled || v3.ShippingNote != "leave at the door" {
+			t.Fatalf("the order at version 3 = %+v", v3)
+		}
+		s.wantOrder(t, v3)
+		s.wantListed(t, "cust-1", base, v3)
+		s.wantEvents(t, o, eventsByID(createdEvent(o), changedEvent(amend), changedEvent(cancel))...)
+	}},
+
+	{"WriteChange: an older version written after a newer one does not win, cell by cell", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		s.write(t, o)
+		amend := changeOf(o, order.OperationAmend, 1, "ring twice", base.Add(time.Hour))
+		cancel := changeOf(o, order.OperationCancel, 2, "", base.Add(2*time.Hour))
+		v2 := o.Apply(amend)
+		v3 := v2.Apply(cancel)
+		s.writeChange(t, v3, cancel) // version 3 lands first (a finisher of 2 was slow)
+		s.writeChange(t, v2, amend)
+		s.write(t, o) // and a finisher of the creation rewrites it
+		s.wantOrder(t, v3)
+		s.wantListed(t, "cust-1", base, v3)
+	}},
+
+	{"WriteChange: faults", func(t *testing.T, s *suite) {
+		for _, wf := range writeFaults {
+			o := s.order("cust-"+wf.fault.String(), base, "42.50")
+			s.write(t, o)
+			amend := changeOf(o, order.OperationAmend, 1, "x", base.Add(time.Hour))
+			v2 := o.Apply(amend)
+			s.Arm("projection.change."+projection.OrdersByID, wf.fault, 1)
+			wantKind(t, "WriteChange with "+wf.fault.String(), s.Store.WriteChange(s.ctx, v2, amend), wf.kind)
+			if wf.applied {
+				s.wantOrder(t, v2)
+			} else {
+				s.wantOrder(t, o)
+			}
+			s.writeChange(t, v2, amend) // the retry completes it
+			s.wantOrder(t, v2)
 		}
 	}},
 }
