@@ -176,7 +176,7 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 			time.Sleep(1100 * time.Millisecond) // every entry due
 
 			loop := reconciler.New(reconciler.Config{Margin: time.Nanosecond, Concurrency: c.concurrency}, store,
-				func(ctx context.Context, rec ledger.Record) error { _, err := wf.Settle(ctx, rec); return err },
+				wf.Settle,
 				reconciler.NewCassandraCoordinator(driver), log)
 			all := make([]int, ledger.PendingShards)
 			for i := range all {

@@ -48,6 +48,7 @@ import (
 	"github.com/atlasmart/orderd/internal/metrics"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/outbox"
+	"github.com/atlasmart/orderd/internal/versions"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
@@ -176,7 +177,8 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		cacheSize = -1 // off; a zero workflow.Config field means the default
 	}
 	wcfg := workflow.Config{TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
-		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays})}
+		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays}),
+		Versions:  versions.NewCassandraStore(stmts)}
 	if m != nil {
 		wcfg.Observer = m
 	}
@@ -233,14 +235,10 @@ func statementSession(driver cassandra.Session, faults string, log *slog.Logger)
 
 // reconciler returns the process's reconciler loop, its stats exported.
 func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error) {
-	finish := func(ctx context.Context, rec ledger.Record) error {
-		_, err := a.workflow.Settle(ctx, rec)
-		return err
-	}
 	loop := reconciler.New(reconciler.Config{
 		Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
 		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax, Concurrency: cfg.reconcileConcurrency,
-	}, a.ledger, finish, reconciler.NewCassandraCoordinator(a.stmts), log)
+	}, a.ledger, a.workflow.Settle, reconciler.NewCassandraCoordinator(a.stmts), log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err
 	}

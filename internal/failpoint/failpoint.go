@@ -29,6 +29,11 @@ const (
 	// BeforeClaim: CreateOrder's input is valid, nothing is written yet.
 	BeforeClaim = "before-claim"
 	AfterClaim  = "after-claim"
+	// BeforeVersion: a change is claimed, its version check not yet sent.
+	BeforeVersion = "before-version"
+	// AfterVersion: a change is accepted by its version check, nothing of
+	// it projected yet.
+	AfterVersion = "after-version"
 	// BeforeRelease: the order is recorded (every projection written),
 	// its due entry not yet released.
 	BeforeRelease = "before-release"

@@ -44,6 +44,13 @@ const (
 	// Forbidden: the caller is known but may not make this call; nothing
 	// was done.
 	Forbidden
+	// Stale: a change's expected version is not the order's; nothing
+	// changed, and the answer is recorded (its retries get it again).
+	// Read the order and send a corrected change with a new request id.
+	Stale
+	// Rejected: the order's state refuses the change (it is cancelled);
+	// nothing changed, and the answer is recorded.
+	Rejected
 )
 
 func (k Kind) String() string {
@@ -68,6 +75,10 @@ func (k Kind) String() string {
 		return "unauthenticated"
 	case Forbidden:
 		return "forbidden"
+	case Stale:
+		return "stale"
+	case Rejected:
+		return "rejected"
 	default:
 		return "internal"
 	}
@@ -99,6 +110,11 @@ const (
 	// ReasonPermissionDenied: the identity lacks the call's permission.
 	ReasonPermissionDenied Reason = "PERMISSION_DENIED"
 	ReasonInternal         Reason = "INTERNAL"
+	// ReasonStaleVersion: a change's expected_version is not the order's
+	// version (ErrorInfo metadata current_version says what it is).
+	ReasonStaleVersion Reason = "STALE_VERSION"
+	// ReasonOrderCancelled: the order is cancelled and takes no change.
+	ReasonOrderCancelled Reason = "ORDER_CANCELLED"
 )
 
 // reasons is the one table of what each reason means to a caller.
@@ -120,6 +136,8 @@ var reasons = map[Reason]struct {
 	ReasonUnauthenticated:    {kind: Unauthenticated},
 	ReasonPermissionDenied:   {kind: Forbidden},
 	ReasonInternal:           {kind: Internal},
+	ReasonStaleVersion:       {kind: Stale},
+	ReasonOrderCancelled:     {kind: Rejected},
 }
 
 // Reasons lists every reason (for tests that check each has a message).
@@ -144,7 +162,9 @@ type Error struct {
 	Reason     Reason
 	Violations []Violation
 	RetryAfter time.Duration
-	Cause      error
+	// Metadata is told to the client in ErrorInfo (e.g. current_version).
+	Metadata map[string]string
+	Cause    error
 }
 
 // New is the error for reason, caused by cause (may be nil).

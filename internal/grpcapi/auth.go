@@ -23,6 +23,8 @@ import (
 // publicPrefixes are the services anyone may call.
 var permissionOf = map[string]auth.Permissions{
 	ordersv1.OrderService_CreateOrder_FullMethodName:        auth.Create,
+	ordersv1.OrderService_CancelOrder_FullMethodName:        auth.Create,
+	ordersv1.OrderService_AmendOrder_FullMethodName:         auth.Create,
 	ordersv1.OrderService_GetRequest_FullMethodName:         auth.Read,
 	ordersv1.OrderService_GetOrder_FullMethodName:           auth.Read,
 	ordersv1.OrderService_ListCustomerOrders_FullMethodName: auth.Read,

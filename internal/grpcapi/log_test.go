@@ -32,6 +32,8 @@ func (headerStream) SetTrailer(metadata.MD) error { return nil }
 
 func (nopProjector) Write(context.Context, order.Order) error { return nil }
 
+func (nopProjector) WriteChange(context.Context, order.Order, order.Change) error { return nil }
+
 func (nopProjector) Order(context.Context, string, uuid.UUID) (order.Order, error) {
 	return order.Order{}, projection.ErrNotFound
 }

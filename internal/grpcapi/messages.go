@@ -20,4 +20,6 @@ var messageOf = map[fault.Reason]string{
 	fault.ReasonUnauthenticated:    "missing or invalid credentials: send a bearer token (API key or JWT) in the authorization metadata, or a client certificate",
 	fault.ReasonPermissionDenied:   "this identity may not make this call",
 	fault.ReasonInternal:           "internal error",
+	fault.ReasonStaleVersion:       "the order is not at expected_version (its version is in the ErrorInfo metadata current_version); read the order and send a corrected change with a new request_id",
+	fault.ReasonOrderCancelled:     "the order is cancelled and cannot be changed",
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -125,16 +126,61 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 		return nil, s.Status(ctx, "CreateOrder", err, slog.String("request_id", clip(req.GetRequestId())),
 			slog.String("tenant", id.Tenant), slog.String("outcome", string(workflow.OutcomeOf(err))))
 	}
-	replayed := "false"
-	if res.Replayed {
-		replayed = "true"
-	}
-	if err := grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, replayed)); err != nil {
-		s.log.Warn("could not set response header", "error", err)
-	}
+	s.setReplayed(ctx, res.Replayed)
 	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "client", id.Name, "outcome", string(res.Outcome),
 		"order_id", res.Order.ID, "replayed", res.Replayed)
 	return &ordersv1.CreateOrderResponse{Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
+}
+
+// CancelOrder implements ordersv1.OrderServiceServer.
+func (s *Server) CancelOrder(ctx context.Context, req *ordersv1.CancelOrderRequest) (*ordersv1.CancelOrderResponse, error) {
+	res, err := s.changeOrder(ctx, "CancelOrder", order.ChangeInput{Operation: order.OperationCancel,
+		RequestID: req.GetRequestId(), OrderID: req.GetOrderId(), ExpectedVersion: req.GetExpectedVersion()})
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.CancelOrderResponse{ChangeId: res.Change.ID.String(), Version: res.Change.Version,
+		Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
+}
+
+// AmendOrder implements ordersv1.OrderServiceServer.
+func (s *Server) AmendOrder(ctx context.Context, req *ordersv1.AmendOrderRequest) (*ordersv1.AmendOrderResponse, error) {
+	res, err := s.changeOrder(ctx, "AmendOrder", order.ChangeInput{Operation: order.OperationAmend,
+		RequestID: req.GetRequestId(), OrderID: req.GetOrderId(), ExpectedVersion: req.GetExpectedVersion(),
+		ShippingNote: req.GetShippingNote()})
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.AmendOrderResponse{ChangeId: res.Change.ID.String(), Version: res.Change.Version,
+		Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
+}
+
+// changeOrder runs one change attempt for method and sets the replayed
+// header, as CreateOrder does.
+func (s *Server) changeOrder(ctx context.Context, method string, in order.ChangeInput) (workflow.ChangeResult, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return workflow.ChangeResult{}, s.Status(ctx, method, err)
+	}
+	res, err := s.wf.ChangeOrder(ctx, id.Tenant, in)
+	if err != nil {
+		// The refusal names the request and the order, never the note.
+		return workflow.ChangeResult{}, s.Status(ctx, method, err, slog.String("request_id", clip(in.RequestID)),
+			slog.String("order_id", clip(in.OrderID)), slog.String("tenant", id.Tenant),
+			slog.String("outcome", string(workflow.OutcomeOf(err))))
+	}
+	s.setReplayed(ctx, res.Replayed)
+	s.log.Info("change order", "operation", in.Operation, "request_id", res.Change.RequestID, "tenant", id.Tenant,
+		"client", id.Name, "outcome", string(res.Outcome), "order_id", res.Order.ID, "version", res.Change.Version,
+		"replayed", res.Replayed)
+	return res, nil
+}
+
+// setReplayed sets the response header that mirrors a write's replayed flag.
+func (s *Server) setReplayed(ctx context.Context, replayed bool) {
+	if err := grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, strconv.FormatBool(replayed))); err != nil {
+		s.log.Warn("could not set response header", "error", err)
+	}
 }
 
 // GetRequest implements ordersv1.OrderServiceServer.
@@ -148,9 +194,10 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 	switch op {
 	case "":
 		op = order.Operation
-	case order.Operation: // the only operation the ledger records
+	case order.Operation, order.OperationCancel, order.OperationAmend: // what the ledger records
 	default:
-		v = append(v, fault.Violation{Field: "operation", Description: "must be " + order.Operation + " (the default when empty)"})
+		v = append(v, fault.Violation{Field: "operation", Description: "must be " + order.Operation + " (the default when empty), " +
+			order.OperationCancel + " or " + order.OperationAmend})
 	}
 	if len(v) > 0 {
 		return nil, s.Status(ctx, "GetRequest", fault.InvalidArgs(v))

@@ -28,6 +28,8 @@ var codeOf = map[fault.Kind]codes.Code{
 	fault.Limited:         codes.ResourceExhausted,
 	fault.Unauthenticated: codes.Unauthenticated,
 	fault.Forbidden:       codes.PermissionDenied,
+	fault.Stale:           codes.Aborted,
+	fault.Rejected:        codes.FailedPrecondition,
 }
 
 // Status turns any error into the gRPC status a client sees, with
@@ -55,7 +57,7 @@ func (s *Server) Status(ctx context.Context, method string, err error, attrs ...
 		msg = "internal error"
 	}
 	st := status.New(code, msg)
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: string(fe.Reason), Domain: ErrorDomain}}
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: string(fe.Reason), Domain: ErrorDomain, Metadata: fe.Metadata}}
 	if len(fe.Violations) > 0 {
 		br := &errdetails.BadRequest{}
 		for _, v := range fe.Violations {

@@ -77,6 +77,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"ledger.selectCQL":     {"select_write_requests_by_id", false},
 		"ledger.attemptCQL":    {"update_write_requests_by_id", true},
 		"ledger.failCQL":       {"update_write_requests_by_id", true},
+		"ledger.completeCQL":   {"update_write_requests_by_id", true},
 		"ledger.requeueCQL":    {"update_write_requests_by_id", true},
 		"ledger.withdrawCQL":   {"delete_write_requests_by_id", true},
 		"ledger.clusterNowCQL": {"select_system_local", false},
@@ -90,6 +91,15 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"projection.upsertEventCQL":      {"insert_order_events_by_order", false},
 		"projection.selectByIDCQL":       {"select_orders_by_id", false},
 		"projection.selectByCustomerCQL": {"select_orders_by_customer", false},
+		"projection.changeByCustomerCQL": {"update_orders_by_customer", false},
+		"projection.changeByIDCQL":       {"update_orders_by_id", false},
+		"projection.changeByIDNoteCQL":   {"update_orders_by_id", false},
+		"projection.changeEventCQL":      {"insert_order_events_by_order", false},
+
+		"versions.applyFirstCQL": {"update_order_versions", true},
+		"versions.applyNextCQL":  {"update_order_versions", true},
+		"versions.stateCQL":      {"select_order_versions", false},
+		"versions.historyCQL":    {"select_order_versions", false},
 
 		"reconciler.heartbeatCQL":  {"insert_reconciler_members", false},
 		"reconciler.membersCQL":    {"select_reconciler_members", false},
@@ -113,7 +123,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"cql.lockOwner":        {"select_schema_lock", false},
 		"cql.releaseLock":      {"delete_schema_lock", true},
 	}
-	sources := []string{"../../ledger/*.go", "../../projection/*.go", "../../reconciler/coord.go", "../../cql/migrate.go"}
+	sources := []string{"../../ledger/*.go", "../../projection/*.go", "../versions/*.go", "../../reconciler/coord.go", "../../cql/migrate.go"}
 	found := map[string]string{}
 	for _, pattern := range sources {
 		files, err := filepath.Glob(pattern)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/grpcapi"
+	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
@@ -45,6 +46,7 @@ type Metrics struct {
 	grpcRequests    *prometheus.CounterVec
 	grpcDuration    *prometheus.HistogramVec
 	createOutcomes  *prometheus.CounterVec
+	changeOutcomes  *prometheus.CounterVec
 	unknownOutcomes *prometheus.CounterVec
 	cqlDuration     *prometheus.HistogramVec
 	retryAge        prometheus.Histogram
@@ -79,6 +81,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "create_outcomes_total",
 			Help: "CreateOrder attempts by how the workflow decided them: new, replayed, takeover, conflict, in_progress, failed_request, unavailable, outcome_unknown, invalid, internal.",
 		}, []string{"outcome"}),
+		changeOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "change_outcomes_total",
+			Help: "CancelOrder and AmendOrder attempts by operation (CANCEL_ORDER, AMEND_ORDER) and how the workflow decided them: new, replayed, takeover, stale, rejected, not_found, conflict, in_progress, failed_request, unavailable, outcome_unknown, invalid, limited, internal.",
+		}, []string{"operation", "outcome"}),
 		unknownOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "unknown_outcomes_total",
 			Help: "Ledger writes whose outcome was unknown, by operation and how a LOCAL_SERIAL read settled them (applied, not_applied, unsettled).",
@@ -118,7 +124,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
+		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.changeOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
 		m.deliveries, m.publishDuration, m.authRefused, m.tenantRequests,
 	}
 	for _, c := range cs {
@@ -130,6 +136,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	// increase is visible from the first event.
 	for _, o := range workflow.Outcomes() {
 		m.createOutcomes.WithLabelValues(string(o))
+		for _, op := range []string{order.OperationCancel, order.OperationAmend} {
+			m.changeOutcomes.WithLabelValues(op, string(o))
+		}
 	}
 	for _, r := range []outbox.Result{outbox.ResultAcked, outbox.ResultFailed} {
 		m.deliveries.WithLabelValues(string(r))
@@ -170,6 +179,14 @@ func (m *Metrics) CreateOutcome(o workflow.Outcome) {
 		return
 	}
 	m.createOutcomes.WithLabelValues(string(o)).Inc()
+}
+
+// ChangeOutcome implements workflow.Observer.
+func (m *Metrics) ChangeOutcome(operation string, o workflow.Outcome) {
+	if m == nil {
+		return
+	}
+	m.changeOutcomes.WithLabelValues(operation, string(o)).Inc()
 }
 
 // RetryAge implements workflow.Observer.

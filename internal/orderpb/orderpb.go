@@ -10,20 +10,34 @@ import (
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
+var statusOf = map[string]ordersv1.OrderStatus{
+	order.StatusCreated:   ordersv1.OrderStatus_ORDER_STATUS_CREATED,
+	order.StatusCancelled: ordersv1.OrderStatus_ORDER_STATUS_CANCELLED,
+}
+
+var eventTypeOf = map[string]ordersv1.OrderEventType{
+	order.EventOrderCreated:   ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED,
+	order.EventOrderCancelled: ordersv1.OrderEventType_ORDER_EVENT_TYPE_CANCELLED,
+	order.EventOrderAmended:   ordersv1.OrderEventType_ORDER_EVENT_TYPE_AMENDED,
+}
+
 // Order is o as the API and the events show it.
 func Order(o order.Order) *ordersv1.Order {
 	out := &ordersv1.Order{
-		OrderId:    o.ID.String(),
-		CustomerId: o.CustomerID,
-		OrderMonth: o.Month,
-		Status:     ordersv1.OrderStatus_ORDER_STATUS_UNSPECIFIED,
-		Total:      o.Total,
-		Currency:   o.Currency,
-		RequestId:  o.RequestID.String(),
-		CreatedAt:  timestamppb.New(o.CreatedAt),
+		OrderId:      o.ID.String(),
+		CustomerId:   o.CustomerID,
+		OrderMonth:   o.Month,
+		Status:       statusOf[o.Status],
+		Total:        o.Total,
+		Currency:     o.Currency,
+		RequestId:    o.RequestID.String(),
+		CreatedAt:    timestamppb.New(o.CreatedAt),
+		Version:      max(o.Version, order.CreatedVersion),
+		ShippingNote: o.ShippingNote,
+		UpdatedAt:    timestamppb.New(o.UpdatedAt),
 	}
-	if o.Status == order.StatusCreated {
-		out.Status = ordersv1.OrderStatus_ORDER_STATUS_CREATED
+	if o.UpdatedAt.IsZero() {
+		out.UpdatedAt = out.CreatedAt
 	}
 	for _, l := range o.Lines {
 		out.Lines = append(out.Lines, &ordersv1.OrderLine{Sku: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice})
@@ -32,19 +46,24 @@ func Order(o order.Order) *ordersv1.Order {
 }
 
 // CreatedVersion is the version of a newly created order; every later
-// change (issue 13) adds one.
-const CreatedVersion = 1
+// change adds one.
+const CreatedVersion = order.CreatedVersion
 
-// Created is the ORDER_CREATED event of o. Its id is the creating request's
-// id: every publication of it, by whichever process, carries the same id.
-func Created(o order.Order) *ordersv1.OrderEvent {
+// Event is ev as published: its id is the same on every publication, by
+// whichever process.
+func Event(ev order.Event) *ordersv1.OrderEvent {
+	o := Order(ev.Order)
 	return &ordersv1.OrderEvent{
-		EventId:      o.RequestID.String(),
-		Type:         ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED,
-		Order:        Order(o),
-		OrderVersion: CreatedVersion,
-		Tenant:       o.Tenant,
-		RequestId:    o.RequestID.String(),
-		OccurredAt:   timestamppb.New(o.CreatedAt),
+		EventId:      ev.ID.String(),
+		Type:         eventTypeOf[ev.Type],
+		Order:        o,
+		OrderVersion: o.GetVersion(),
+		Tenant:       ev.Order.Tenant,
+		RequestId:    ev.RequestID.String(),
+		OccurredAt:   timestamppb.New(ev.At),
 	}
 }
+
+// Created is the ORDER_CREATED event of o. Its id is the creating request's
+// id.
+func Created(o order.Order) *ordersv1.OrderEvent { return Event(order.CreatedEvent(o)) }

@@ -92,9 +92,9 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 }
 
 // Publish implements Publisher: it returns once the broker acknowledged
-// o's ORDER_CREATED record, or with the reason it did not.
-func (k *Kafka) Publish(ctx context.Context, o order.Order) error {
-	rec, err := CreatedRecord(o)
+// ev's record, or with the reason it did not.
+func (k *Kafka) Publish(ctx context.Context, ev order.Event) error {
+	rec, err := Record(ev)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (k *Kafka) Publish(ctx context.Context, o order.Order) error {
 	result := ResultAcked
 	if err != nil {
 		result = ResultFailed
-		err = fmt.Errorf("publish the event of order %s to %s: %w", o.ID, k.cfg.Topic, err)
+		err = fmt.Errorf("publish the %s event of order %s to %s: %w", ev.Type, ev.Order.ID, k.cfg.Topic, err)
 	}
 	k.cfg.Observer.Published(result, time.Since(start))
 	return err

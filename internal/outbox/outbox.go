@@ -30,14 +30,14 @@ const (
 	HeaderEventType   = "event-type"
 	HeaderContentType = "content-type"
 	ContentType       = "application/x-protobuf; messageType=atlasmart.orders.v1.OrderEvent"
-	TypeOrderCreated  = "ORDER_CREATED"
+	TypeOrderCreated  = order.EventOrderCreated
 )
 
-// Publisher publishes an order's ORDER_CREATED event. Publish returns nil
-// only once the broker acknowledged the record; any error means it may or
-// may not have been written, and publishing again is safe (same event id).
+// Publisher publishes an order event. Publish returns nil only once the
+// broker acknowledged the record; any error means it may or may not have
+// been written, and publishing again is safe (same event id).
 type Publisher interface {
-	Publish(ctx context.Context, o order.Order) error
+	Publish(ctx context.Context, ev order.Event) error
 }
 
 // Result names how one publication ended, for metrics.
@@ -57,21 +57,21 @@ type nopObserver struct{}
 
 func (nopObserver) Published(Result, time.Duration) {}
 
-// CreatedRecord is the Kafka record of o's ORDER_CREATED event: keyed by
-// the order id (one order's events stay in one partition, in order), the
-// protobuf OrderEvent as value, and the event id and type in headers.
-func CreatedRecord(o order.Order) (*kgo.Record, error) {
-	ev := orderpb.Created(o)
+// Record is the Kafka record of an order event: keyed by the order id (one
+// order's events stay in one partition, in order), the protobuf OrderEvent
+// as value, and the event id and type in headers.
+func Record(e order.Event) (*kgo.Record, error) {
+	ev := orderpb.Event(e)
 	value, err := proto.Marshal(ev)
 	if err != nil {
-		return nil, fmt.Errorf("encode the event of order %s: %w", o.ID, err)
+		return nil, fmt.Errorf("encode the event of order %s: %w", e.Order.ID, err)
 	}
 	return &kgo.Record{
 		Key:   []byte(ev.GetOrder().GetOrderId()),
 		Value: value,
 		Headers: []kgo.RecordHeader{
 			{Key: HeaderEventID, Value: []byte(ev.GetEventId())},
-			{Key: HeaderEventType, Value: []byte(TypeOrderCreated)},
+			{Key: HeaderEventType, Value: []byte(e.Type)},
 			{Key: HeaderContentType, Value: []byte(ContentType)},
 		},
 	}, nil

@@ -15,6 +15,7 @@ import (
 type fakeObserver struct {
 	mu       sync.Mutex
 	outcomes []Outcome
+	changes  []string // operation/outcome
 	ages     []time.Duration
 	cached   int
 }
@@ -25,6 +26,12 @@ func (o *fakeObserver) CreateOutcome(out Outcome) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.outcomes = append(o.outcomes, out)
+}
+
+func (o *fakeObserver) ChangeOutcome(op string, out Outcome) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.changes = append(o.changes, op+"/"+string(out))
 }
 
 func (o *fakeObserver) RetryAge(age time.Duration) {

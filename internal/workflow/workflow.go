@@ -30,17 +30,21 @@ import (
 type Projector interface {
 	// Write projects o into every read table; nil only when all are confirmed.
 	Write(ctx context.Context, o order.Order) error
-	// Order reads the order with id as its first write left it (LOCAL_QUORUM);
+	// Order reads the order with id (LOCAL_QUORUM): its creation's values
+	// with the version, status and note the newest projected change left;
 	// an error of kind NotFound if there is none.
 	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
+	// WriteChange projects an accepted change of o (o as the change left
+	// it); nil only when all writes are confirmed.
+	WriteChange(ctx context.Context, o order.Order, c order.Change) error
 }
 
-// Publisher publishes an order's ORDER_CREATED event (internal/outbox).
-// Publish returns nil only once the broker acknowledged the record; any
-// error leaves the event's delivery to a later attempt, which publishes the
-// same event id again.
+// Publisher publishes an order event (internal/outbox). Publish returns nil
+// only once the broker acknowledged the record; any error leaves the
+// event's delivery to a later attempt, which publishes the same event id
+// again.
 type Publisher interface {
-	Publish(ctx context.Context, o order.Order) error
+	Publish(ctx context.Context, ev order.Event) error
 }
 
 // Admission rate-limits a tenant's calls (internal/limit). Each returns
@@ -81,6 +85,9 @@ type Config struct {
 	PublishTimeout time.Duration
 	// Admission, if set, rate-limits each tenant's calls; nil admits all.
 	Admission Admission
+	// Versions is the orders' authoritative version, which CancelOrder and
+	// AmendOrder need (internal/versions); nil refuses them as internal.
+	Versions Versions
 }
 
 func (c Config) withDefaults() Config {
@@ -119,13 +126,17 @@ const (
 	OutcomeOutcomeUnknown Outcome = "outcome_unknown" // a write may have applied and could not be settled
 	OutcomeInvalid        Outcome = "invalid"         // bad input; nothing written
 	OutcomeLimited        Outcome = "limited"         // the tenant is over its rate; nothing done
+	OutcomeStale          Outcome = "stale"           // a change's expected version was not the order's (recorded)
+	OutcomeRejected       Outcome = "rejected"        // a change of a cancelled order (recorded)
+	OutcomeNotFound       Outcome = "not_found"       // a change of no such order; nothing written
 	OutcomeInternal       Outcome = "internal"        // anything else (a bug)
 )
 
 // Outcomes lists every Outcome.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeNew, OutcomeReplayed, OutcomeTakeover, OutcomeConflict, OutcomeInProgress,
-		OutcomeFailedRequest, OutcomeUnavailable, OutcomeOutcomeUnknown, OutcomeInvalid, OutcomeLimited, OutcomeInternal}
+		OutcomeFailedRequest, OutcomeUnavailable, OutcomeOutcomeUnknown, OutcomeInvalid, OutcomeLimited,
+		OutcomeStale, OutcomeRejected, OutcomeNotFound, OutcomeInternal}
 }
 
 // OutcomeOf names the outcome of an attempt that ended with err.
@@ -145,6 +156,12 @@ func OutcomeOf(err error) Outcome {
 		return OutcomeOutcomeUnknown
 	case fault.Limited:
 		return OutcomeLimited
+	case fault.Stale:
+		return OutcomeStale
+	case fault.Rejected:
+		return OutcomeRejected
+	case fault.NotFound:
+		return OutcomeNotFound
 	}
 	return OutcomeInternal
 }
@@ -154,6 +171,9 @@ func OutcomeOf(err error) Outcome {
 type Observer interface {
 	// CreateOutcome is called once per CreateOrder attempt.
 	CreateOutcome(Outcome)
+	// ChangeOutcome is called once per CancelOrder or AmendOrder attempt,
+	// with its operation (order.OperationCancel, order.OperationAmend).
+	ChangeOutcome(operation string, o Outcome)
 	// RetryAge is called when an attempt loses the claim to an earlier
 	// attempt of the same command: age is the time since that first claim
 	// (how long clients keep retrying, to compare with the retention).
@@ -165,7 +185,8 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) CreateOutcome(Outcome)  {}
+func (nopObserver) CreateOutcome(Outcome)         {}
+func (nopObserver) ChangeOutcome(string, Outcome) {}
 func (nopObserver) RetryAge(time.Duration) {}
 func (nopObserver) ReplayCached()          {}
 
@@ -323,7 +344,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		if err != nil {
 			return Result{}, err
 		}
-		s.settleLater(cur, o)
+		s.settleLater(cur, order.CreatedEvent(o))
 		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
 	if cur.Fingerprint != claim.Fingerprint {
@@ -353,7 +374,9 @@ func (s *Service) recorded(ctx context.Context, tenant string, orderID uuid.UUID
 	case !o.Carries(cmd):
 		return order.Order{}, false, fault.New(fault.ReasonRequestIDReused, nil)
 	}
-	return o, true, nil
+	// The outcome of a CreateOrder is the order as created, whatever
+	// changed it since (a later GetOrder shows its current state).
+	return o.AsCreated(), true, nil
 }
 
 // observeRetry reports the age of a request a duplicate was answered for.
@@ -361,8 +384,57 @@ func (s *Service) observeRetry(created time.Time) {
 	s.cfg.Observer.RetryAge(max(0, s.now().UTC().Truncate(time.Millisecond).Sub(created)))
 }
 
-// duplicate answers an attempt of a request that an earlier attempt claimed.
+// duplicate answers an attempt of a CreateOrder request that an earlier
+// attempt claimed.
 func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Command) (Result, error) {
+	var res Result
+	err := s.await(ctx, cur, pendingRequest{
+		completed: func(rec ledger.Record) error { // a row completed before the one-LWT protocol
+			o, err := order.DecodeOutcome(rec.Outcome)
+			res = Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}
+			return err
+		},
+		takeover: func(ctx context.Context, rec ledger.Record) error {
+			o, err := s.Finish(ctx, rec)
+			s.note(ctx, rec, err)
+			if err != nil {
+				return err
+			}
+			s.settleLater(rec, order.CreatedEvent(o))
+			res = Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}
+			return nil
+		},
+		recorded: func(ctx context.Context) (bool, error) {
+			o, done, err := s.recorded(ctx, cur.Tenant, cur.EntityID, cmd)
+			res = Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}
+			return done, err
+		},
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// pendingRequest is what await does with a request another attempt claimed,
+// by operation.
+type pendingRequest struct {
+	// completed answers from a COMPLETE row.
+	completed func(rec ledger.Record) error
+	// takeover finishes the request itself and answers.
+	takeover func(ctx context.Context, rec ledger.Record) error
+	// recorded answers if the request's outcome is recorded (true).
+	recorded func(ctx context.Context) (bool, error)
+}
+
+// await answers an attempt of a request that an earlier attempt claimed:
+// from its COMPLETE row, REQUEST_FAILED for a FAILED one; while it is
+// PENDING and young, it waits for its outcome to be recorded, reading it
+// and the ledger with backoff (ABORTED REQUEST_IN_PROGRESS if the call's
+// deadline nears); once the claim is TakeoverAfter old, this attempt
+// finishes the work itself (the writes are deterministic, so racing the
+// original attempt writes the same rows).
+func (s *Service) await(ctx context.Context, cur ledger.Record, p pendingRequest) error {
 	waitUntil := s.now().Add(s.cfg.MaxWait)
 	if d, ok := ctx.Deadline(); ok {
 		// Keep enough of the deadline to finish the work or answer.
@@ -371,44 +443,29 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Co
 	pause := s.cfg.PollInterval
 	for {
 		switch cur.State {
-		case ledger.Complete: // a row completed before the one-LWT protocol
-			o, err := order.DecodeOutcome(cur.Outcome)
-			if err != nil {
-				return Result{}, err
-			}
-			return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
+		case ledger.Complete:
+			return p.completed(cur)
 		case ledger.Failed:
-			return Result{}, fault.New(fault.ReasonRequestFailed, nil)
+			return fault.New(fault.ReasonRequestFailed, nil)
 		}
-		// PENDING: an attempt is in flight or died. The writes are
-		// deterministic, so once it is old enough this attempt finishes it.
 		if s.now().Sub(cur.CreatedAt) >= s.cfg.TakeoverAfter {
-			o, err := s.Finish(ctx, cur)
-			s.note(ctx, cur, err)
-			if err != nil {
-				return Result{}, err
-			}
-			s.settleLater(cur, o)
-			return Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}, nil
+			return p.takeover(ctx, cur)
 		}
 		if s.now().Add(pause).After(waitUntil) {
-			return Result{}, fault.New(fault.ReasonRequestInProgress, nil).WithRetryAfter(s.cfg.TakeoverAfter)
+			return fault.New(fault.ReasonRequestInProgress, nil).WithRetryAfter(s.cfg.TakeoverAfter)
 		}
 		select {
 		case <-ctx.Done():
-			return Result{}, fault.New(fault.ReasonRequestInProgress, ctx.Err()).WithRetryAfter(s.cfg.TakeoverAfter)
+			return fault.New(fault.ReasonRequestInProgress, ctx.Err()).WithRetryAfter(s.cfg.TakeoverAfter)
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 8*s.cfg.PollInterval)
-		if o, done, err := s.recorded(ctx, cur.Tenant, cur.EntityID, cmd); err != nil || done {
-			if err != nil {
-				return Result{}, err
-			}
-			return Result{Order: o, Replayed: true, Outcome: OutcomeReplayed}, nil
+		if done, err := p.recorded(ctx); err != nil || done {
+			return err
 		}
 		next, err := s.ledger.Peek(ctx, cur.Key)
 		if err != nil {
-			return Result{}, err
+			return err
 		}
 		cur = next
 	}
@@ -449,7 +506,7 @@ func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, e
 	case err != nil:
 		return order.Order{}, err
 	case isOwnOrder(rec, o):
-		return s.project(ctx, o) // rewritten as it was: every row, idempotently
+		return s.project(ctx, o.AsCreated()) // rewritten as it was: every row, idempotently
 	}
 	return order.Order{}, s.withdraw(ctx, rec)
 }
@@ -488,25 +545,39 @@ func (s *Service) project(ctx context.Context, o order.Order) (order.Order, erro
 	return o, nil
 }
 
-// Settle finishes rec's request (Finish) and delivers its order's event,
-// waiting for the broker's acknowledgement: what the reconciler runs for a
-// due entry, which it removes once Settle returned nil. A delivery that
-// failed is an error with reason DELIVERY_FAILED (kind Unavailable): the
-// order is recorded, the entry must stay.
-func (s *Service) Settle(ctx context.Context, rec ledger.Record) (order.Order, error) {
-	o, err := s.Finish(ctx, rec)
-	if err != nil {
-		return order.Order{}, err
+// Settle finishes rec's request and delivers its event, waiting for the
+// broker's acknowledgement: what the reconciler runs for a due entry, which
+// it removes once Settle returned nil. For a CreateOrder that is Finish and
+// the ORDER_CREATED event; for a change, finishChange and the change's
+// event, or nothing to deliver when its conflict is recorded (the request
+// is done). A delivery that failed is an error with reason
+// DELIVERY_FAILED (kind Unavailable): the work is recorded, the entry
+// must stay.
+func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
+	var ev order.Event
+	switch rec.Operation {
+	case order.OperationCancel, order.OperationAmend:
+		res, err := s.finishChange(ctx, rec)
+		if receipt(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ev = order.ChangedEvent(res.Order, res.Change)
+	default:
+		o, err := s.Finish(ctx, rec)
+		if err != nil {
+			return err
+		}
+		ev = order.CreatedEvent(o)
 	}
-	if err := s.publish(ctx, o); err != nil {
-		return order.Order{}, err
-	}
-	return o, nil
+	return s.publish(ctx, ev)
 }
 
-// publish delivers o's event (if a Publisher is configured), bounded by
+// publish delivers ev (if a Publisher is configured), bounded by
 // PublishTimeout.
-func (s *Service) publish(ctx context.Context, o order.Order) error {
+func (s *Service) publish(ctx context.Context, ev order.Event) error {
 	if s.cfg.Publisher == nil {
 		return nil
 	}
@@ -515,7 +586,7 @@ func (s *Service) publish(ctx context.Context, o order.Order) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
-	if err := s.cfg.Publisher.Publish(ctx, o); err != nil {
+	if err := s.cfg.Publisher.Publish(ctx, ev); err != nil {
 		return fault.New(fault.ReasonDeliveryFailed, err)
 	}
 	return s.failpoints.Eval(failpoint.AfterPublish)
@@ -524,16 +595,16 @@ func (s *Service) publish(ctx context.Context, o order.Order) error {
 // releaseTimeout bounds one background release.
 const releaseTimeout = 5 * time.Second
 
-// settleLater delivers o's event and then releases rec's due entry,
+// settleLater delivers ev and then releases rec's due entry,
 // without making the client wait: the request is done once its order is
 // recorded. Only an acknowledged event lets the entry go; anything else (a
 // crash, the broker down, a timeout) leaves it, and the reconciler
 // publishes again when it falls due (docs/outbox.md).
-func (s *Service) settleLater(rec ledger.Record, o order.Order) {
+func (s *Service) settleLater(rec ledger.Record, ev order.Event) {
 	s.settling.Go(func() {
-		if err := s.publish(context.Background(), o); err != nil {
+		if err := s.publish(context.Background(), ev); err != nil {
 			s.log.Warn("order event not delivered yet; the reconciler will publish it", "request_id", rec.RequestID,
-				"order_id", o.ID, "error", err)
+				"order_id", ev.Order.ID, "event", ev.Type, "error", err)
 			return
 		}
 		s.release(rec)
@@ -610,6 +681,9 @@ func (s *Service) Request(ctx context.Context, tenant, operation string, request
 	if err != nil || rec.State != ledger.Pending {
 		return rec, err
 	}
+	if operation != order.Operation {
+		return s.changeRequest(ctx, rec)
+	}
 	cmd, err := order.DecodeCommand(rec.Command)
 	if err != nil {
 		return rec, nil // it can never be recorded; the reconciler sets it aside
@@ -622,6 +696,26 @@ func (s *Service) Request(ctx context.Context, tenant, operation string, request
 		return ledger.Record{}, err
 	case done:
 		rec.State, rec.Outcome, rec.CompletedAt = ledger.Complete, o.EncodeOutcome(), o.CreatedAt
+	}
+	return rec, nil
+}
+
+// changeRequest is Request for a PENDING change request: COMPLETE once its
+// accepted change is recorded and projected (completed_at is the change's
+// claim time).
+func (s *Service) changeRequest(ctx context.Context, rec ledger.Record) (ledger.Record, error) {
+	cmd, err := order.DecodeChangeCommand(rec.Command)
+	if err != nil || s.cfg.Versions == nil {
+		return rec, nil // it can never be finished; the reconciler sets it aside
+	}
+	res, done, err := s.changeRecorded(ctx, rec.Key, rec.Fingerprint, cmd)
+	switch {
+	case fault.KindOf(err) == fault.Conflict || fault.KindOf(err) == fault.NotFound:
+		return rec, nil
+	case err != nil:
+		return ledger.Record{}, err
+	case done:
+		rec.State, rec.CompletedAt = ledger.Complete, res.Change.At
 	}
 	return rec, nil
 }

@@ -178,6 +178,8 @@ func TestCreateOrderAcceptOnce(t *testing.T) {
 			{SKU: "sku-a", Quantity: 2, UnitPrice: "35.00"},
 			{SKU: "sku-b", Quantity: 1, UnitPrice: "7.70"},
 		},
+		Version:   1,
+		UpdatedAt: wantCreated,
 	}
 	if !res.Order.CreatedAt.Equal(wantCreated) {
 		t.Errorf("CreatedAt = %s, want %s", res.Order.CreatedAt, wantCreated)

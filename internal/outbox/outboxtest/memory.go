@@ -26,21 +26,21 @@ type Memory struct {
 	records []*kgo.Record
 	down    bool
 	// before, if set, runs at the start of every Publish (outside the lock).
-	before func(order.Order)
+	before func(order.Event)
 }
 
 // NewMemory returns an empty publisher that is up.
 func NewMemory() *Memory { return &Memory{} }
 
 // Publish implements workflow.Publisher.
-func (m *Memory) Publish(ctx context.Context, o order.Order) error {
+func (m *Memory) Publish(ctx context.Context, ev order.Event) error {
 	m.mu.Lock()
 	before, down := m.before, m.down
 	m.mu.Unlock()
 	if before != nil {
-		before(o)
+		before(ev)
 	}
-	rec, err := outbox.CreatedRecord(o)
+	rec, err := outbox.Record(ev)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (m *Memory) SetDown(down bool) {
 }
 
 // OnPublish runs f at the start of every Publish.
-func (m *Memory) OnPublish(f func(order.Order)) {
+func (m *Memory) OnPublish(f func(order.Event)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.before = f

@@ -17,7 +17,7 @@ import (
 // observe it.
 type Subject struct {
 	Publisher interface {
-		Publish(ctx context.Context, o order.Order) error
+		Publish(ctx context.Context, ev order.Event) error
 	}
 	// Published returns every record acknowledged so far (for Kafka: read
 	// back from the topic), waiting up to ctx for at least n of them.
@@ -32,7 +32,7 @@ func Suite(t *testing.T, newSubject func(t *testing.T) Subject) {
 	ctx := context.Background()
 	t.Run("an acknowledged event is readable, keyed by its order, its id in a header", func(t *testing.T) {
 		s := newSubject(t)
-		o := sampleOrder()
+		o := sampleEvent()
 		if err := s.Publisher.Publish(ctx, o); err != nil {
 			t.Fatalf("Publish: %v", err)
 		}
@@ -42,9 +42,24 @@ func Suite(t *testing.T, newSubject func(t *testing.T) Subject) {
 		}
 		wantRecord(t, got[0], o)
 	})
+	t.Run("a change's event: its type in a header, the order at its version", func(t *testing.T) {
+		s := newSubject(t)
+		created := sampleEvent().Order
+		cmd := order.ChangeCommand{OrderID: created.ID, ExpectedVersion: 1, ShippingNote: "back door"}
+		c := order.NewChange(created.Tenant, order.OperationAmend, uuid.New(), "fp", cmd, created.CreatedAt.Add(time.Minute))
+		ev := order.ChangedEvent(created.Apply(c), c)
+		if err := s.Publisher.Publish(ctx, ev); err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+		got := s.Published(ctx, 1)
+		if len(got) != 1 {
+			t.Fatalf("published %d records, want 1", len(got))
+		}
+		wantRecord(t, got[0], ev)
+	})
 	t.Run("publishing again gives the same event: consumers deduplicate by its id", func(t *testing.T) {
 		s := newSubject(t)
-		o := sampleOrder()
+		o := sampleEvent()
 		for range 2 {
 			if err := s.Publisher.Publish(ctx, o); err != nil {
 				t.Fatalf("Publish: %v", err)
@@ -61,7 +76,7 @@ func Suite(t *testing.T, newSubject func(t *testing.T) Subject) {
 	t.Run("broker down: Publish fails by its deadline and nothing is acknowledged; up again, it succeeds", func(t *testing.T) {
 		s := newSubject(t)
 		s.SetDown(t, true)
-		o := sampleOrder()
+		o := sampleEvent()
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := s.Publisher.Publish(pctx, o)
 		cancel()
@@ -84,32 +99,35 @@ func Suite(t *testing.T, newSubject func(t *testing.T) Subject) {
 	})
 }
 
-func sampleOrder() order.Order {
+// sampleEvent is a fresh order's ORDER_CREATED event.
+func sampleEvent() order.Event {
 	cmd := order.Command{CustomerID: "cust-7", Total: "10.00", Currency: "EUR",
 		Lines: []order.Line{{SKU: "sku-1", Quantity: 2, UnitPrice: "5.00"}}}
-	return order.New("default", uuid.New(), cmd, time.Now().UTC().Truncate(time.Millisecond))
+	return order.CreatedEvent(order.New("default", uuid.New(), cmd, time.Now().UTC().Truncate(time.Millisecond)))
 }
 
-// wantRecord checks r is o's ORDER_CREATED record.
-func wantRecord(t *testing.T, r *kgo.Record, o order.Order) {
+// wantRecord checks r is e's record.
+func wantRecord(t *testing.T, r *kgo.Record, e order.Event) {
 	t.Helper()
+	o := e.Order
 	if string(r.Key) != o.ID.String() {
 		t.Errorf("key = %q, want the order id %s", r.Key, o.ID)
 	}
-	if got := outbox.Header(r, outbox.HeaderEventID); got != o.RequestID.String() {
-		t.Errorf("event-id header = %q, want the request id %s", got, o.RequestID)
+	if got := outbox.Header(r, outbox.HeaderEventID); got != e.ID.String() {
+		t.Errorf("event-id header = %q, want the event id %s", got, e.ID)
 	}
-	if got := outbox.Header(r, outbox.HeaderEventType); got != outbox.TypeOrderCreated {
-		t.Errorf("event-type header = %q, want %s", got, outbox.TypeOrderCreated)
+	if got := outbox.Header(r, outbox.HeaderEventType); got != e.Type {
+		t.Errorf("event-type header = %q, want %s", got, e.Type)
 	}
 	ev, err := outbox.Decode(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := orderpb.Created(o)
-	if ev.GetEventId() != want.GetEventId() || ev.GetOrderVersion() != orderpb.CreatedVersion ||
+	want := orderpb.Event(e)
+	if ev.GetEventId() != want.GetEventId() || ev.GetType() != want.GetType() || ev.GetOrderVersion() != o.Version ||
 		ev.GetOrder().GetOrderId() != o.ID.String() || ev.GetOrder().GetTotal() != o.Total ||
-		!ev.GetOccurredAt().AsTime().Equal(o.CreatedAt) || ev.GetTenant() != o.Tenant {
+		ev.GetOrder().GetStatus() != want.GetOrder().GetStatus() || ev.GetOrder().GetShippingNote() != o.ShippingNote ||
+		!ev.GetOccurredAt().AsTime().Equal(e.At) || ev.GetTenant() != o.Tenant || ev.GetRequestId() != e.RequestID.String() {
 		t.Errorf("event = %v, want %v", ev, want)
 	}
 }

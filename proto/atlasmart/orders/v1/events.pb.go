@@ -39,6 +39,10 @@ const (
 	OrderEventType_ORDER_EVENT_TYPE_UNSPECIFIED OrderEventType = 0
 	// The order was accepted (CreateOrder). Its order_version is 1.
 	OrderEventType_ORDER_EVENT_TYPE_CREATED OrderEventType = 1
+	// An accepted CancelOrder; order is the order at order_version.
+	OrderEventType_ORDER_EVENT_TYPE_CANCELLED OrderEventType = 2
+	// An accepted AmendOrder; order is the order at order_version.
+	OrderEventType_ORDER_EVENT_TYPE_AMENDED OrderEventType = 3
 )
 
 // Enum value maps for OrderEventType.
@@ -46,10 +50,14 @@ var (
 	OrderEventType_name = map[int32]string{
 		0: "ORDER_EVENT_TYPE_UNSPECIFIED",
 		1: "ORDER_EVENT_TYPE_CREATED",
+		2: "ORDER_EVENT_TYPE_CANCELLED",
+		3: "ORDER_EVENT_TYPE_AMENDED",
 	}
 	OrderEventType_value = map[string]int32{
 		"ORDER_EVENT_TYPE_UNSPECIFIED": 0,
 		"ORDER_EVENT_TYPE_CREATED":     1,
+		"ORDER_EVENT_TYPE_CANCELLED":   2,
+		"ORDER_EVENT_TYPE_AMENDED":     3,
 	}
 )
 
@@ -84,7 +92,8 @@ func (OrderEventType) EnumDescriptor() ([]byte, []int) {
 type OrderEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable id of this event: every publication of the same change carries
-	// the same id (for ORDER_CREATED, the creating request's request_id), so a
+	// the same id (for ORDER_CREATED, the creating request's request_id; for a
+	// change, its change_id), so a
 	// consumer deduplicates by it.
 	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	// What happened.
@@ -198,10 +207,12 @@ const file_atlasmart_orders_v1_events_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12;\n" +
 	"\voccurred_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"occurredAt*P\n" +
+	"occurredAt*\x8e\x01\n" +
 	"\x0eOrderEventType\x12 \n" +
 	"\x1cORDER_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
-	"\x18ORDER_EVENT_TYPE_CREATED\x10\x01B@Z>github.com/atlasmart/orderd/proto/atlasmart/orders/v1;ordersv1b\x06proto3"
+	"\x18ORDER_EVENT_TYPE_CREATED\x10\x01\x12\x1e\n" +
+	"\x1aORDER_EVENT_TYPE_CANCELLED\x10\x02\x12\x1c\n" +
+	"\x18ORDER_EVENT_TYPE_AMENDED\x10\x03B@Z>github.com/atlasmart/orderd/proto/atlasmart/orders/v1;ordersv1b\x06proto3"
 
 var (
 	file_atlasmart_orders_v1_events_proto_rawDescOnce sync.Once

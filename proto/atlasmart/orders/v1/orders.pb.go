@@ -37,6 +37,8 @@ const (
 	OrderStatus_ORDER_STATUS_UNSPECIFIED OrderStatus = 0
 	// The order was accepted and stored.
 	OrderStatus_ORDER_STATUS_CREATED OrderStatus = 1
+	// The order was cancelled (CancelOrder); it takes no further change.
+	OrderStatus_ORDER_STATUS_CANCELLED OrderStatus = 2
 )
 
 // Enum value maps for OrderStatus.
@@ -44,10 +46,12 @@ var (
 	OrderStatus_name = map[int32]string{
 		0: "ORDER_STATUS_UNSPECIFIED",
 		1: "ORDER_STATUS_CREATED",
+		2: "ORDER_STATUS_CANCELLED",
 	}
 	OrderStatus_value = map[string]int32{
 		"ORDER_STATUS_UNSPECIFIED": 0,
 		"ORDER_STATUS_CREATED":     1,
+		"ORDER_STATUS_CANCELLED":   2,
 	}
 )
 
@@ -315,7 +319,16 @@ type Order struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// Order lines, as given in the CreateOrder request; empty if none were
 	// given.
-	Lines         []*OrderLine `protobuf:"bytes,9,rep,name=lines,proto3" json:"lines,omitempty"`
+	Lines []*OrderLine `protobuf:"bytes,9,rep,name=lines,proto3" json:"lines,omitempty"`
+	// Version of the order: 1 when created, one more for every accepted
+	// CancelOrder or AmendOrder. A change names the version it is based on
+	// (expected_version).
+	Version int64 `protobuf:"varint,10,opt,name=version,proto3" json:"version,omitempty"`
+	// Delivery instruction set by AmendOrder; empty if none.
+	ShippingNote string `protobuf:"bytes,11,opt,name=shipping_note,json=shippingNote,proto3" json:"shipping_note,omitempty"`
+	// When the change that made this version was accepted (created_at for
+	// version 1).
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -413,6 +426,27 @@ func (x *Order) GetLines() []*OrderLine {
 	return nil
 }
 
+func (x *Order) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Order) GetShippingNote() string {
+	if x != nil {
+		return x.ShippingNote
+	}
+	return ""
+}
+
+func (x *Order) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
 // CreateOrderResponse is the outcome of CreateOrder.
 type CreateOrderResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -469,12 +503,300 @@ func (x *CreateOrderResponse) GetReplayed() bool {
 	return false
 }
 
+// CancelOrderRequest asks to cancel one order.
+type CancelOrderRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key: a UUID chosen once per change and reused unchanged on
+	// every retry of it. Required; exactly 36 characters.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Id of the order to cancel. Required; a UUID (36 characters).
+	OrderId string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// The order version this change is based on, as GetOrder showed it.
+	// Required; 1 to 1000000.
+	ExpectedVersion int64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CancelOrderRequest) Reset() {
+	*x = CancelOrderRequest{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelOrderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelOrderRequest) ProtoMessage() {}
+
+func (x *CancelOrderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelOrderRequest.ProtoReflect.Descriptor instead.
+func (*CancelOrderRequest) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CancelOrderRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *CancelOrderRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *CancelOrderRequest) GetExpectedVersion() int64 {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return 0
+}
+
+// CancelOrderResponse is the outcome of an accepted CancelOrder.
+type CancelOrderResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id of the accepted change (also the id of its ORDER_CANCELLED event).
+	ChangeId string `protobuf:"bytes,1,opt,name=change_id,json=changeId,proto3" json:"change_id,omitempty"`
+	// The version the change made: expected_version + 1.
+	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The order as this change left it (at version).
+	Order *Order `protobuf:"bytes,3,opt,name=order,proto3" json:"order,omitempty"`
+	// True when this answer is the recorded outcome of an earlier attempt.
+	Replayed      bool `protobuf:"varint,4,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelOrderResponse) Reset() {
+	*x = CancelOrderResponse{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelOrderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelOrderResponse) ProtoMessage() {}
+
+func (x *CancelOrderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelOrderResponse.ProtoReflect.Descriptor instead.
+func (*CancelOrderResponse) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CancelOrderResponse) GetChangeId() string {
+	if x != nil {
+		return x.ChangeId
+	}
+	return ""
+}
+
+func (x *CancelOrderResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *CancelOrderResponse) GetOrder() *Order {
+	if x != nil {
+		return x.Order
+	}
+	return nil
+}
+
+func (x *CancelOrderResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+// AmendOrderRequest asks to change an order's shipping note.
+type AmendOrderRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key, as in CancelOrderRequest.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Id of the order to amend. Required; a UUID (36 characters).
+	OrderId string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	// The order version this change is based on. Required; 1 to 1000000.
+	ExpectedVersion int64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
+	// The new shipping note; empty clears it. At most 500 characters after
+	// Unicode NFC normalisation and trimming surrounding whitespace; no
+	// control characters other than line breaks.
+	ShippingNote  string `protobuf:"bytes,4,opt,name=shipping_note,json=shippingNote,proto3" json:"shipping_note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AmendOrderRequest) Reset() {
+	*x = AmendOrderRequest{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AmendOrderRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AmendOrderRequest) ProtoMessage() {}
+
+func (x *AmendOrderRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AmendOrderRequest.ProtoReflect.Descriptor instead.
+func (*AmendOrderRequest) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AmendOrderRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AmendOrderRequest) GetOrderId() string {
+	if x != nil {
+		return x.OrderId
+	}
+	return ""
+}
+
+func (x *AmendOrderRequest) GetExpectedVersion() int64 {
+	if x != nil {
+		return x.ExpectedVersion
+	}
+	return 0
+}
+
+func (x *AmendOrderRequest) GetShippingNote() string {
+	if x != nil {
+		return x.ShippingNote
+	}
+	return ""
+}
+
+// AmendOrderResponse is the outcome of an accepted AmendOrder.
+type AmendOrderResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id of the accepted change (also the id of its ORDER_AMENDED event).
+	ChangeId string `protobuf:"bytes,1,opt,name=change_id,json=changeId,proto3" json:"change_id,omitempty"`
+	// The version the change made: expected_version + 1.
+	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The order as this change left it (at version).
+	Order *Order `protobuf:"bytes,3,opt,name=order,proto3" json:"order,omitempty"`
+	// True when this answer is the recorded outcome of an earlier attempt.
+	Replayed      bool `protobuf:"varint,4,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AmendOrderResponse) Reset() {
+	*x = AmendOrderResponse{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AmendOrderResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AmendOrderResponse) ProtoMessage() {}
+
+func (x *AmendOrderResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AmendOrderResponse.ProtoReflect.Descriptor instead.
+func (*AmendOrderResponse) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AmendOrderResponse) GetChangeId() string {
+	if x != nil {
+		return x.ChangeId
+	}
+	return ""
+}
+
+func (x *AmendOrderResponse) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *AmendOrderResponse) GetOrder() *Order {
+	if x != nil {
+		return x.Order
+	}
+	return nil
+}
+
+func (x *AmendOrderResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
 // WriteRequest is the ledger's record of one idempotent write request.
 type WriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The client's idempotency key.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// The operation the request performs, e.g. "CREATE_ORDER".
+	// The operation the request performs: "CREATE_ORDER", "CANCEL_ORDER" or
+	// "AMEND_ORDER".
 	Operation string `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
 	// Where the request is in its lifecycle.
 	State RequestState `protobuf:"varint,3,opt,name=state,proto3,enum=atlasmart.orders.v1.RequestState" json:"state,omitempty"`
@@ -505,7 +827,7 @@ type WriteRequest struct {
 
 func (x *WriteRequest) Reset() {
 	*x = WriteRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +839,7 @@ func (x *WriteRequest) String() string {
 func (*WriteRequest) ProtoMessage() {}
 
 func (x *WriteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[4]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +852,7 @@ func (x *WriteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteRequest.ProtoReflect.Descriptor instead.
 func (*WriteRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{4}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WriteRequest) GetRequestId() string {
@@ -610,8 +932,8 @@ type GetRequestRequest struct {
 	// (the dashed form).
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The operation the request performs; defaults to "CREATE_ORDER" when
-	// empty. "CREATE_ORDER" is the only operation: any other value is
-	// INVALID_ARGUMENT.
+	// empty. One of "CREATE_ORDER", "CANCEL_ORDER", "AMEND_ORDER": any other
+	// value is INVALID_ARGUMENT.
 	Operation     string `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -619,7 +941,7 @@ type GetRequestRequest struct {
 
 func (x *GetRequestRequest) Reset() {
 	*x = GetRequestRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +953,7 @@ func (x *GetRequestRequest) String() string {
 func (*GetRequestRequest) ProtoMessage() {}
 
 func (x *GetRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[5]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +966,7 @@ func (x *GetRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequestRequest.ProtoReflect.Descriptor instead.
 func (*GetRequestRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{5}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetRequestRequest) GetRequestId() string {
@@ -672,7 +994,7 @@ type GetRequestResponse struct {
 
 func (x *GetRequestResponse) Reset() {
 	*x = GetRequestResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +1006,7 @@ func (x *GetRequestResponse) String() string {
 func (*GetRequestResponse) ProtoMessage() {}
 
 func (x *GetRequestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[6]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +1019,7 @@ func (x *GetRequestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequestResponse.ProtoReflect.Descriptor instead.
 func (*GetRequestResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{6}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetRequestResponse) GetRequest() *WriteRequest {
@@ -719,7 +1041,7 @@ type RequeueRequestRequest struct {
 
 func (x *RequeueRequestRequest) Reset() {
 	*x = RequeueRequestRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +1053,7 @@ func (x *RequeueRequestRequest) String() string {
 func (*RequeueRequestRequest) ProtoMessage() {}
 
 func (x *RequeueRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[7]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +1066,7 @@ func (x *RequeueRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueRequestRequest.ProtoReflect.Descriptor instead.
 func (*RequeueRequestRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{7}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RequeueRequestRequest) GetRequestId() string {
@@ -765,7 +1087,7 @@ type RequeueRequestResponse struct {
 
 func (x *RequeueRequestResponse) Reset() {
 	*x = RequeueRequestResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +1099,7 @@ func (x *RequeueRequestResponse) String() string {
 func (*RequeueRequestResponse) ProtoMessage() {}
 
 func (x *RequeueRequestResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[8]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +1112,7 @@ func (x *RequeueRequestResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequeueRequestResponse.ProtoReflect.Descriptor instead.
 func (*RequeueRequestResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{8}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RequeueRequestResponse) GetRequest() *WriteRequest {
@@ -812,7 +1134,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +1146,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[9]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1159,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{9}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetOrderRequest) GetOrderId() string {
@@ -858,7 +1180,7 @@ type GetOrderResponse struct {
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1192,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[10]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1205,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{10}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetOrderResponse) GetOrder() *Order {
@@ -916,7 +1238,7 @@ type ListCustomerOrdersRequest struct {
 
 func (x *ListCustomerOrdersRequest) Reset() {
 	*x = ListCustomerOrdersRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1250,7 @@ func (x *ListCustomerOrdersRequest) String() string {
 func (*ListCustomerOrdersRequest) ProtoMessage() {}
 
 func (x *ListCustomerOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[11]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1263,7 @@ func (x *ListCustomerOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCustomerOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListCustomerOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{11}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListCustomerOrdersRequest) GetCustomerId() string {
@@ -986,7 +1308,7 @@ type ListCustomerOrdersResponse struct {
 
 func (x *ListCustomerOrdersResponse) Reset() {
 	*x = ListCustomerOrdersResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1320,7 @@ func (x *ListCustomerOrdersResponse) String() string {
 func (*ListCustomerOrdersResponse) ProtoMessage() {}
 
 func (x *ListCustomerOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[12]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1333,7 @@ func (x *ListCustomerOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCustomerOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListCustomerOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{12}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListCustomerOrdersResponse) GetOrders() []*Order {
@@ -1045,7 +1367,7 @@ const file_atlasmart_orders_v1_orders_proto_rawDesc = "" +
 	"\x03sku\x18\x01 \x01(\tR\x03sku\x12\x1a\n" +
 	"\bquantity\x18\x02 \x01(\x03R\bquantity\x12\x1d\n" +
 	"\n" +
-	"unit_price\x18\x03 \x01(\tR\tunitPrice\"\xe0\x02\n" +
+	"unit_price\x18\x03 \x01(\tR\tunitPrice\"\xda\x03\n" +
 	"\x05Order\x12\x19\n" +
 	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x1f\n" +
 	"\vcustomer_id\x18\x02 \x01(\tR\n" +
@@ -1059,10 +1381,36 @@ const file_atlasmart_orders_v1_orders_proto_rawDesc = "" +
 	"request_id\x18\a \x01(\tR\trequestId\x129\n" +
 	"\n" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x124\n" +
-	"\x05lines\x18\t \x03(\v2\x1e.atlasmart.orders.v1.OrderLineR\x05lines\"c\n" +
+	"\x05lines\x18\t \x03(\v2\x1e.atlasmart.orders.v1.OrderLineR\x05lines\x12\x18\n" +
+	"\aversion\x18\n" +
+	" \x01(\x03R\aversion\x12#\n" +
+	"\rshipping_note\x18\v \x01(\tR\fshippingNote\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"c\n" +
 	"\x13CreateOrderResponse\x120\n" +
 	"\x05order\x18\x01 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\x12\x1a\n" +
-	"\breplayed\x18\x02 \x01(\bR\breplayed\"\x9d\x03\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"y\n" +
+	"\x12CancelOrderRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x19\n" +
+	"\border_id\x18\x02 \x01(\tR\aorderId\x12)\n" +
+	"\x10expected_version\x18\x03 \x01(\x03R\x0fexpectedVersion\"\x9a\x01\n" +
+	"\x13CancelOrderResponse\x12\x1b\n" +
+	"\tchange_id\x18\x01 \x01(\tR\bchangeId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x120\n" +
+	"\x05order\x18\x03 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\x12\x1a\n" +
+	"\breplayed\x18\x04 \x01(\bR\breplayed\"\x9d\x01\n" +
+	"\x11AmendOrderRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x19\n" +
+	"\border_id\x18\x02 \x01(\tR\aorderId\x12)\n" +
+	"\x10expected_version\x18\x03 \x01(\x03R\x0fexpectedVersion\x12#\n" +
+	"\rshipping_note\x18\x04 \x01(\tR\fshippingNote\"\x99\x01\n" +
+	"\x12AmendOrderResponse\x12\x1b\n" +
+	"\tchange_id\x18\x01 \x01(\tR\bchangeId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x120\n" +
+	"\x05order\x18\x03 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\x12\x1a\n" +
+	"\breplayed\x18\x04 \x01(\bR\breplayed\"\x9d\x03\n" +
 	"\fWriteRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
@@ -1102,22 +1450,26 @@ const file_atlasmart_orders_v1_orders_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"x\n" +
 	"\x1aListCustomerOrdersResponse\x122\n" +
 	"\x06orders\x18\x01 \x03(\v2\x1a.atlasmart.orders.v1.OrderR\x06orders\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*E\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*a\n" +
 	"\vOrderStatus\x12\x1c\n" +
 	"\x18ORDER_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
-	"\x14ORDER_STATUS_CREATED\x10\x01*~\n" +
+	"\x14ORDER_STATUS_CREATED\x10\x01\x12\x1a\n" +
+	"\x16ORDER_STATUS_CANCELLED\x10\x02*~\n" +
 	"\fRequestState\x12\x1d\n" +
 	"\x19REQUEST_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REQUEST_STATE_PENDING\x10\x01\x12\x1a\n" +
 	"\x16REQUEST_STATE_COMPLETE\x10\x02\x12\x18\n" +
-	"\x14REQUEST_STATE_FAILED\x10\x032\x8a\x04\n" +
+	"\x14REQUEST_STATE_FAILED\x10\x032\xcb\x05\n" +
 	"\fOrderService\x12`\n" +
 	"\vCreateOrder\x12'.atlasmart.orders.v1.CreateOrderRequest\x1a(.atlasmart.orders.v1.CreateOrderResponse\x12]\n" +
 	"\n" +
 	"GetRequest\x12&.atlasmart.orders.v1.GetRequestRequest\x1a'.atlasmart.orders.v1.GetRequestResponse\x12W\n" +
 	"\bGetOrder\x12$.atlasmart.orders.v1.GetOrderRequest\x1a%.atlasmart.orders.v1.GetOrderResponse\x12u\n" +
 	"\x12ListCustomerOrders\x12..atlasmart.orders.v1.ListCustomerOrdersRequest\x1a/.atlasmart.orders.v1.ListCustomerOrdersResponse\x12i\n" +
-	"\x0eRequeueRequest\x12*.atlasmart.orders.v1.RequeueRequestRequest\x1a+.atlasmart.orders.v1.RequeueRequestResponseB@Z>github.com/atlasmart/orderd/proto/atlasmart/orders/v1;ordersv1b\x06proto3"
+	"\x0eRequeueRequest\x12*.atlasmart.orders.v1.RequeueRequestRequest\x1a+.atlasmart.orders.v1.RequeueRequestResponse\x12`\n" +
+	"\vCancelOrder\x12'.atlasmart.orders.v1.CancelOrderRequest\x1a(.atlasmart.orders.v1.CancelOrderResponse\x12]\n" +
+	"\n" +
+	"AmendOrder\x12&.atlasmart.orders.v1.AmendOrderRequest\x1a'.atlasmart.orders.v1.AmendOrderResponseB@Z>github.com/atlasmart/orderd/proto/atlasmart/orders/v1;ordersv1b\x06proto3"
 
 var (
 	file_atlasmart_orders_v1_orders_proto_rawDescOnce sync.Once
@@ -1132,7 +1484,7 @@ func file_atlasmart_orders_v1_orders_proto_rawDescGZIP() []byte {
 }
 
 var file_atlasmart_orders_v1_orders_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atlasmart_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_atlasmart_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_atlasmart_orders_v1_orders_proto_goTypes = []any{
 	(OrderStatus)(0),                   // 0: atlasmart.orders.v1.OrderStatus
 	(RequestState)(0),                  // 1: atlasmart.orders.v1.RequestState
@@ -1140,45 +1492,56 @@ var file_atlasmart_orders_v1_orders_proto_goTypes = []any{
 	(*OrderLine)(nil),                  // 3: atlasmart.orders.v1.OrderLine
 	(*Order)(nil),                      // 4: atlasmart.orders.v1.Order
 	(*CreateOrderResponse)(nil),        // 5: atlasmart.orders.v1.CreateOrderResponse
-	(*WriteRequest)(nil),               // 6: atlasmart.orders.v1.WriteRequest
-	(*GetRequestRequest)(nil),          // 7: atlasmart.orders.v1.GetRequestRequest
-	(*GetRequestResponse)(nil),         // 8: atlasmart.orders.v1.GetRequestResponse
-	(*RequeueRequestRequest)(nil),      // 9: atlasmart.orders.v1.RequeueRequestRequest
-	(*RequeueRequestResponse)(nil),     // 10: atlasmart.orders.v1.RequeueRequestResponse
-	(*GetOrderRequest)(nil),            // 11: atlasmart.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),           // 12: atlasmart.orders.v1.GetOrderResponse
-	(*ListCustomerOrdersRequest)(nil),  // 13: atlasmart.orders.v1.ListCustomerOrdersRequest
-	(*ListCustomerOrdersResponse)(nil), // 14: atlasmart.orders.v1.ListCustomerOrdersResponse
-	(*timestamppb.Timestamp)(nil),      // 15: google.protobuf.Timestamp
+	(*CancelOrderRequest)(nil),         // 6: atlasmart.orders.v1.CancelOrderRequest
+	(*CancelOrderResponse)(nil),        // 7: atlasmart.orders.v1.CancelOrderResponse
+	(*AmendOrderRequest)(nil),          // 8: atlasmart.orders.v1.AmendOrderRequest
+	(*AmendOrderResponse)(nil),         // 9: atlasmart.orders.v1.AmendOrderResponse
+	(*WriteRequest)(nil),               // 10: atlasmart.orders.v1.WriteRequest
+	(*GetRequestRequest)(nil),          // 11: atlasmart.orders.v1.GetRequestRequest
+	(*GetRequestResponse)(nil),         // 12: atlasmart.orders.v1.GetRequestResponse
+	(*RequeueRequestRequest)(nil),      // 13: atlasmart.orders.v1.RequeueRequestRequest
+	(*RequeueRequestResponse)(nil),     // 14: atlasmart.orders.v1.RequeueRequestResponse
+	(*GetOrderRequest)(nil),            // 15: atlasmart.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),           // 16: atlasmart.orders.v1.GetOrderResponse
+	(*ListCustomerOrdersRequest)(nil),  // 17: atlasmart.orders.v1.ListCustomerOrdersRequest
+	(*ListCustomerOrdersResponse)(nil), // 18: atlasmart.orders.v1.ListCustomerOrdersResponse
+	(*timestamppb.Timestamp)(nil),      // 19: google.protobuf.Timestamp
 }
 var file_atlasmart_orders_v1_orders_proto_depIdxs = []int32{
 	3,  // 0: atlasmart.orders.v1.CreateOrderRequest.lines:type_name -> atlasmart.orders.v1.OrderLine
 	0,  // 1: atlasmart.orders.v1.Order.status:type_name -> atlasmart.orders.v1.OrderStatus
-	15, // 2: atlasmart.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	19, // 2: atlasmart.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 3: atlasmart.orders.v1.Order.lines:type_name -> atlasmart.orders.v1.OrderLine
-	4,  // 4: atlasmart.orders.v1.CreateOrderResponse.order:type_name -> atlasmart.orders.v1.Order
-	1,  // 5: atlasmart.orders.v1.WriteRequest.state:type_name -> atlasmart.orders.v1.RequestState
-	15, // 6: atlasmart.orders.v1.WriteRequest.created_at:type_name -> google.protobuf.Timestamp
-	15, // 7: atlasmart.orders.v1.WriteRequest.completed_at:type_name -> google.protobuf.Timestamp
-	6,  // 8: atlasmart.orders.v1.GetRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
-	6,  // 9: atlasmart.orders.v1.RequeueRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
-	4,  // 10: atlasmart.orders.v1.GetOrderResponse.order:type_name -> atlasmart.orders.v1.Order
-	4,  // 11: atlasmart.orders.v1.ListCustomerOrdersResponse.orders:type_name -> atlasmart.orders.v1.Order
-	2,  // 12: atlasmart.orders.v1.OrderService.CreateOrder:input_type -> atlasmart.orders.v1.CreateOrderRequest
-	7,  // 13: atlasmart.orders.v1.OrderService.GetRequest:input_type -> atlasmart.orders.v1.GetRequestRequest
-	11, // 14: atlasmart.orders.v1.OrderService.GetOrder:input_type -> atlasmart.orders.v1.GetOrderRequest
-	13, // 15: atlasmart.orders.v1.OrderService.ListCustomerOrders:input_type -> atlasmart.orders.v1.ListCustomerOrdersRequest
-	9,  // 16: atlasmart.orders.v1.OrderService.RequeueRequest:input_type -> atlasmart.orders.v1.RequeueRequestRequest
-	5,  // 17: atlasmart.orders.v1.OrderService.CreateOrder:output_type -> atlasmart.orders.v1.CreateOrderResponse
-	8,  // 18: atlasmart.orders.v1.OrderService.GetRequest:output_type -> atlasmart.orders.v1.GetRequestResponse
-	12, // 19: atlasmart.orders.v1.OrderService.GetOrder:output_type -> atlasmart.orders.v1.GetOrderResponse
-	14, // 20: atlasmart.orders.v1.OrderService.ListCustomerOrders:output_type -> atlasmart.orders.v1.ListCustomerOrdersResponse
-	10, // 21: atlasmart.orders.v1.OrderService.RequeueRequest:output_type -> atlasmart.orders.v1.RequeueRequestResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	19, // 4: atlasmart.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
+	4,  // 5: atlasmart.orders.v1.CreateOrderResponse.order:type_name -> atlasmart.orders.v1.Order
+	4,  // 6: atlasmart.orders.v1.CancelOrderResponse.order:type_name -> atlasmart.orders.v1.Order
+	4,  // 7: atlasmart.orders.v1.AmendOrderResponse.order:type_name -> atlasmart.orders.v1.Order
+	1,  // 8: atlasmart.orders.v1.WriteRequest.state:type_name -> atlasmart.orders.v1.RequestState
+	19, // 9: atlasmart.orders.v1.WriteRequest.created_at:type_name -> google.protobuf.Timestamp
+	19, // 10: atlasmart.orders.v1.WriteRequest.completed_at:type_name -> google.protobuf.Timestamp
+	10, // 11: atlasmart.orders.v1.GetRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
+	10, // 12: atlasmart.orders.v1.RequeueRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
+	4,  // 13: atlasmart.orders.v1.GetOrderResponse.order:type_name -> atlasmart.orders.v1.Order
+	4,  // 14: atlasmart.orders.v1.ListCustomerOrdersResponse.orders:type_name -> atlasmart.orders.v1.Order
+	2,  // 15: atlasmart.orders.v1.OrderService.CreateOrder:input_type -> atlasmart.orders.v1.CreateOrderRequest
+	11, // 16: atlasmart.orders.v1.OrderService.GetRequest:input_type -> atlasmart.orders.v1.GetRequestRequest
+	15, // 17: atlasmart.orders.v1.OrderService.GetOrder:input_type -> atlasmart.orders.v1.GetOrderRequest
+	17, // 18: atlasmart.orders.v1.OrderService.ListCustomerOrders:input_type -> atlasmart.orders.v1.ListCustomerOrdersRequest
+	13, // 19: atlasmart.orders.v1.OrderService.RequeueRequest:input_type -> atlasmart.orders.v1.RequeueRequestRequest
+	6,  // 20: atlasmart.orders.v1.OrderService.CancelOrder:input_type -> atlasmart.orders.v1.CancelOrderRequest
+	8,  // 21: atlasmart.orders.v1.OrderService.AmendOrder:input_type -> atlasmart.orders.v1.AmendOrderRequest
+	5,  // 22: atlasmart.orders.v1.OrderService.CreateOrder:output_type -> atlasmart.orders.v1.CreateOrderResponse
+	12, // 23: atlasmart.orders.v1.OrderService.GetRequest:output_type -> atlasmart.orders.v1.GetRequestResponse
+	16, // 24: atlasmart.orders.v1.OrderService.GetOrder:output_type -> atlasmart.orders.v1.GetOrderResponse
+	18, // 25: atlasmart.orders.v1.OrderService.ListCustomerOrders:output_type -> atlasmart.orders.v1.ListCustomerOrdersResponse
+	14, // 26: atlasmart.orders.v1.OrderService.RequeueRequest:output_type -> atlasmart.orders.v1.RequeueRequestResponse
+	7,  // 27: atlasmart.orders.v1.OrderService.CancelOrder:output_type -> atlasmart.orders.v1.CancelOrderResponse
+	9,  // 28: atlasmart.orders.v1.OrderService.AmendOrder:output_type -> atlasmart.orders.v1.AmendOrderResponse
+	22, // [22:29] is the sub-list for method output_type
+	15, // [15:22] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_atlasmart_orders_v1_orders_proto_init() }
@@ -1192,7 +1555,7 @@ func file_atlasmart_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atlasmart_orders_v1_orders_proto_rawDesc), len(file_atlasmart_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   13,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

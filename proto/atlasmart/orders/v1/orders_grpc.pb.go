@@ -31,6 +31,8 @@ const (
 	OrderService_GetOrder_FullMethodName           = "/atlasmart.orders.v1.OrderService/GetOrder"
 	OrderService_ListCustomerOrders_FullMethodName = "/atlasmart.orders.v1.OrderService/ListCustomerOrders"
 	OrderService_RequeueRequest_FullMethodName     = "/atlasmart.orders.v1.OrderService/RequeueRequest"
+	OrderService_CancelOrder_FullMethodName        = "/atlasmart.orders.v1.OrderService/CancelOrder"
+	OrderService_AmendOrder_FullMethodName         = "/atlasmart.orders.v1.OrderService/AmendOrder"
 )
 
 // OrderServiceClient is the client API for OrderService service.
@@ -59,6 +61,20 @@ type OrderServiceClient interface {
 	// round of attempts by the reconciler (it becomes PENDING); a PENDING or
 	// COMPLETE request is left as it is. Needs the admin permission.
 	RequeueRequest(ctx context.Context, in *RequeueRequestRequest, opts ...grpc.CallOption) (*RequeueRequestResponse, error)
+	// CancelOrder cancels an order that is at expected_version. It is
+	// idempotent by request_id (scoped to the caller's tenant and to
+	// CancelOrder): a retry gets the recorded outcome of the first attempt,
+	// an accepted change or a conflict, even after the order changed again.
+	// A stale expected_version is ABORTED with reason STALE_VERSION and the
+	// order's version in the ErrorInfo metadata current_version; the answer
+	// is recorded, so send a corrected change with a new request_id. A
+	// cancelled order takes no further change (FAILED_PRECONDITION,
+	// ORDER_CANCELLED). Needs the create permission.
+	CancelOrder(ctx context.Context, in *CancelOrderRequest, opts ...grpc.CallOption) (*CancelOrderResponse, error)
+	// AmendOrder sets the shipping note of an order that is at
+	// expected_version and not cancelled, with CancelOrder's idempotency and
+	// version rules. Needs the create permission.
+	AmendOrder(ctx context.Context, in *AmendOrderRequest, opts ...grpc.CallOption) (*AmendOrderResponse, error)
 }
 
 type orderServiceClient struct {
@@ -119,6 +135,26 @@ func (c *orderServiceClient) RequeueRequest(ctx context.Context, in *RequeueRequ
 	return out, nil
 }
 
+func (c *orderServiceClient) CancelOrder(ctx context.Context, in *CancelOrderRequest, opts ...grpc.CallOption) (*CancelOrderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelOrderResponse)
+	err := c.cc.Invoke(ctx, OrderService_CancelOrder_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *orderServiceClient) AmendOrder(ctx context.Context, in *AmendOrderRequest, opts ...grpc.CallOption) (*AmendOrderResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AmendOrderResponse)
+	err := c.cc.Invoke(ctx, OrderService_AmendOrder_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OrderServiceServer is the server API for OrderService service.
 // All implementations must embed UnimplementedOrderServiceServer
 // for forward compatibility.
@@ -145,6 +181,20 @@ type OrderServiceServer interface {
 	// round of attempts by the reconciler (it becomes PENDING); a PENDING or
 	// COMPLETE request is left as it is. Needs the admin permission.
 	RequeueRequest(context.Context, *RequeueRequestRequest) (*RequeueRequestResponse, error)
+	// CancelOrder cancels an order that is at expected_version. It is
+	// idempotent by request_id (scoped to the caller's tenant and to
+	// CancelOrder): a retry gets the recorded outcome of the first attempt,
+	// an accepted change or a conflict, even after the order changed again.
+	// A stale expected_version is ABORTED with reason STALE_VERSION and the
+	// order's version in the ErrorInfo metadata current_version; the answer
+	// is recorded, so send a corrected change with a new request_id. A
+	// cancelled order takes no further change (FAILED_PRECONDITION,
+	// ORDER_CANCELLED). Needs the create permission.
+	CancelOrder(context.Context, *CancelOrderRequest) (*CancelOrderResponse, error)
+	// AmendOrder sets the shipping note of an order that is at
+	// expected_version and not cancelled, with CancelOrder's idempotency and
+	// version rules. Needs the create permission.
+	AmendOrder(context.Context, *AmendOrderRequest) (*AmendOrderResponse, error)
 	mustEmbedUnimplementedOrderServiceServer()
 }
 
@@ -169,6 +219,12 @@ func (UnimplementedOrderServiceServer) ListCustomerOrders(context.Context, *List
 }
 func (UnimplementedOrderServiceServer) RequeueRequest(context.Context, *RequeueRequestRequest) (*RequeueRequestResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RequeueRequest not implemented")
+}
+func (UnimplementedOrderServiceServer) CancelOrder(context.Context, *CancelOrderRequest) (*CancelOrderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelOrder not implemented")
+}
+func (UnimplementedOrderServiceServer) AmendOrder(context.Context, *AmendOrderRequest) (*AmendOrderResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AmendOrder not implemented")
 }
 func (UnimplementedOrderServiceServer) mustEmbedUnimplementedOrderServiceServer() {}
 func (UnimplementedOrderServiceServer) testEmbeddedByValue()                      {}
@@ -281,6 +337,42 @@ func _OrderService_RequeueRequest_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OrderService_CancelOrder_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelOrderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrderServiceServer).CancelOrder(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrderService_CancelOrder_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrderServiceServer).CancelOrder(ctx, req.(*CancelOrderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OrderService_AmendOrder_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AmendOrderRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrderServiceServer).AmendOrder(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrderService_AmendOrder_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrderServiceServer).AmendOrder(ctx, req.(*AmendOrderRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OrderService_ServiceDesc is the grpc.ServiceDesc for OrderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -307,6 +399,14 @@ var OrderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RequeueRequest",
 			Handler:    _OrderService_RequeueRequest_Handler,
+		},
+		{
+			MethodName: "CancelOrder",
+			Handler:    _OrderService_CancelOrder_Handler,
+		},
+		{
+			MethodName: "AmendOrder",
+			Handler:    _OrderService_AmendOrder_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,302 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/versions"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// The change workflow (issue 13, docs/changes.md): CancelOrder and
+// AmendOrder, each with a request id (an idempotency key scoped by tenant
+// and operation) and an expected version (a precondition on the order).
+//
+//  1. Receipt first: the order (it must exist: else NOT_FOUND, nothing
+//     written) and the change that made version expected+1. If that is
+//     this request's change and the order shows it, the change is recorded:
+//     replay it (no Paxos round), whatever the order's version is now.
+//  2. Claim the request in the ledger (the claim LWT, as for CreateOrder).
+//     A duplicate of a claimed request gets the recorded answer, waits, or
+//     takes over (await), exactly as CreateOrder's duplicates do.
+//  3. finishChange: the version check, an LWT on the order's
+//     order_versions partition (internal/versions), decides; accepted →
+//     project the change (plain writes ordered by version) and answer;
+//     not accepted → record a conflict receipt in the ledger (COMPLETE
+//     with the reason and the version found) and answer it.
+//  4. After the answer, publish the change's event and release the due
+//     entry (settleLater), as for CreateOrder; the reconciler finishes a
+//     change a crash left half done (Settle).
+
+// Versions is the order's authoritative version (versions.Store).
+type Versions interface {
+	Apply(ctx context.Context, c order.Change) (versions.Decision, error)
+	History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error)
+}
+
+// ChangeResult is the answer to one accepted CancelOrder or AmendOrder.
+type ChangeResult struct {
+	Change order.Change
+	// Order is the order as the change left it (at Change.Version).
+	Order order.Order
+	// Replayed: an earlier attempt of the same request was accepted; this
+	// is its recorded outcome.
+	Replayed bool
+	Outcome  Outcome
+}
+
+// ChangeOrder runs one attempt of a CancelOrder or AmendOrder command
+// (in.Operation). Errors are *fault.Error: Invalid or NotFound (nothing
+// written, no receipt), Conflict (the request id is bound to another
+// change), Stale or Rejected (the recorded conflict: nothing changed),
+// InProgress, Failed, Unavailable or OutcomeUnknown (retry with the same
+// request id).
+func (s *Service) ChangeOrder(ctx context.Context, tenant string, in order.ChangeInput) (ChangeResult, error) {
+	res, err := s.changeOrder(ctx, tenant, in)
+	outcome := res.Outcome
+	if err != nil {
+		outcome = OutcomeOf(err)
+	}
+	s.cfg.Observer.ChangeOutcome(in.Operation, outcome)
+	return res, err
+}
+
+func (s *Service) changeOrder(ctx context.Context, tenant string, in order.ChangeInput) (ChangeResult, error) {
+	if tenant == "" {
+		return ChangeResult{}, fault.New(fault.ReasonInternal, errors.New("no tenant: the caller's identity was not established"))
+	}
+	if s.cfg.Versions == nil {
+		return ChangeResult{}, fault.New(fault.ReasonInternal, errors.New("order changes are not configured (workflow.Config.Versions)"))
+	}
+	requestID, cmd, err := order.CanonicalizeChange(in)
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	if err := s.admit(Admission.Attempt, tenant); err != nil {
+		return ChangeResult{}, err
+	}
+	if err := s.failpoints.Eval(failpoint.BeforeClaim); err != nil {
+		return ChangeResult{}, err
+	}
+	encoded := cmd.Encode()
+	claim := ledger.Record{
+		Key:         ledger.Key{Tenant: tenant, Operation: in.Operation, RequestID: requestID},
+		EntityID:    cmd.OrderID,
+		Fingerprint: order.ChangeFingerprint(in.Operation, encoded),
+		Command:     encoded,
+		CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+	}
+	var (
+		prior    ChangeResult
+		done     bool
+		checkErr error
+	)
+	won, cur, err := s.ledger.Claim(ctx, claim, func(ctx context.Context) error {
+		prior, done, checkErr = s.changeRecorded(ctx, claim.Key, claim.Fingerprint, cmd)
+		if done {
+			return errRecorded
+		}
+		return checkErr
+	})
+	if done || checkErr != nil {
+		s.releaseLater(claim)
+	}
+	switch {
+	case done:
+		return prior, nil
+	case err != nil:
+		return ChangeResult{}, err
+	}
+	if !won {
+		if cur.Fingerprint != claim.Fingerprint {
+			return ChangeResult{}, fault.New(fault.ReasonRequestIDReused, nil)
+		}
+		s.cfg.Observer.RetryAge(max(0, claim.CreatedAt.Sub(cur.CreatedAt)))
+		return s.duplicateChange(ctx, cur, cmd)
+	}
+	if err := s.failpoints.Eval(failpoint.AfterClaim); err != nil {
+		return ChangeResult{}, err
+	}
+	res, err := s.finishChange(ctx, cur)
+	return s.settleChange(ctx, cur, res, err, OutcomeNew)
+}
+
+// settleChange ends an attempt that ran finishChange for rec: a failure
+// is noted on the ledger; an accepted change's event is published and its
+// entry released after the answer; a recorded conflict has no event, so
+// its entry goes at once.
+func (s *Service) settleChange(ctx context.Context, rec ledger.Record, res ChangeResult, err error, outcome Outcome) (ChangeResult, error) {
+	s.note(ctx, rec, err)
+	switch {
+	case receipt(err):
+		s.releaseLater(rec)
+		return ChangeResult{}, err
+	case err != nil:
+		return ChangeResult{}, err
+	}
+	s.settleLater(rec, order.ChangedEvent(res.Order, res.Change))
+	res.Outcome, res.Replayed = outcome, outcome != OutcomeNew
+	return res, nil
+}
+
+// receipt: err is a change's recorded conflict (its request is done).
+func receipt(err error) bool {
+	k := fault.KindOf(err)
+	return err != nil && (k == fault.Stale || k == fault.Rejected)
+}
+
+// changeRecorded looks up a change request's recorded acceptance before
+// anything is claimed (design doc 003: the receipt before the version, so
+// a retry of an accepted change replays instead of failing as stale). It
+// reads the order (NOT_FOUND ends the call: no receipt for a change of no
+// order) and the changes up to the version this one would make; if that
+// version's change is this request's and the order's rows show it, that
+// is the answer. A conflict receipt lives in the ledger: the claim finds it.
+func (s *Service) changeRecorded(ctx context.Context, key ledger.Key, fingerprint string, cmd order.ChangeCommand) (ChangeResult, bool, error) {
+	base, err := s.projector.Order(ctx, key.Tenant, cmd.OrderID)
+	if err != nil {
+		return ChangeResult{}, false, err // NotFound: no such order (of this tenant)
+	}
+	made := cmd.ExpectedVersion + 1
+	if base.Version < made {
+		return ChangeResult{}, false, nil // not projected: not (wholly) done, if accepted at all
+	}
+	hist, err := s.cfg.Versions.History(ctx, key.Tenant, cmd.OrderID, made)
+	if err != nil {
+		return ChangeResult{}, false, err
+	}
+	if len(hist) == 0 || hist[len(hist)-1].Version != made ||
+		hist[len(hist)-1].ID != order.ChangeID(key.Tenant, key.Operation, key.RequestID) {
+		return ChangeResult{}, false, nil
+	}
+	c := hist[len(hist)-1]
+	if c.Fingerprint != fingerprint {
+		return ChangeResult{}, false, fault.New(fault.ReasonRequestIDReused, nil)
+	}
+	return ChangeResult{Change: c, Order: base.At(hist), Replayed: true, Outcome: OutcomeReplayed}, true, nil
+}
+
+// duplicateChange answers an attempt of a change request that an earlier
+// attempt claimed: its recorded conflict, its recorded acceptance once the
+// order shows it, or, once the claim is old enough, the work done here.
+func (s *Service) duplicateChange(ctx context.Context, cur ledger.Record, cmd order.ChangeCommand) (ChangeResult, error) {
+	var res ChangeResult
+	err := s.await(ctx, cur, pendingRequest{
+		completed: func(rec ledger.Record) error { return conflictOf(rec) },
+		takeover: func(ctx context.Context, rec ledger.Record) error {
+			r, err := s.finishChange(ctx, rec)
+			res, err = s.settleChange(ctx, rec, r, err, OutcomeTakeover)
+			return err
+		},
+		recorded: func(ctx context.Context) (bool, error) {
+			r, done, err := s.changeRecorded(ctx, cur.Key, cur.Fingerprint, cmd)
+			res = r
+			return done, err
+		},
+	})
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	return res, nil
+}
+
+// conflictOf is the recorded conflict of a COMPLETE change request.
+func conflictOf(rec ledger.Record) error {
+	out, err := order.DecodeChangeOutcome(rec.Outcome)
+	if err != nil {
+		return fault.New(fault.ReasonInternal, fmt.Errorf("request %s: %w", rec.RequestID, err))
+	}
+	return conflict(out)
+}
+
+// conflict is the client's answer for a recorded conflict receipt.
+func conflict(out order.ChangeOutcome) error {
+	e := fault.New(out.Reason, nil)
+	e.Metadata = map[string]string{"current_version": strconv.FormatInt(out.CurrentVersion, 10)}
+	return e
+}
+
+// finishChange does the work of a claimed change request from its ledger
+// row alone: it is safe to run any number of times, concurrently, by
+// anyone (the handler, a takeover, the reconciler). It returns the
+// accepted change and the order as it left it, or the recorded conflict
+// (an error of kind Stale or Rejected). It does not note failures,
+// publish or release (settleChange and Settle do).
+func (s *Service) finishChange(ctx context.Context, rec ledger.Record) (ChangeResult, error) {
+	if rec.State == ledger.Complete {
+		return ChangeResult{}, conflictOf(rec)
+	}
+	cmd, err := order.DecodeChangeCommand(rec.Command)
+	if err != nil {
+		return ChangeResult{}, fault.New(fault.ReasonCommandUnreadable,
+			fmt.Errorf("request %s: %w: %w", rec.RequestID, ledger.ErrUnfinishable, err))
+	}
+	base, err := s.projector.Order(ctx, rec.Tenant, cmd.OrderID)
+	if fault.KindOf(err) == fault.NotFound {
+		// Claims are sent only for orders that exist, and orders are never
+		// deleted: nothing of this change can have been written.
+		return ChangeResult{}, fault.New(fault.ReasonCommandUnreadable,
+			fmt.Errorf("request %s: %w: order %s not found", rec.RequestID, ledger.ErrUnfinishable, cmd.OrderID))
+	}
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	c := order.NewChange(rec.Tenant, rec.Operation, rec.RequestID, rec.Fingerprint, cmd, rec.CreatedAt)
+	if err := s.failpoints.Eval(failpoint.BeforeVersion); err != nil {
+		return ChangeResult{}, err
+	}
+	d, err := s.cfg.Versions.Apply(ctx, c)
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	if !d.Accepted {
+		return ChangeResult{}, s.recordConflict(ctx, rec, c, d)
+	}
+	if err := s.failpoints.Eval(failpoint.AfterVersion); err != nil {
+		return ChangeResult{}, err
+	}
+	hist, err := s.cfg.Versions.History(ctx, rec.Tenant, cmd.OrderID, c.Version)
+	if err != nil {
+		return ChangeResult{}, err
+	}
+	if len(hist) == 0 || hist[len(hist)-1].ID != c.ID || int64(len(hist)) != c.Version-order.CreatedVersion {
+		return ChangeResult{}, fault.New(fault.ReasonClusterUnavailable,
+			fmt.Errorf("order %s: the history up to version %d does not read back whole yet", cmd.OrderID, c.Version))
+	}
+	o := base.At(hist)
+	if err := s.projector.WriteChange(ctx, o, c); err != nil {
+		return ChangeResult{}, err
+	}
+	return ChangeResult{Change: c, Order: o}, nil
+}
+
+// recordConflict records the conflict the version check decided as rec's
+// outcome (the ledger's Complete: its retries replay it) and returns it.
+// A conflict is final: versions only grow and a cancelled order stays
+// cancelled, so whoever decides it for this claim decides the same reason;
+// if another finisher recorded it first, its receipt is the answer.
+func (s *Service) recordConflict(ctx context.Context, rec ledger.Record, c order.Change, d versions.Decision) error {
+	out := order.ChangeOutcome{Reason: fault.ReasonStaleVersion, CurrentVersion: d.Current}
+	if d.Current == c.Version-1 && d.Status == order.StatusCancelled {
+		out.Reason = fault.ReasonOrderCancelled
+	}
+	done, err := s.ledger.Complete(ctx, rec, out.Encode())
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return conflict(out) // the claim expired: the answer is true all the same
+	case err != nil:
+		return err
+	case done.State == ledger.Complete && done.ClaimToken == rec.ClaimToken:
+		return conflictOf(done)
+	}
+	return conflict(out)
+}

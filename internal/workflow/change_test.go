@@ -1,0 +1,364 @@
+package workflow
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/outbox/outboxtest"
+	"github.com/atlasmart/orderd/internal/versions"
+	"github.com/atlasmart/orderd/internal/versions/versionstest"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/ledger/ledgertest"
+)
+
+// changeFixture is a fixture with the version store and a publisher, and
+// one created order.
+type changeFixture struct {
+	*fixture
+	ver   *versionstest.Memory
+	pub   *outboxtest.Memory
+	order order.Order
+}
+
+func newChangeFixture(t *testing.T, fps *failpoint.Set) *changeFixture {
+	t.Helper()
+	ver, pub := versionstest.NewMemory(), outboxtest.NewMemory()
+	f := newFixture(t, Config{Versions: ver, Publisher: pub}, fps)
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+	if err != nil {
+		t.Fatalf("CreateOrder: %v", err)
+	}
+	f.svc.Wait()
+	f.clock.Advance(time.Minute)
+	return &changeFixture{fixture: f, ver: ver, pub: pub, order: res.Order}
+}
+
+func (f *changeFixture) amend(expected int64, note string) order.ChangeInput {
+	return order.ChangeInput{Operation: order.OperationAmend, RequestID: uuid.NewString(), OrderID: f.order.ID.String(),
+		ExpectedVersion: expected, ShippingNote: note}
+}
+
+func (f *changeFixture) cancel(expected int64) order.ChangeInput {
+	return order.ChangeInput{Operation: order.OperationCancel, RequestID: uuid.NewString(), OrderID: f.order.ID.String(),
+		ExpectedVersion: expected}
+}
+
+func (f *changeFixture) change(t *testing.T, in order.ChangeInput) ChangeResult {
+	t.Helper()
+	res, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+	if err != nil {
+		t.Fatalf("ChangeOrder(%s from %d): %v", in.Operation, in.ExpectedVersion, err)
+	}
+	f.svc.Wait()
+	return res
+}
+
+// upTo amends the order up to version v.
+func (f *changeFixture) upTo(t *testing.T, v int64) {
+	t.Helper()
+	for e := f.current(t).Version; e < v; e++ {
+		f.change(t, f.amend(e, "note "+time.Duration(e).String()))
+	}
+}
+
+// current reads the order as GetOrder shows it.
+func (f *changeFixture) current(t *testing.T) order.Order {
+	t.Helper()
+	o, err := f.proj.Order(context.Background(), testTenant, f.order.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func (f *changeFixture) history(t *testing.T) []order.Change {
+	t.Helper()
+	h, err := f.ver.History(context.Background(), testTenant, f.order.ID, order.MaxVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// wantStale checks err is the recorded stale-version conflict at current.
+func wantConflict(t *testing.T, err error, kind fault.Kind, current string) {
+	t.Helper()
+	fe := wantFault(t, err, kind)
+	if fe.Metadata["current_version"] != current {
+		t.Errorf("current_version = %q, want %s", fe.Metadata["current_version"], current)
+	}
+}
+
+func TestChangeAcceptedOnceThenReplayedFromItsReceipt(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	f.upTo(t, 7)
+	in := f.amend(7, "  leave at the back door ")
+	res := f.change(t, in)
+	if res.Outcome != OutcomeNew || res.Change.Version != 8 || res.Order.Version != 8 || res.Order.ShippingNote != "leave at the back door" {
+		t.Fatalf("first attempt = %+v", res)
+	}
+	if cur := f.current(t); cur.Version != 8 || cur.ShippingNote != "leave at the back door" {
+		t.Errorf("order after the change = version %d note %q", cur.Version, cur.ShippingNote)
+	}
+	// A lost response, then the retry: replayed from the receipt without a claim.
+	claims := len(f.led.Statements(ledgertest.StmtClaim))
+	again := f.change(t, in)
+	if again.Outcome != OutcomeReplayed || !again.Replayed || again.Change != res.Change || again.Order.Version != 8 {
+		t.Errorf("retry = %+v, want the recorded change", again)
+	}
+	if n := len(f.led.Statements(ledgertest.StmtClaim)); n != claims {
+		t.Errorf("the retry sent %d claims, want none (receipt first)", n-claims)
+	}
+	// Even after later changes, the retry replays (not stale).
+	f.change(t, f.amend(8, "another"))
+	late := f.change(t, in)
+	if late.Outcome != OutcomeReplayed || late.Order.Version != 8 || late.Order.ShippingNote != "leave at the back door" {
+		t.Errorf("retry after a later change = %+v, want the recorded change at version 8", late)
+	}
+	if n := len(f.history(t)); n != 8 {
+		t.Errorf("history holds %d changes, want 8 (versions 2..9)", n)
+	}
+	// One event per accepted change, with its id and version.
+	recs := f.pub.Records()
+	if len(recs) != 1+8 {
+		t.Fatalf("published %d events, want 9 (created + 8 changes)", len(recs))
+	}
+}
+
+func TestChangeKeyReusedForAnotherChangeIsRefusedAndChangesNothing(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	in := f.amend(1, "a")
+	f.change(t, in)
+	other := in
+	other.ShippingNote = "b"
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, other)
+	wantFault(t, err, fault.Conflict)
+	other.ExpectedVersion = 2 // another version too: the ledger's fingerprint catches it
+	_, err = f.svc.ChangeOrder(context.Background(), testTenant, other)
+	wantFault(t, err, fault.Conflict)
+	if cur := f.current(t); cur.Version != 2 || cur.ShippingNote != "a" {
+		t.Errorf("order = version %d note %q, want 2 %q", cur.Version, cur.ShippingNote, "a")
+	}
+}
+
+func TestStaleChangeLeavesAConflictReceiptItsRetriesReplay(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	f.upTo(t, 3)
+	in := f.amend(2, "stale")
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+	f.svc.Wait()
+	wantConflict(t, err, fault.Stale, "3")
+	rec, ok := f.led.Record(ledger.Key{Tenant: testTenant, Operation: order.OperationAmend, RequestID: uuid.MustParse(in.RequestID)})
+	if !ok || rec.State != ledger.Complete {
+		t.Fatalf("ledger row = %+v, want COMPLETE (the receipt)", rec)
+	}
+	if len(f.led.Entries(rec.Key)) != 0 {
+		t.Errorf("the conflict's due entry is still there")
+	}
+	f.upTo(t, 5)
+	_, err = f.svc.ChangeOrder(context.Background(), testTenant, in)
+	wantConflict(t, err, fault.Stale, "3") // the recorded answer, not a new evaluation
+	if cur := f.current(t); cur.Version != 5 || cur.ShippingNote == "stale" {
+		t.Errorf("order = %+v", cur)
+	}
+}
+
+func TestCancelledOrderTakesNoChange(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	res := f.change(t, f.cancel(1))
+	if res.Order.Status != order.StatusCancelled || res.Order.Version != 2 {
+		t.Fatalf("cancel = %+v", res)
+	}
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, f.amend(2, "too late"))
+	wantConflict(t, err, fault.Rejected, "2")
+	_, err = f.svc.ChangeOrder(context.Background(), testTenant, f.cancel(2))
+	wantConflict(t, err, fault.Rejected, "2")
+	// The create's replay is the order as created, whatever changed since.
+	created, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+	if err != nil || created.Order.Version != 1 || created.Order.Status != order.StatusCreated {
+		t.Errorf("CreateOrder replay after the cancel = %+v, %v; want version 1 CREATED", created.Order, err)
+	}
+}
+
+func TestChangeOfNoOrderOrInvalidLeavesNoReceipt(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	before := len(f.led.Records())
+	in := f.amend(1, "x")
+	in.OrderID = uuid.NewString()
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+	wantFault(t, err, fault.NotFound)
+	_, err = f.svc.ChangeOrder(context.Background(), "another-tenant", f.amend(1, "x"))
+	wantFault(t, err, fault.NotFound)
+	bad := f.amend(0, string([]byte{0x07}))
+	_, err = f.svc.ChangeOrder(context.Background(), testTenant, bad)
+	fe := wantFault(t, err, fault.Invalid)
+	if len(fe.Violations) != 2 {
+		t.Errorf("violations = %+v, want expected_version and shipping_note", fe.Violations)
+	}
+	if n := len(f.led.Records()); n != before {
+		t.Errorf("ledger rows %d, want %d: nothing claimed", n, before)
+	}
+	if len(f.history(t)) != 0 {
+		t.Error("a version was written")
+	}
+}
+
+func TestTwoKeysRaceForOneVersion(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	f.upTo(t, 7)
+	a, b := f.amend(7, "a"), f.cancel(7)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, in := range []order.ChangeInput{a, b} {
+		wg.Go(func() { _, errs[i] = f.svc.ChangeOrder(context.Background(), testTenant, in) })
+	}
+	wg.Wait()
+	f.svc.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("errors = %v, want exactly one accepted", errs)
+	}
+	for _, err := range errs {
+		if err != nil {
+			wantConflict(t, err, fault.Stale, "8")
+		}
+	}
+	if h := f.history(t); len(h) != 7 {
+		t.Errorf("history = %d changes, want 7", len(h))
+	}
+}
+
+func TestConcurrentIdenticalChangesAcceptOnce(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	in := f.amend(1, "same")
+	var wg sync.WaitGroup
+	res := make([]ChangeResult, 4)
+	errs := make([]error, 4)
+	for i := range res {
+		wg.Go(func() { res[i], errs[i] = f.svc.ChangeOrder(context.Background(), testTenant, in) })
+	}
+	// Some may find the claim young and in progress: let the clock move
+	// so that waiting attempts take over.
+	wg.Wait()
+	f.svc.Wait()
+	var ids []uuid.UUID
+	for i := range res {
+		if errs[i] != nil {
+			wantFault(t, errs[i], fault.InProgress)
+			continue
+		}
+		ids = append(ids, res[i].Change.ID)
+	}
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Errorf("answers name changes %v, want one", ids)
+		}
+	}
+	if h := f.history(t); len(h) != 1 {
+		t.Errorf("history = %d changes, want 1", len(h))
+	}
+}
+
+func TestChangeFailureBeforeTheVersionCheckIsInvisibleAndARetrySucceeds(t *testing.T) {
+	f := newChangeFixture(t, failpointsOrDie(t, failpoint.BeforeVersion+"=error*1"))
+	in := f.amend(1, "x")
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+	wantFault(t, err, fault.Unavailable)
+	if cur := f.current(t); cur.Version != 1 || len(f.history(t)) != 0 {
+		t.Fatalf("order after the failure = version %d, history %d: want nothing visible", cur.Version, len(f.history(t)))
+	}
+	f.clock.Advance(2 * time.Second) // the claim is old enough to take over
+	res := f.change(t, in)
+	if res.Outcome != OutcomeTakeover || res.Order.Version != 2 {
+		t.Errorf("retry = %+v, want the change done by the retry", res)
+	}
+}
+
+func TestVersionCheckUnknownOutcomes(t *testing.T) {
+	t.Run("lost response: settled as applied", func(t *testing.T) {
+		f := newChangeFixture(t, nil)
+		f.ver.Arm(versions.StmtApply, cassandra.FaultLoseResponse, 1)
+		res := f.change(t, f.amend(1, "x"))
+		if res.Outcome != OutcomeNew || res.Order.Version != 2 {
+			t.Errorf("result = %+v", res)
+		}
+	})
+	t.Run("unsettled: OUTCOME_UNKNOWN, PENDING; the reconciler's Settle finishes it with one event", func(t *testing.T) {
+		f := newChangeFixture(t, nil)
+		f.ver.Arm(versions.StmtApply, cassandra.FaultLoseResponse, 1)
+		f.ver.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
+		in := f.amend(1, "x")
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+		wantFault(t, err, fault.OutcomeUnknown)
+		key := ledger.Key{Tenant: testTenant, Operation: order.OperationAmend, RequestID: uuid.MustParse(in.RequestID)}
+		rec, _ := f.led.Record(key)
+		if rec.State != ledger.Pending || rec.Attempts != 1 || len(f.led.Entries(key)) == 0 {
+			t.Fatalf("ledger = %s attempts %d entries %d; want PENDING, noted, findable", rec.State, rec.Attempts, len(f.led.Entries(key)))
+		}
+		events := len(f.pub.Records())
+		if err := f.svc.Settle(context.Background(), rec); err != nil {
+			t.Fatalf("Settle: %v", err)
+		}
+		if cur := f.current(t); cur.Version != 2 || cur.ShippingNote != "x" {
+			t.Errorf("order after Settle = %+v", cur)
+		}
+		if n := len(f.pub.Records()) - events; n != 1 {
+			t.Errorf("Settle published %d events, want 1", n)
+		}
+		view, err := f.svc.Request(context.Background(), testTenant, order.OperationAmend, key.RequestID)
+		if err != nil || view.State != ledger.Complete {
+			t.Errorf("request view = %s, %v; want COMPLETE", view.State, err)
+		}
+		res := f.change(t, in)
+		if !res.Replayed || res.Order.Version != 2 {
+			t.Errorf("retry = %+v, want the replayed change", res)
+		}
+	})
+	t.Run("conflict receipt unknown and unsettled: OUTCOME_UNKNOWN; a retry answers the conflict", func(t *testing.T) {
+		f := newChangeFixture(t, nil)
+		f.upTo(t, 2)
+		f.led.Arm(ledgertest.StmtComplete, cassandra.FaultTimeout, 1)
+		f.led.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+		in := f.amend(1, "stale")
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+		wantFault(t, err, fault.OutcomeUnknown)
+		f.clock.Advance(2 * time.Second)
+		_, err = f.svc.ChangeOrder(context.Background(), testTenant, in)
+		wantConflict(t, err, fault.Stale, "2")
+	})
+	t.Run("Settle of a stale change records its receipt and delivers nothing", func(t *testing.T) {
+		f := newChangeFixture(t, failpointsOrDie(t, failpoint.BeforeVersion+"=error*1"))
+		in := f.amend(1, "late")
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+		wantFault(t, err, fault.Unavailable)
+		f.change(t, f.amend(1, "first")) // another key takes version 2
+		key := ledger.Key{Tenant: testTenant, Operation: order.OperationAmend, RequestID: uuid.MustParse(in.RequestID)}
+		rec, _ := f.led.Record(key)
+		events := len(f.pub.Records())
+		if err := f.svc.Settle(context.Background(), rec); err != nil {
+			t.Fatalf("Settle: %v", err)
+		}
+		if n := len(f.pub.Records()) - events; n != 0 {
+			t.Errorf("Settle of a conflict published %d events", n)
+		}
+		if rec, _ := f.led.Record(key); rec.State != ledger.Complete {
+			t.Errorf("ledger = %s, want COMPLETE (the receipt)", rec.State)
+		}
+	})
+}
+
+func failpointsOrDie(t *testing.T, spec string) *failpoint.Set {
+	t.Helper()
+	fps, err := failpoint.ParseForTest(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fps
+}
