@@ -120,6 +120,15 @@ type event struct {
 	orderID uuid.UUID
 }
 
+// knownTypes are the event types this consumer applies. Each carries the
+// whole order at its version, so applying is the same for all: keep the
+// newest version (UpsertOrder), ignore an older one arriving late.
+var knownTypes = map[ordersv1.OrderEventType]bool{
+	ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED:   true,
+	ordersv1.OrderEventType_ORDER_EVENT_TYPE_CANCELLED: true,
+	ordersv1.OrderEventType_ORDER_EVENT_TYPE_AMENDED:   true,
+}
+
 // errPoison marks a record that can never be applied.
 var errPoison = errors.New("not an order event")
 
@@ -138,7 +147,7 @@ func decode(r *kgo.Record) (event, error) {
 	if err := proto.Unmarshal(r.Value, &pb); err != nil {
 		return event{}, fmt.Errorf("%w: %w", errPoison, err)
 	}
-	if pb.GetType() != ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED {
+	if !knownTypes[pb.GetType()] {
 		return event{}, fmt.Errorf("%w: unknown event type %v", errPoison, pb.GetType())
 	}
 	id, err := uuid.Parse(pb.GetEventId())

@@ -148,6 +148,28 @@ func TestApplyOrderVersions(t *testing.T) {
 	}
 }
 
+// Issue 13: the change events. A late ORDER_AMENDED (version 2) after the
+// ORDER_CANCELLED that followed it (version 3) is recorded and ignored: the
+// view stays cancelled at version 3.
+func TestApplyChangeEventsKeepTheNewestVersion(t *testing.T) {
+	m := storetest.NewMemory()
+	f := newFixture(m)
+	id := uuid.New()
+	v1 := created(id, 1)
+	amended, cancelled := created(id, 2), created(id, 3)
+	amended.Type, amended.Order.ShippingNote = ordersv1.OrderEventType_ORDER_EVENT_TYPE_AMENDED, "back door"
+	cancelled.Type, cancelled.Order.Status = ordersv1.OrderEventType_ORDER_EVENT_TYPE_CANCELLED, ordersv1.OrderStatus_ORDER_STATUS_CANCELLED
+	f.mustApply(t, record(t, v1, 1), applied)
+	f.mustApply(t, record(t, cancelled, 2), applied)
+	f.mustApply(t, record(t, amended, 3), stale)
+	f.mustApply(t, record(t, cancelled, 4), duplicate)
+	wantOrderVersion(t, m, cancelled)
+	o, err := m.Order(context.Background(), id)
+	if err != nil || o.Status != ordersv1.OrderStatus_ORDER_STATUS_CANCELLED.String() {
+		t.Fatalf("order = %+v, %v; want CANCELLED", o, err)
+	}
+}
+
 // A failure after the inbox write and before the order's (a crash, a
 // refused write) loses nothing: the redelivery is a duplicate, and it
 // writes the order.
