@@ -21,7 +21,9 @@ import (
 // publishedEvents reads topic from its start until every event
 // id in want was seen at least once (then a little longer, to count
 // copies), and returns how many records each event id has. Every record is
-// checked to be a well-formed ORDER_CREATED event keyed by its order id.
+// checked to be a well-formed order event keyed by its order id, its id and
+// type in its headers (an ORDER_CREATED's id is its request id; a change's
+// makes version 2 or more).
 func publishedEvents(t *testing.T, topic string, want []string, within time.Duration) map[string]int {
 	t.Helper()
 	c := newKafkaClient(t, broker.Addr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -56,9 +58,12 @@ func publishedEvents(t *testing.T, topic string, want []string, within time.Dura
 			if err != nil {
 				t.Fatalf("record %s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
 			}
+			created := ev.GetType() == ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED
 			if string(r.Key) != ev.GetOrder().GetOrderId() || outbox.Header(r, outbox.HeaderEventID) != ev.GetEventId() ||
-				ev.GetType() != ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED || ev.GetEventId() != ev.GetRequestId() {
-				t.Fatalf("record %s/%d@%d is not a well-formed ORDER_CREATED event: key %q, headers %v, event %v",
+				outbox.Header(r, outbox.HeaderEventType) != "ORDER_"+strings.TrimPrefix(ev.GetType().String(), "ORDER_EVENT_TYPE_") ||
+				created && ev.GetEventId() != ev.GetRequestId() || !created && ev.GetOrderVersion() < 2 ||
+				ev.GetOrder().GetVersion() != ev.GetOrderVersion() {
+				t.Fatalf("record %s/%d@%d is not a well-formed order event: key %q, headers %v, event %v",
 					r.Topic, r.Partition, r.Offset, r.Key, r.Headers, ev)
 			}
 			counts[ev.GetEventId()]++

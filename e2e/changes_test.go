@@ -1,0 +1,426 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/atlasmart/orderd/internal/failpoint"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// Issue 13: design doc 003's failure cases for a change of an order from
+// version 7 to version 8, on the real cluster through the real binary.
+// Every case starts from an order of its own built up to version 7.
+
+// orderAtVersion creates an order and amends it up to version v; it returns
+// the order as GetOrder shows it then.
+func orderAtVersion(t *testing.T, c ordersv1.OrderServiceClient, v int64) *ordersv1.Order {
+	t.Helper()
+	resp, _, err := create(t, c, newRequest("12.00"))
+	if err != nil {
+		t.Fatalf("CreateOrder: %v", err)
+	}
+	o := resp.GetOrder()
+	for e := o.GetVersion(); e < v; e++ {
+		a, err := c.AmendOrder(callCtx(t), &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(),
+			ExpectedVersion: e, ShippingNote: fmt.Sprintf("note of version %d", e+1)})
+		if err != nil {
+			t.Fatalf("AmendOrder %d → %d: %v", e, e+1, err)
+		}
+		o = a.GetOrder()
+	}
+	return getOrder(t, c, o.GetOrderId(), v)
+}
+
+// getOrder reads an order and wants it at version want.
+func getOrder(t *testing.T, c ordersv1.OrderServiceClient, id string, want int64) *ordersv1.Order {
+	t.Helper()
+	resp, err := c.GetOrder(callCtx(t), &ordersv1.GetOrderRequest{OrderId: id})
+	if err != nil {
+		t.Fatalf("GetOrder: %v", err)
+	}
+	if got := resp.GetOrder().GetVersion(); got != want {
+		t.Fatalf("GetOrder: version %d, want %d", got, want)
+	}
+	return resp.GetOrder()
+}
+
+// amend calls AmendOrder and returns the response and the replay header.
+func amend(t *testing.T, c ordersv1.OrderServiceClient, req *ordersv1.AmendOrderRequest) (*ordersv1.AmendOrderResponse, string, error) {
+	t.Helper()
+	var header metadata.MD
+	resp, err := c.AmendOrder(callCtx(t), req, grpc.Header(&header))
+	replayed := ""
+	if v := header.Get("idempotency-replayed"); len(v) == 1 {
+		replayed = v[0]
+	}
+	return resp, replayed, err
+}
+
+// versionRow is one row of order_versions.
+type versionRow struct {
+	version   int64
+	requestID string
+	changeID  string
+	operation string
+}
+
+// versionRows reads an order's history rows through a fresh session.
+func versionRows(t *testing.T, orderID string) []versionRow {
+	t.Helper()
+	it := freshSession(t).Query(`SELECT version, request_id, change_id, operation FROM order_versions WHERE tenant = ? AND order_id = ?`,
+		tenant, orderID).IterContext(callCtx(t))
+	var (
+		out []versionRow
+		r   versionRow
+	)
+	for it.Scan(&r.version, &r.requestID, &r.changeID, &r.operation) {
+		out = append(out, r)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatalf("read order_versions: %v", err)
+	}
+	return out
+}
+
+// eventRows counts an order's event rows by event id.
+func eventRows(t *testing.T, orderID string) map[string]int64 {
+	t.Helper()
+	it := freshSession(t).Query(`SELECT event_id, version FROM order_events_by_order WHERE tenant = ? AND order_id = ?`,
+		tenant, orderID).IterContext(callCtx(t))
+	out := map[string]int64{}
+	var (
+		id string
+		v  *int64
+	)
+	for it.Scan(&id, &v) {
+		out[id] = 0
+		if v != nil {
+			out[id] = *v
+		}
+		v = nil
+	}
+	if err := it.Close(); err != nil {
+		t.Fatalf("read order_events_by_order: %v", err)
+	}
+	return out
+}
+
+// ledgerRows counts the ledger rows of a request id under op.
+func ledgerRows(t *testing.T, op, requestID string) int {
+	t.Helper()
+	var n int
+	if err := freshSession(t).Query(`SELECT count(*) FROM write_requests_by_id WHERE tenant = ? AND operation = ? AND request_id = ?`,
+		tenant, op, requestID).ScanContext(callCtx(t), &n); err != nil {
+		t.Fatalf("read the ledger: %v", err)
+	}
+	return n
+}
+
+// wantHistory checks versions 2..upTo each have exactly one row, and that
+// version 8's is the given request's.
+func wantHistory(t *testing.T, orderID string, upTo int64, v8Request string) {
+	t.Helper()
+	rows := versionRows(t, orderID)
+	if int64(len(rows)) != upTo-1 {
+		t.Fatalf("order_versions rows = %d, want %d (versions 2..%d): %+v", len(rows), upTo-1, upTo, rows)
+	}
+	for i, r := range rows {
+		if r.version != int64(i)+2 {
+			t.Fatalf("order_versions row %d is version %d: a gap or a duplicate", i, r.version)
+		}
+		if r.version == 8 && v8Request != "" && r.requestID != v8Request {
+			t.Errorf("version 8 was made by request %s, want %s", r.requestID, v8Request)
+		}
+	}
+}
+
+// errorInfo is the ErrorInfo of a status (nil if none).
+func errorInfo(err error) *errdetails.ErrorInfo {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info
+		}
+	}
+	return nil
+}
+
+// wantStale checks err is ABORTED STALE_VERSION naming current.
+func wantStale(t *testing.T, err error, current string) {
+	t.Helper()
+	info := errorInfo(err)
+	if status.Code(err) != codes.Aborted || info == nil || info.GetReason() != "STALE_VERSION" ||
+		info.GetMetadata()["current_version"] != current {
+		t.Fatalf("answer = %v (ErrorInfo %v), want ABORTED STALE_VERSION with current_version %s", err, info, current)
+	}
+}
+
+func TestDesignDoc003VersionedChanges(t *testing.T) {
+	c := server(t).client
+
+	t.Run("accept once: one change, version 8, one event row", func(t *testing.T) {
+		o := orderAtVersion(t, c, 7)
+		req := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "Leave at the back door"}
+		resp, replayed, err := amend(t, c, req)
+		if err != nil || replayed != "false" || resp.GetVersion() != 8 || resp.GetOrder().GetShippingNote() != req.ShippingNote ||
+			resp.GetOrder().GetVersion() != 8 || resp.GetChangeId() == "" {
+			t.Fatalf("AmendOrder = %v, replayed %q, %v; want version 8 with the note", resp, replayed, err)
+		}
+		got := getOrder(t, c, o.GetOrderId(), 8)
+		if got.GetShippingNote() != req.ShippingNote || got.GetStatus() != ordersv1.OrderStatus_ORDER_STATUS_CREATED {
+			t.Errorf("GetOrder = %v", got)
+		}
+		wantHistory(t, o.GetOrderId(), 8, req.RequestId)
+		if v, ok := eventRows(t, o.GetOrderId())[resp.GetChangeId()]; !ok || v != 8 {
+			t.Errorf("event row of change %s: present %v, version %d; want version 8", resp.GetChangeId(), ok, v)
+		}
+		list, err := c.ListCustomerOrders(callCtx(t), &ordersv1.ListCustomerOrdersRequest{CustomerId: got.GetCustomerId(), Month: got.GetOrderMonth()[:7]})
+		if err != nil || len(list.GetOrders()) != 1 || list.GetOrders()[0].GetVersion() != 8 {
+			t.Errorf("ListCustomerOrders = %v, %v; want the order at version 8", list, err)
+		}
+		wr, err := c.GetRequest(callCtx(t), &ordersv1.GetRequestRequest{RequestId: req.RequestId, Operation: "AMEND_ORDER"})
+		if err != nil || wr.GetRequest().GetState() != ordersv1.RequestState_REQUEST_STATE_COMPLETE {
+			t.Errorf("GetRequest = %v, %v; want COMPLETE", wr, err)
+		}
+	})
+
+	t.Run("lost response and retry: the same change, replayed, nothing added", func(t *testing.T) {
+		o := orderAtVersion(t, c, 7)
+		req := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "ring twice"}
+		first, _, err := amend(t, c, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A later change by someone else: the retry still replays, not stale.
+		if _, err := c.CancelOrder(callCtx(t), &ordersv1.CancelOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 8}); err != nil {
+			t.Fatal(err)
+		}
+		again, replayed, err := amend(t, c, req)
+		if err != nil || replayed != "true" || !again.GetReplayed() || again.GetChangeId() != first.GetChangeId() ||
+			again.GetVersion() != 8 || again.GetOrder().GetShippingNote() != "ring twice" {
+			t.Fatalf("retry = %v, replayed %q, %v; want the recorded change %s at version 8", again, replayed, err, first.GetChangeId())
+		}
+		wantHistory(t, o.GetOrderId(), 9, req.RequestId)
+		if got := getOrder(t, c, o.GetOrderId(), 9); got.GetStatus() != ordersv1.OrderStatus_ORDER_STATUS_CANCELLED {
+			t.Errorf("GetOrder status = %s, want CANCELLED", got.GetStatus())
+		}
+	})
+
+	t.Run("key reused with another change: conflict, nothing changes", func(t *testing.T) {
+		o := orderAtVersion(t, c, 7)
+		req := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "first"}
+		if _, _, err := amend(t, c, req); err != nil {
+			t.Fatal(err)
+		}
+		other := &ordersv1.AmendOrderRequest{RequestId: req.RequestId, OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "second"}
+		_, _, err := amend(t, c, other)
+		if status.Code(err) != codes.FailedPrecondition || reason(status.Convert(err)) != "REQUEST_ID_REUSED" {
+			t.Fatalf("reuse = %v, want FAILED_PRECONDITION REQUEST_ID_REUSED", err)
+		}
+		other.ExpectedVersion = 8
+		if _, _, err := amend(t, c, other); reason(status.Convert(err)) != "REQUEST_ID_REUSED" {
+			t.Fatalf("reuse against version 8 = %v, want REQUEST_ID_REUSED", err)
+		}
+		if got := getOrder(t, c, o.GetOrderId(), 8); got.GetShippingNote() != "first" {
+			t.Errorf("note = %q, want %q", got.GetShippingNote(), "first")
+		}
+		wantHistory(t, o.GetOrderId(), 8, req.RequestId)
+	})
+
+	t.Run("two identical attempts at once: one change, the other replays", func(t *testing.T) {
+		o := orderAtVersion(t, c, 7)
+		req := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "same"}
+		const n = 8
+		resps := make([]*ordersv1.AmendOrderResponse, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { resps[i], _, errs[i] = amend(t, c, req) })
+		}
+		wg.Wait()
+		ids := map[string]int{}
+		for i := range n {
+			if errs[i] != nil {
+				if status.Code(errs[i]) != codes.Aborted || reason(status.Convert(errs[i])) != "REQUEST_IN_PROGRESS" {
+					t.Errorf("attempt %d: %v, want the change or REQUEST_IN_PROGRESS", i, errs[i])
+				}
+				continue
+			}
+			ids[resps[i].GetChangeId()]++
+		}
+		if len(ids) != 1 {
+			t.Errorf("answers name changes %v, want one", ids)
+		}
+		wantHistory(t, o.GetOrderId(), 8, req.RequestId)
+	})
+
+	t.Run("two keys race against version 7: one change, one stale receipt, one event", func(t *testing.T) {
+		o := orderAtVersion(t, c, 7)
+		a := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "a"}
+		b := &ordersv1.CancelOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7}
+		var (
+			wg         sync.WaitGroup
+			errA, errB error
+		)
+		wg.Go(func() { _, _, errA = amend(t, c, a) })
+		wg.Go(func() { _, errB = c.CancelOrder(callCtx(t), b) })
+		wg.Wait()
+		if (errA == nil) == (errB == nil) {
+			t.Fatalf("amend: %v; cancel: %v; want exactly one accepted", errA, errB)
+		}
+		winner, loserErr, retryLoser := a.RequestId, errB, func() error { _, err := c.CancelOrder(callCtx(t), b); return err }
+		if errA != nil {
+			winner, loserErr, retryLoser = b.RequestId, errA, func() error { _, _, err := amend(t, c, a); return err }
+		}
+		wantStale(t, loserErr, "8")
+		wantStale(t, retryLoser(), "8") // the receipt: its retries replay it
+		wantHistory(t, o.GetOrderId(), 8, winner)
+		events := eventRows(t, o.GetOrderId())
+		if len(events) != 8 { // created + versions 2..8
+			t.Errorf("event rows = %d, want 8 (one per version)", len(events))
+		}
+	})
+
+	t.Run("a cancelled order takes no change; its answer is recorded too", func(t *testing.T) {
+		o := orderAtVersion(t, c, 7)
+		if _, err := c.CancelOrder(callCtx(t), &ordersv1.CancelOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7}); err != nil {
+			t.Fatal(err)
+		}
+		late := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 8, ShippingNote: "late"}
+		for range 2 {
+			_, _, err := amend(t, c, late)
+			if status.Code(err) != codes.FailedPrecondition || reason(status.Convert(err)) != "ORDER_CANCELLED" {
+				t.Fatalf("amend of a cancelled order = %v, want FAILED_PRECONDITION ORDER_CANCELLED", err)
+			}
+		}
+		wantHistory(t, o.GetOrderId(), 8, "")
+	})
+
+	t.Run("invalid, unknown or another tenant's order: refused, no receipt", func(t *testing.T) {
+		o := orderAtVersion(t, c, 2)
+		bad := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 0, ShippingNote: "x\x00y"}
+		_, _, err := amend(t, c, bad)
+		var br *errdetails.BadRequest
+		for _, d := range status.Convert(err).Details() {
+			if v, ok := d.(*errdetails.BadRequest); ok {
+				br = v
+			}
+		}
+		if status.Code(err) != codes.InvalidArgument || br == nil || len(br.GetFieldViolations()) != 2 {
+			t.Fatalf("invalid amend = %v (%v), want INVALID_ARGUMENT on expected_version and shipping_note", err, br)
+		}
+		missing := &ordersv1.CancelOrderRequest{RequestId: uuid.NewString(), OrderId: uuid.NewString(), ExpectedVersion: 1}
+		if _, err := c.CancelOrder(callCtx(t), missing); status.Code(err) != codes.NotFound {
+			t.Fatalf("cancel of no order = %v, want NOT_FOUND", err)
+		}
+		for op, id := range map[string]string{"AMEND_ORDER": bad.RequestId, "CANCEL_ORDER": missing.RequestId} {
+			if n := ledgerRows(t, op, id); n != 0 {
+				t.Errorf("%s request %s left %d ledger rows, want none", op, id, n)
+			}
+		}
+		getOrder(t, c, o.GetOrderId(), 2)
+	})
+}
+
+// A forced failure after the claim and before the version check: nothing
+// is visible (the order stays at version 7, no history row, no event), and
+// a retry with the same request id succeeds.
+func TestChangeForcedFailureBeforeCompletionThenRetrySucceeds(t *testing.T) {
+	c := server(t).client
+	o := orderAtVersion(t, c, 7)
+	// Settings as the shared orderd's (its due-queue grace too), so that the
+	// retry it answers releases the failed attempt's due entry.
+	failing := startOrderd(t, "ORDERD_RECONCILER=false", "ORDERD_FAILPOINTS="+failpoint.BeforeVersion+"=error")
+	req := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "after the failure"}
+	if _, _, err := amend(t, failing.client, req); status.Code(err) != codes.Unavailable {
+		t.Fatalf("AmendOrder with the failure = %v, want UNAVAILABLE", err)
+	}
+	getOrder(t, c, o.GetOrderId(), 7)
+	wantHistory(t, o.GetOrderId(), 7, "")
+	if n := len(eventRows(t, o.GetOrderId())); n != 7 {
+		t.Errorf("event rows = %d, want 7 (versions 1..7)", n)
+	}
+	time.Sleep(1100 * time.Millisecond) // the claim is old enough for a retry to take it over
+	resp, _, err := amend(t, c, req)
+	if err != nil || resp.GetVersion() != 8 {
+		t.Fatalf("retry = %v, %v; want version 8", resp, err)
+	}
+	wantHistory(t, o.GetOrderId(), 8, req.RequestId)
+	// Nothing left for a reconciler of a later test to find.
+	waitNoDueEntries(t, req.RequestId, 30*time.Second)
+}
+
+// Design doc 003's worker cases for a change: the process dies before it
+// sent the change's event, or after the broker acknowledged it. A fresh
+// orderd's reconciler publishes it (same event id), and the reference
+// consumer applies it once: its view holds the order at version 8.
+func TestChangeEventDeliveredOnceAcrossWorkerRestarts(t *testing.T) {
+	c := server(t).client
+	for _, point := range []string{failpoint.BeforePublish, failpoint.AfterPublish} {
+		t.Run(point, func(t *testing.T) {
+			o := orderAtVersion(t, c, 7)
+			topic := fmt.Sprintf("e2e.%d.change-worker", time.Now().UnixNano())
+			crashing := startOrderd(t, withoutReconciler("ORDERD_FAILPOINTS="+point+"=exit", "ORDERD_KAFKA_TOPIC="+topic)...)
+			req := &ordersv1.CancelOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7}
+			resp, err := crashing.client.CancelOrder(callCtx(t), req)
+			if code := crashing.waitExit(t, 20*time.Second); code != failpoint.ExitCode {
+				t.Fatalf("orderd exit code %d, want %d; CancelOrder said %v", code, failpoint.ExitCode, err)
+			}
+			if n := dueEntries(t, req.RequestId); n != 1 {
+				t.Fatalf("due entries after the crash = %d, want 1 (the delivery obligation)", n)
+			}
+			changeID := resp.GetChangeId()
+			if changeID == "" { // the answer was lost with the process: the history names the change
+				for _, r := range versionRows(t, o.GetOrderId()) {
+					if r.version == 8 {
+						changeID = r.changeID
+					}
+				}
+			}
+			startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_KAFKA_TOPIC="+topic)...)
+			waitNoDueEntries(t, req.RequestId, 30*time.Second)
+			counts := publishedEvents(t, topic, []string{changeID}, 30*time.Second)
+			if counts[changeID] < 1 {
+				t.Fatalf("change event published %d times", counts[changeID])
+			}
+			// The healer's reconciler may publish other tests' leftover
+			// events to this topic too: look at this change's alone.
+			_, consumed := runConsumer(t, topic)
+			var (
+				version int64
+				st      string
+			)
+			if _, err := eventually(time.Minute, func() error {
+				if err := consumed.Query(`SELECT version, status FROM orders WHERE order_id = ?`, o.GetOrderId()).
+					ScanContext(context.Background(), &version, &st); err != nil {
+					return err
+				}
+				if version != 8 || st != ordersv1.OrderStatus_ORDER_STATUS_CANCELLED.String() {
+					return fmt.Errorf("consumer's view = version %d %s, want 8 CANCELLED", version, st)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			inbox, err := consumerInbox(consumed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inbox[uuid.MustParse(changeID)] != 1 {
+				t.Errorf("consumer inbox holds the change %d times, want once (of %d deliveries)", inbox[uuid.MustParse(changeID)], counts[changeID])
+			}
+			wantHistory(t, o.GetOrderId(), 8, req.RequestId)
+		})
+	}
+}
