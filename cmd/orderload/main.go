@@ -44,6 +44,7 @@ func run() error {
 	flag.IntVar(&cfg.Concurrency, "concurrency", 32, "calls in flight")
 	flag.Float64Var(&cfg.DuplicateShare, "duplicates", 0.2, "share of intents also sent as a duplicate copy")
 	flag.Float64Var(&cfg.ConflictShare, "conflicts", 0.05, "share of acknowledged intents re-sent with another total")
+	flag.Float64Var(&cfg.ChangeShare, "changes", 0, "share of created orders that get three rounds of two racing editors (AmendOrder, and sometimes CancelOrder)")
 	flag.DurationVar(&cfg.MaxDuration, "max-duration", 5*time.Minute, "stop sending after this")
 	flag.DurationVar(&cfg.RetryFor, "retry-for", time.Minute, "retry unacknowledged intents (same request id) this long")
 	flag.StringVar(&cfg.Tenant, "tenant", "default", "tenant of the credentials used (recorded in the acks)")

@@ -44,15 +44,23 @@ type Config struct {
 	ConsumerKeyspace string
 }
 
-// Ack is one acknowledged CreateOrder outcome, as a client recorded it.
+// Ack is one acknowledged outcome, as a client recorded it: a CreateOrder
+// (Operation empty) or an accepted change (Operation CANCEL_ORDER or
+// AMEND_ORDER, with the change id and the version it made).
 type Ack struct {
 	Tenant     string `json:"tenant"`
 	RequestID  string `json:"request_id"`
 	OrderID    string `json:"order_id"`
-	CustomerID string `json:"customer_id"`
-	Total      string `json:"total"`
-	Currency   string `json:"currency"`
+	CustomerID string `json:"customer_id,omitempty"`
+	Total      string `json:"total,omitempty"`
+	Currency   string `json:"currency,omitempty"`
+	Operation  string `json:"operation,omitempty"`
+	ChangeID   string `json:"change_id,omitempty"`
+	Version    int64  `json:"version,omitempty"`
 }
+
+// IsChange reports whether a is an accepted change's ack.
+func (a Ack) IsChange() bool { return a.Operation != "" && a.Operation != order.Operation }
 
 // Report is what the check found.
 type Report struct {
@@ -60,6 +68,8 @@ type Report struct {
 	OrdersByID, OrdersByCustomer, Events int
 	AcksChecked                          int
 	DeliveriesChecked, AppliesChecked    int
+	// Versioned changes (issue 13).
+	ChangeRequests, OrdersChanged, Changes, ChangeAcksChecked int
 	Violations                           []string
 }
 
@@ -71,6 +81,10 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "requests: %d (COMPLETE %d, PENDING %d, FAILED %d)\n", r.Requests, r.Complete, r.Pending, r.Failed)
 	fmt.Fprintf(&b, "orders_by_id: %d, orders_by_customer: %d, events: %d\n", r.OrdersByID, r.OrdersByCustomer, r.Events)
 	fmt.Fprintf(&b, "acknowledged outcomes checked: %d\n", r.AcksChecked)
+	if r.ChangeRequests > 0 || r.Changes > 0 {
+		fmt.Fprintf(&b, "change requests: %d; orders changed: %d, changes: %d; acknowledged changes checked: %d\n",
+			r.ChangeRequests, r.OrdersChanged, r.Changes, r.ChangeAcksChecked)
+	}
 	if r.DeliveriesChecked > 0 || r.AppliesChecked > 0 {
 		fmt.Fprintf(&b, "event deliveries checked: %d, consumer applies checked: %d\n", r.DeliveriesChecked, r.AppliesChecked)
 	}
@@ -94,6 +108,7 @@ type orderRow struct {
 	requestID                         uuid.UUID
 	month                             string
 	created                           time.Time
+	version                           int64 // 1 when never changed (or before migration 0004)
 }
 
 type key struct {
@@ -103,7 +118,7 @@ type key struct {
 
 const (
 	selectRequests  = `SELECT tenant, operation, request_id, entity_id, command, state, created_at, last_error, claim_token FROM write_requests_by_id`
-	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at FROM orders_by_id`
+	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at, version FROM orders_by_id`
 	selectByCust    = `SELECT tenant, customer_id, order_month, order_id, total, request_id FROM orders_by_customer`
 	selectEvents    = `SELECT tenant, order_id, event_id, event_type FROM order_events_by_order`
 	createOperation = order.Operation
@@ -132,8 +147,10 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 		token           gocql.UUID
 		cmdBytes        []byte
 	)
+	var changeReqs []changeRequest
 	for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr, &token) {
 		if op != createOperation {
+			changeReqs = append(changeReqs, newChangeRequest(r, op, uuid.UUID(reqID), uuid.UUID(entityID), cmdBytes))
 			continue
 		}
 		r.requestID, r.orderID, r.claimToken = uuid.UUID(reqID), uuid.UUID(entityID), uuid.UUID(token)
@@ -167,11 +184,17 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 	var (
 		o     orderRow
 		oid   gocql.UUID
-		month time.Time
-		total *inf.Dec
+		month   time.Time
+		total   *inf.Dec
+		version *int64
 	)
-	for iter.Scan(&o.tenant, &oid, &o.customer, &month, &total, &o.currency, &reqID, &o.created) {
+	for iter.Scan(&o.tenant, &oid, &o.customer, &month, &total, &o.currency, &reqID, &o.created, &version) {
 		o.requestID, o.month, o.total = uuid.UUID(reqID), month.Format(time.DateOnly), total.String()
+		o.version = order.CreatedVersion
+		if version != nil {
+			o.version = *version
+		}
+		version = nil
 		orders[key{o.tenant, uuid.UUID(oid)}] = o
 		rep.OrdersByID++
 	}
@@ -191,8 +214,10 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 		return rep, fmt.Errorf("read orders_by_customer: %w", err)
 	}
 
-	// Events: count ORDER_CREATED per order and check their ids.
+	// Events: count ORDER_CREATED per order and check their ids; note the
+	// change events' ids.
 	events := map[key][]uuid.UUID{}
+	changeEvents := map[uuid.UUID]bool{}
 	iter = s.Query(selectEvents).PageSize(1000).IterContext(ctx)
 	var (
 		tenant, typ string
@@ -202,6 +227,8 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 		rep.Events++
 		if typ == "ORDER_CREATED" {
 			events[key{tenant, uuid.UUID(oid)}] = append(events[key{tenant, uuid.UUID(oid)}], uuid.UUID(evID))
+		} else {
+			changeEvents[uuid.UUID(evID)] = true
 		}
 	}
 	if err := iter.Close(); err != nil {
@@ -279,6 +306,9 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 	}
 	// Acknowledged outcomes.
 	for _, a := range cfg.Acks {
+		if a.IsChange() {
+			continue // checkVersions
+		}
 		rep.AcksChecked++
 		id, err := uuid.Parse(a.RequestID)
 		if err != nil {
@@ -296,6 +326,11 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 				a.RequestID, a.OrderID, a.CustomerID, a.Total, a.Currency, r.orderID, o.customer, o.total, o.currency))
 		}
 	}
+	vv, err := checkVersions(ctx, s, cfg, now, versionInputs{orders: orders, changeEvents: changeEvents, requests: changeReqs}, &rep)
+	if err != nil {
+		return rep, err
+	}
+	v = append(v, vv...)
 	if cfg.CheckDelivered || cfg.ConsumerKeyspace != "" {
 		dv, err := checkDelivery(ctx, s, cfg, inScope(requests, cfg.Acks), now, &rep)
 		if err != nil {
@@ -322,8 +357,8 @@ func inScope(requests map[key]request, acks []Ack) []request {
 	}
 	for _, a := range acks {
 		id, err := uuid.Parse(a.RequestID)
-		if err != nil {
-			continue // reported with the acks above
+		if err != nil || a.IsChange() {
+			continue // reported with the acks above; changes: checkVersions
 		}
 		if r, ok := requests[key{a.Tenant, id}]; ok && r.state == "COMPLETE" {
 			out = append(out, r)

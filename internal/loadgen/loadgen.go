@@ -30,6 +30,7 @@ type Config struct {
 	Concurrency    int           // calls in flight; default 32
 	DuplicateShare float64       // share of intents also sent as a second copy
 	ConflictShare  float64       // share of acknowledged intents re-sent with another total
+	ChangeShare    float64       // share of created orders that get rounds of racing changes (changes.go)
 	Customers      int           // distinct customer ids; default 50
 	Tenant         string        // recorded in acks; default "default"
 	MaxDuration    time.Duration // sending stops after this; default 5 min
@@ -88,8 +89,11 @@ type Report struct {
 	Codes                                          map[string]int
 	Latency                                        map[Outcome][]time.Duration // sorted
 	Elapsed                                        time.Duration
-	Acks                                           []invariant.Ack
+	Acks                                           []invariant.Ack // creates and accepted changes
 	Problems                                       []string
+	// Changes (changes.go): sent, accepted, answered STALE_VERSION,
+	// answered ORDER_CANCELLED, never answered for good (must be 0).
+	ChangesSent, ChangesAccepted, ChangesStale, ChangesRejected, ChangesUnacked int
 }
 
 type intent struct {
@@ -131,6 +135,7 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 
 	sendCtx, cancel := context.WithTimeout(ctx, cfg.MaxDuration)
 	defer cancel()
+	changes := &changeStats{byVersion: map[string]string{}, codes: map[string]int{}}
 	n := 0
 	do := func(c call) {
 		callCtx, cancel := context.WithTimeout(sendCtx, cfg.CallTimeout)
@@ -150,11 +155,15 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 		calls := n
 		mu.Unlock()
 		if err == nil && !c.conflict {
-			if _, disagree := c.in.record(resp); disagree {
+			first, disagree := c.in.record(resp)
+			if disagree {
 				mu.Lock()
 				rep.Disagreements++
 				rep.Problems = append(rep.Problems, fmt.Sprintf("answers for %s disagree: %v", c.req.RequestId, resp.Order))
 				mu.Unlock()
+			}
+			if first && rand.Float64() < cfg.ChangeShare {
+				changes.changeOrder(sendCtx, client, cfg, resp.GetOrder())
 			}
 		}
 		if err == nil && c.conflict {
@@ -242,6 +251,13 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 		in.mu.Unlock()
 		rep.Acks = append(rep.Acks, invariant.Ack{Tenant: cfg.Tenant, RequestID: in.req.RequestId, OrderID: o.OrderId,
 			CustomerID: o.CustomerId, Total: o.Total, Currency: o.Currency})
+	}
+	rep.ChangesSent, rep.ChangesAccepted, rep.ChangesStale = changes.sent, changes.accepted, changes.stale
+	rep.ChangesRejected, rep.ChangesUnacked = changes.cancelled, changes.unacked
+	rep.Acks = append(rep.Acks, changes.acks...)
+	rep.Problems = append(rep.Problems, changes.problems...)
+	for code, n := range changes.codes {
+		rep.Codes[code] += n
 	}
 	for k := range rep.Latency {
 		sort.Slice(rep.Latency[k], func(i, j int) bool { return rep.Latency[k][i] < rep.Latency[k][j] })
@@ -331,6 +347,10 @@ func (r Report) String() string {
 		codes = append(codes, fmt.Sprintf("%s=%d", c, n))
 	}
 	sort.Strings(codes)
+	if r.ChangesSent > 0 {
+		fmt.Fprintf(&b, "changes %d: accepted %d, stale %d, rejected (cancelled) %d, never answered %d\n",
+			r.ChangesSent, r.ChangesAccepted, r.ChangesStale, r.ChangesRejected, r.ChangesUnacked)
+	}
 	fmt.Fprintf(&b, "codes: %s\n", strings.Join(codes, " "))
 	for _, o := range []Outcome{New, Replayed, Conflict, InProgress, Failed} {
 		l := r.Latency[o]
