@@ -61,11 +61,7 @@ func amend(t *testing.T, c ordersv1.OrderServiceClient, req *ordersv1.AmendOrder
 	t.Helper()
 	var header metadata.MD
 	resp, err := c.AmendOrder(callCtx(t), req, grpc.Header(&header))
-	replayed := ""
-	if v := header.Get("idempotency-replayed"); len(v) == 1 {
-		replayed = v[0]
-	}
-	return resp, replayed, err
+	return resp, replayedHeader(header), err
 }
 
 // versionRow is one row of order_versions.

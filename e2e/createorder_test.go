@@ -46,11 +46,15 @@ func create(t *testing.T, c ordersv1.OrderServiceClient, req *ordersv1.CreateOrd
 	t.Helper()
 	var header metadata.MD
 	resp, err := c.CreateOrder(callCtx(t), req, grpc.Header(&header))
-	replayed := ""
+	return resp, replayedHeader(header), err
+}
+
+// replayedHeader is a write's idempotency-replayed header ("" if absent).
+func replayedHeader(header metadata.MD) string {
 	if v := header.Get("idempotency-replayed"); len(v) == 1 {
-		replayed = v[0]
+		return v[0]
 	}
-	return resp, replayed, err
+	return ""
 }
 
 // rows is what the cluster holds for one request, read through a fresh session.
