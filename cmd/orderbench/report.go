@@ -190,6 +190,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 			fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.2f | %.2f | %.2f |\n", r.Label, r.Concurrency, r.Requests, r.Throughput, r.P50ms, r.P95ms, r.P99ms)
 		}
 	}
+	writeChanges(b, all(runs, func(r Result) bool { return r.Phase == "changes" }))
 	soak := all(runs, func(r Result) bool { return r.Phase == "soak" })
 	for _, r := range soak {
 		fmt.Fprintf(b, "\n## Memory over a long run\n\n%d requests over %.0f s at %d streams (%.1f req/s): orderd RSS %.1f MB at the start, %.1f MB at the end (peak %.1f MB); orderd CPU %.3f s per 1,000 requests.\n",
@@ -275,6 +276,39 @@ func writeOutbox(b *strings.Builder, rs []Result) {
 		if d, ok := find(rs, name, 0); ok {
 			what := map[string]string{"received": "a consumer of the topic receiving it", "applied": "the reference consumer (cmd/orderconsumer) having applied it (its inbox row's applied_at)"}[name]
 			fmt.Fprintf(b, "| %s | %d | %d | %.2f | %.2f | %.2f |\n", what, d.Requests, d.Errors, d.P50ms, d.P95ms, d.P99ms)
+		}
+	}
+}
+
+// writeChanges reports the changes phase: a change against a new order.
+func writeChanges(b *strings.Builder, rs []Result) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Changes (issue 13): AmendOrder against CreateOrder, through orderd\n\n")
+	fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency. *create*: a new order (one Paxos round, the claim; `order_versions` is not written). ")
+	fmt.Fprintf(b, "*amend*: a change of an order at version 1 (two Paxos rounds: the claim and the version check on `order_versions`, after the order and history reads; then the projections). ")
+	fmt.Fprintf(b, "*amend-replay*: the same changes again, answered from the change's recorded row (reads only).\n\n")
+	fmt.Fprintf(b, "| concurrency | request | n | errors | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(b, "| %d | %s | %d | %d | %.1f | %.2f | %.2f | %.2f | %.3f | %.3f |\n", r.Concurrency, r.Outcome, r.Requests, r.Errors,
+			r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.OrderdCPUPer1k, r.ClusterCPUPer1k)
+	}
+	fmt.Fprintf(b, "\n")
+	for _, c := range concurrencies(rs) {
+		var at []Result
+		for _, r := range rs {
+			if r.Concurrency == c {
+				at = append(at, r)
+			}
+		}
+		create, ok1 := findOutcome(at, "create")
+		amend, ok2 := findOutcome(at, "amend")
+		replay, ok3 := findOutcome(at, "amend-replay")
+		if ok1 && ok2 && ok3 {
+			fmt.Fprintf(b, "- concurrency %d: amend/create throughput %s, p50 %s, cluster CPU %s; amend-replay/amend throughput %s\n", c,
+				ratio(amend.Throughput, create.Throughput), ratio(amend.P50ms, create.P50ms),
+				ratio(amend.ClusterCPUPer1k, create.ClusterCPUPer1k), ratio(replay.Throughput, amend.Throughput))
 		}
 	}
 }

@@ -82,7 +82,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("orderbench run", flag.ContinueOnError)
 	fs.StringVar(&f.orderd, "orderd", "bin/orderd", "orderd binary to start")
 	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
-	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, lwt, soak")
+	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, lwt, changes, soak")
 	fs.StringVar(&f.concurrency, "concurrency", "1,8,16,32,64", "concurrency levels of the compare phase")
 	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1); the storm's replays and new requests")
 	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
@@ -178,6 +178,8 @@ func runCmd(args []string) error {
 			rs, err = b.mix(ctx, 64, f.requests)
 		case "lwt":
 			rs, err = b.lwt(ctx, []int{1, 32}, f.requests)
+		case "changes":
+			rs, err = b.changesPhase(ctx, []int{16, 64}, f.requests)
 		case "outbox":
 			rs, err = b.outboxPhase(ctx, outboxSetup{levels: []int{16, 64}, requests: f.requests, orderd: f.orderd, consumer: f.consumer,
 				env: env, creds: creds, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
