@@ -70,7 +70,7 @@ type Report struct {
 	DeliveriesChecked, AppliesChecked    int
 	// Versioned changes (issue 13).
 	ChangeRequests, OrdersChanged, Changes, ChangeAcksChecked int
-	Violations                           []string
+	Violations                                                []string
 }
 
 // OK reports whether no invariant is violated.
@@ -182,8 +182,8 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 	orders := map[key]orderRow{}
 	iter = s.Query(selectByID).PageSize(1000).IterContext(ctx)
 	var (
-		o     orderRow
-		oid   gocql.UUID
+		o       orderRow
+		oid     gocql.UUID
 		month   time.Time
 		total   *inf.Dec
 		version *int64

@@ -187,8 +187,8 @@ type nopObserver struct{}
 
 func (nopObserver) CreateOutcome(Outcome)         {}
 func (nopObserver) ChangeOutcome(string, Outcome) {}
-func (nopObserver) RetryAge(time.Duration) {}
-func (nopObserver) ReplayCached()          {}
+func (nopObserver) RetryAge(time.Duration)        {}
+func (nopObserver) ReplayCached()                 {}
 
 // Service runs the workflow.
 type Service struct {
