@@ -191,3 +191,21 @@ func TestEveryReasonHasAMessage(t *testing.T) {
 		}
 	}
 }
+
+// Issue 13: a recorded conflict of a change says the order's version in
+// ErrorInfo's metadata; a stale change is ABORTED, a change of a cancelled
+// order FAILED_PRECONDITION; neither is retryable as is (no RetryInfo).
+func TestStatusChangeConflicts(t *testing.T) {
+	for reason, code := range map[fault.Reason]codes.Code{
+		fault.ReasonStaleVersion:   codes.Aborted,
+		fault.ReasonOrderCancelled: codes.FailedPrecondition,
+	} {
+		e := fault.New(reason, nil)
+		e.Metadata = map[string]string{"current_version": "8"}
+		st, info, br, retry := statusDetails(t, testServer().Status(context.Background(), "AmendOrder", e))
+		if st.Code() != code || info == nil || info.GetReason() != string(reason) || info.GetMetadata()["current_version"] != "8" ||
+			br != nil || retry != nil || st.Message() != messageOf[reason] {
+			t.Errorf("%s = %v, ErrorInfo %v, BadRequest %v, RetryInfo %v; want %s with current_version 8", reason, st, info, br, retry, code)
+		}
+	}
+}
