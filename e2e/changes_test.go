@@ -420,3 +420,46 @@ func TestChangeEventDeliveredOnceAcrossWorkerRestarts(t *testing.T) {
 		})
 	}
 }
+
+// A crash right after the version check accepted a change, before any
+// projection: the read tables still show version 7 (the change is decided
+// but not visible), and the reconciler of a fresh orderd finishes it: the
+// order shows version 8, the change's event row exists, its due entry goes,
+// and GetRequest says COMPLETE.
+func TestReconcilerFinishesAChangeACrashLeftHalfDone(t *testing.T) {
+	c := server(t).client
+	o := orderAtVersion(t, c, 7)
+	crashing := startOrderd(t, withoutReconciler("ORDERD_FAILPOINTS="+failpoint.AfterVersion+"=exit")...)
+	req := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "after the crash"}
+	if _, _, err := amend(t, crashing.client, req); err == nil {
+		t.Fatal("AmendOrder answered OK from a process that exits before answering")
+	}
+	if code := crashing.waitExit(t, 20*time.Second); code != failpoint.ExitCode {
+		t.Fatalf("orderd exit code %d, want %d", code, failpoint.ExitCode)
+	}
+	wantHistory(t, o.GetOrderId(), 8, req.RequestId) // decided
+	getOrder(t, c, o.GetOrderId(), 7)                // not visible
+	healer := startOrderd(t, fastReconciler...)
+	if _, err := eventually(30*time.Second, func() error {
+		resp, err := healer.client.GetOrder(callCtx(t), &ordersv1.GetOrderRequest{OrderId: o.GetOrderId()})
+		if err != nil || resp.GetOrder().GetVersion() != 8 || resp.GetOrder().GetShippingNote() != req.ShippingNote {
+			return fmt.Errorf("GetOrder = %v, %v", resp.GetOrder(), err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the reconciler did not finish the change: %v", err)
+	}
+	waitNoDueEntries(t, req.RequestId, 30*time.Second)
+	wr, err := healer.client.GetRequest(callCtx(t), &ordersv1.GetRequestRequest{RequestId: req.RequestId, Operation: "AMEND_ORDER"})
+	if err != nil || wr.GetRequest().GetState() != ordersv1.RequestState_REQUEST_STATE_COMPLETE {
+		t.Errorf("GetRequest = %v, %v; want COMPLETE", wr, err)
+	}
+	if n := len(eventRows(t, o.GetOrderId())); n != 8 {
+		t.Errorf("event rows = %d, want 8", n)
+	}
+	// The client's retry now replays the change the reconciler finished.
+	resp, replayed, err := amend(t, c, req)
+	if err != nil || replayed != "true" || resp.GetVersion() != 8 {
+		t.Errorf("retry = %v, replayed %q, %v; want the change, replayed", resp, replayed, err)
+	}
+}
