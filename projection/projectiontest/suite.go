@@ -146,12 +146,17 @@ func (s *suite) wantListed(t *testing.T, customer string, month time.Time, want 
 	}
 }
 
+//
+// The events are compared as a set: Cassandra orders uuid clustering keys
+// by version first (a creating request's v4 id before a change's v5 id),
+// the fake by bytes.
 func (s *suite) wantEvents(t *testing.T, o order.Order, want ...Event) {
 	t.Helper()
 	got, err := s.Events(s.ctx, o.Tenant, o.ID)
 	if err != nil {
 		t.Fatalf("events of %s: %v", o.ID, err)
 	}
+	got, want = eventsByID(got...), eventsByID(slices.Clone(want)...)
 	if len(got) != len(want) {
 		t.Fatalf("events of %s = %+v, want %+v", o.ID, got, want)
 	}
@@ -519,7 +524,7 @@ var cases = []struct {
 		}
 		s.wantOrder(t, v3)
 		s.wantListed(t, "cust-1", base, v3)
-		s.wantEvents(t, o, eventsByID(createdEvent(o), changedEvent(amend), changedEvent(cancel))...)
+		s.wantEvents(t, o, createdEvent(o), changedEvent(amend), changedEvent(cancel))
 	}},
 
 	{"WriteChange: an older version written after a newer one does not win, cell by cell", func(t *testing.T, s *suite) {
