@@ -146,8 +146,8 @@ func (s *suite) wantListed(t *testing.T, customer string, month time.Time, want 
 	}
 }
 
-//
-// The events are compared as a set: Cassandra orders uuid clustering keys
+// wantEvents reads o's event rows and wants exactly want, compared as a
+// set: Cassandra orders uuid clustering keys
 // by version first (a creating request's v4 id before a change's v5 id),
 // the fake by bytes.
 func (s *suite) wantEvents(t *testing.T, o order.Order, want ...Event) {
