@@ -32,10 +32,14 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			c.run(t, &suite{Subject: newSubject(t), ctx: ctx, tenant: "contract", order: uuid.New()})
+			c.run(t, &suite{Subject: newSubject(t), ctx: ctx, tenant: Tenant, order: uuid.New()})
 		})
 	}
 }
+
+// Tenant is the tenant of every order the suite changes (orders that
+// exist nowhere else: a caller on a shared keyspace removes them after).
+const Tenant = "versions-contract"
 
 type suite struct {
 	Subject
