@@ -232,15 +232,15 @@ func (c *Cluster) StartNode(ctx context.Context, i int) error {
 	if _, err := c.runtime(ctx); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	startCtx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	if err := c.startNode(ctx, i); err != nil {
+	if err := c.startNode(startCtx, i); err != nil {
 		return err
 	}
-	if err := c.waitAllNormal(ctx); err != nil {
+	if err := c.waitAllNormal(startCtx); err != nil {
 		return err
 	}
-	return c.WaitSchemaAgreement(ctx)
+	return c.WaitSchemaAgreement(ctx) // bounded on its own, repairs included
 }
 
 // StopNode stops node i gracefully: SIGTERM runs Cassandra's shutdown hook,
@@ -399,10 +399,16 @@ var schemaVersionLine = regexp.MustCompile(`(?m)^\s+([0-9a-f-]{36}): \[([^\]]*)\
 // here; nodetool resetlocalschema does not help, a restart does). After 30 s
 // of disagreement the nodes outside the largest group are restarted, as an
 // operator would.
+//
+// It waits up to 3 minutes for agreement, not counting repair restarts:
+// each of those has a start's time of its own (StartTimeout), and the wait
+// starts again after it (a repair that ran out of the caller's budget left
+// the cluster half restarted).
 func (c *Cluster) WaitSchemaAgreement(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
+	const wait = 3 * time.Minute
+	deadline := time.Now().Add(wait)
 	reset := time.Now().Add(30 * time.Second)
+	var out string
 	for {
 		first := 0
 		for i := 1; i <= c.cfg.Nodes && first == 0; i++ {
@@ -413,38 +419,22 @@ func (c *Cluster) WaitSchemaAgreement(ctx context.Context) error {
 		if first == 0 {
 			return errors.New("no node is running (or every running node is paused)")
 		}
-		out, err := c.nodetool(ctx, first, "describecluster")
+		var err error
+		out, err = c.nodetool(ctx, first, "describecluster")
 		if err == nil {
 			versions := schemaVersionLine.FindAllStringSubmatch(out, -1)
 			if len(versions) == 1 {
 				return nil
 			}
 			if len(versions) > 1 && time.Now().After(reset) {
-				// Reset every node outside the largest group.
-				best := 0
-				for k, v := range versions {
-					if strings.Count(v[2], ",") > strings.Count(versions[best][2], ",") {
-						best = k
-					}
+				if err := c.repairSchema(ctx, versions); err != nil {
+					return err
 				}
-				for k, v := range versions {
-					if k == best {
-						continue
-					}
-					for _, addr := range strings.Split(v[2], ",") {
-						addr = strings.TrimSpace(addr)
-						for i := 1; i <= c.cfg.Nodes; i++ {
-							if addr == c.Address(i) && c.answering(i) {
-								c.logf("node %d disagrees on the schema (%s); restarting it", i, v[1])
-								if err := c.restart(ctx, i); err != nil {
-									return fmt.Errorf("restart node %d to repair its schema: %w", i, err)
-								}
-							}
-						}
-					}
-				}
-				reset = time.Now().Add(45 * time.Second)
+				reset, deadline = time.Now().Add(45*time.Second), time.Now().Add(wait)
 			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nodes never agreed on the schema in %s; last describecluster:\n%s", wait, out)
 		}
 		select {
 		case <-ctx.Done():
@@ -452,6 +442,38 @@ func (c *Cluster) WaitSchemaAgreement(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// repairSchema restarts every running node outside the largest group of
+// versions (describecluster's lines), each within StartTimeout.
+func (c *Cluster) repairSchema(ctx context.Context, versions [][]string) error {
+	best := 0
+	for k, v := range versions {
+		if strings.Count(v[2], ",") > strings.Count(versions[best][2], ",") {
+			best = k
+		}
+	}
+	for k, v := range versions {
+		if k == best {
+			continue
+		}
+		for _, addr := range strings.Split(v[2], ",") {
+			addr = strings.TrimSpace(addr)
+			for i := 1; i <= c.cfg.Nodes; i++ {
+				if addr != c.Address(i) || !c.answering(i) {
+					continue
+				}
+				c.logf("node %d disagrees on the schema (%s); restarting it", i, v[1])
+				rctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+				err := c.restart(rctx, i)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("restart node %d to repair its schema: %w", i, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (c *Cluster) restart(ctx context.Context, i int) error {
