@@ -215,8 +215,9 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 
 // benchKeyspace migrates a fresh keyspace named prefix_<ms> and returns a
 // session on it and the real ledger store (entries due after 1 s); done
-// closes the session and drops the keyspace.
-func benchKeyspace(b *testing.B, prefix string) (*gocql.Session, *ledger.CassandraStore, func()) {
+// closes the session and drops the keyspace. Benchmarks use it, and tests
+// whose rows must not meet the run's keyspace.
+func benchKeyspace(b testing.TB, prefix string) (*gocql.Session, *ledger.CassandraStore, func()) {
 	b.Helper()
 	ks := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()/1e6)
 	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
