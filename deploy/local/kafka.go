@@ -171,11 +171,9 @@ func (b *Broker) Up(ctx context.Context) (time.Duration, error) {
 
 func (b *Broker) start(ctx context.Context, lib string) error {
 	for _, a := range []string{b.cfg.Addr, b.cfg.ControllerAddr} {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
+		if err := waitPortFree(ctx, a, portReleaseWait); err != nil {
 			return fmt.Errorf("the Kafka broker cannot start: %s is already in use by another process (find it with `ss -ltnp` and stop it, or point ORDERD_KAFKA_BROKERS at that broker instead): %w", a, err)
 		}
-		l.Close()
 	}
 	if err := b.writeConfig(); err != nil {
 		return err
@@ -297,4 +295,30 @@ func (b *Broker) Status(ctx context.Context) string {
 
 func (b *Broker) logf(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Log, "kafka-local: "+format+"\n", args...)
+}
+
+// portReleaseWait is how long a start waits for its ports to be free. A
+// killed JVM's main thread shows as a zombie (and the pid file as stopped)
+// while its other threads still exit and hold its sockets: a restart right
+// after a kill found the port taken for a moment (seen in CI).
+const portReleaseWait = 15 * time.Second
+
+// waitPortFree returns once addr can be listened on, or the last error
+// after within.
+func waitPortFree(ctx context.Context, addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

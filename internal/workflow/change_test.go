@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -361,4 +362,17 @@ func failpointsOrDie(t *testing.T, spec string) *failpoint.Set {
 		t.Fatal(err)
 	}
 	return fps
+}
+
+// A ledger row of an operation no handler claims (another program's, or a
+// test's) is unfinishable: the reconciler sets it aside instead of
+// retrying it for ever as a CreateOrder it is not.
+func TestSettleOfAnUnknownOperationIsUnfinishable(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
+	rec.Operation = "CreateOrder"
+	err := f.svc.Settle(context.Background(), rec)
+	if !errors.Is(err, ledger.ErrUnfinishable) {
+		t.Errorf("Settle of operation %q = %v, want ErrUnfinishable", rec.Operation, err)
+	}
 }

@@ -565,12 +565,17 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 			return err
 		}
 		ev = order.ChangedEvent(res.Order, res.Change)
-	default:
+	case order.Operation:
 		o, err := s.Finish(ctx, rec)
 		if err != nil {
 			return err
 		}
 		ev = order.CreatedEvent(o)
+	default:
+		// No handler claims any other operation: nothing of it can have
+		// been written, and no finisher knows its command.
+		return fault.New(fault.ReasonCommandUnreadable,
+			fmt.Errorf("request %s: %w: unknown operation %q", rec.RequestID, ledger.ErrUnfinishable, rec.Operation))
 	}
 	return s.publish(ctx, ev)
 }
