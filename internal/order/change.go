@@ -1,8 +1,6 @@
 package order
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -143,12 +141,7 @@ func DecodeChangeCommand(b []byte) (ChangeCommand, error) {
 
 // ChangeFingerprint is the fingerprint of a change of operation op encoded
 // by ChangeCommand.Encode.
-func ChangeFingerprint(op string, encoded []byte) string {
-	h := sha256.New()
-	h.Write([]byte(op + "\n" + fingerprintVersion + "\n"))
-	h.Write(encoded)
-	return "sha256:" + fingerprintVersion + ":" + hex.EncodeToString(h.Sum(nil))
-}
+func ChangeFingerprint(op string, encoded []byte) string { return fingerprintOf(op, encoded) }
 
 // changeNamespace is the UUIDv5 namespace of change ids.
 var changeNamespace = uuid.MustParse("2b1f6c0e-7d4a-4f0b-8a3e-5c9d1e2f3a47")

@@ -79,15 +79,8 @@ type Line struct {
 // one violation per problem, each naming its field.
 func Canonicalize(in Input) (uuid.UUID, Command, error) {
 	var v violations
-	requestID, err := uuid.Parse(in.RequestID)
-	switch {
-	case in.RequestID == "":
-		v.add("request_id", "required: a UUID chosen once per business intent and reused on every retry")
-	case err != nil || len(in.RequestID) != 36:
-		v.add("request_id", "must be a UUID in its 36-character form, e.g. 17000000-0000-0000-0000-000000000500")
-	case requestID == uuid.Nil:
-		v.add("request_id", "must not be the nil UUID")
-	}
+	requestID := checkUUID(&v, "request_id", in.RequestID,
+		"required: a UUID chosen once per business intent and reused on every retry")
 	checkID(&v, "customer_id", in.CustomerID)
 
 	cmd := Command{CustomerID: in.CustomerID}
@@ -254,9 +247,12 @@ func (c Command) Fingerprint() string { return Fingerprint(c.Encode()) }
 
 // Fingerprint is the fingerprint of an encoding made by Command.Encode, for
 // callers that already hold the encoding.
-func Fingerprint(encoded []byte) string {
+func Fingerprint(encoded []byte) string { return fingerprintOf(Operation, encoded) }
+
+// fingerprintOf hashes an operation's encoded command, versioned.
+func fingerprintOf(op string, encoded []byte) string {
 	h := sha256.New()
-	h.Write([]byte(Operation + "\n" + fingerprintVersion + "\n"))
+	h.Write([]byte(op + "\n" + fingerprintVersion + "\n"))
 	h.Write(encoded)
 	return "sha256:" + fingerprintVersion + ":" + hex.EncodeToString(h.Sum(nil))
 }

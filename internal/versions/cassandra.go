@@ -28,9 +28,9 @@ const (
 		shipping_note, changed_at FROM order_versions WHERE tenant = ? AND order_id = ? AND version >= ? AND version <= ?`
 )
 
-// settleAttempts bounds the resends of a version check whose outcome was
+// SettleAttempts bounds the resends of a version check whose outcome was
 // unknown and settled as not applied (the order still awaiting it).
-const settleAttempts = 3
+const SettleAttempts = 3
 
 // CassandraStore is the Store on a session whose keyspace holds
 // order_versions (migration 0004).
@@ -61,9 +61,9 @@ func (c *CassandraStore) Apply(ctx context.Context, ch order.Change) (Decision, 
 		switch {
 		case serr != nil:
 			return Decision{}, err // unsettled: OutcomeUnknown
-		case awaits(ch, cur, status) && attempt < settleAttempts:
+		case Awaits(ch, cur, status) && attempt < SettleAttempts:
 			continue // definitely not applied, and nothing else was: send it again
-		case awaits(ch, cur, status):
+		case Awaits(ch, cur, status):
 			return Decision{}, fault.New(fault.ReasonClusterUnavailable,
 				fmt.Errorf("version check of change %s did not apply in %d tries: %w", ch.ID, attempt, err))
 		}
@@ -71,9 +71,10 @@ func (c *CassandraStore) Apply(ctx context.Context, ch order.Change) (Decision, 
 	}
 }
 
-// awaits: the order is at the change's expected version and open, so the
-// change did not apply and may be sent again.
-func awaits(ch order.Change, cur int64, status string) bool {
+// Awaits reports whether an order at version cur with status awaits ch:
+// it is at ch's expected version and open, so ch did not apply and may be
+// sent again.
+func Awaits(ch order.Change, cur int64, status string) bool {
 	return cur == ch.Version-1 && status != order.StatusCancelled
 }
 

@@ -97,11 +97,12 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 	}
 	var (
 		prior    ChangeResult
+		base     order.Order // the order as the check read it
 		done     bool
 		checkErr error
 	)
 	won, cur, err := s.ledger.Claim(ctx, claim, func(ctx context.Context) error {
-		prior, done, checkErr = s.changeRecorded(ctx, claim.Key, claim.Fingerprint, cmd)
+		prior, base, done, checkErr = s.changeRecorded(ctx, claim.Key, claim.Fingerprint, cmd)
 		if done {
 			return errRecorded
 		}
@@ -126,7 +127,7 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 	if err := s.failpoints.Eval(failpoint.AfterClaim); err != nil {
 		return ChangeResult{}, err
 	}
-	res, err := s.finishChange(ctx, cur)
+	res, err := s.finishChange(ctx, cur, base)
 	return s.settleChange(ctx, cur, res, err, OutcomeNew)
 }
 
@@ -161,28 +162,30 @@ func receipt(err error) bool {
 // order) and the changes up to the version this one would make; if that
 // version's change is this request's and the order's rows show it, that
 // is the answer. A conflict receipt lives in the ledger: the claim finds it.
-func (s *Service) changeRecorded(ctx context.Context, key ledger.Key, fingerprint string, cmd order.ChangeCommand) (ChangeResult, bool, error) {
+// It also returns the order it read, for the attempt that goes on to do the
+// work (its creation values never change).
+func (s *Service) changeRecorded(ctx context.Context, key ledger.Key, fingerprint string, cmd order.ChangeCommand) (ChangeResult, order.Order, bool, error) {
 	base, err := s.projector.Order(ctx, key.Tenant, cmd.OrderID)
 	if err != nil {
-		return ChangeResult{}, false, err // NotFound: no such order (of this tenant)
+		return ChangeResult{}, order.Order{}, false, err // NotFound: no such order (of this tenant)
 	}
 	made := cmd.ExpectedVersion + 1
 	if base.Version < made {
-		return ChangeResult{}, false, nil // not projected: not (wholly) done, if accepted at all
+		return ChangeResult{}, base, false, nil // not projected: not (wholly) done, if accepted at all
 	}
 	hist, err := s.cfg.Versions.History(ctx, key.Tenant, cmd.OrderID, made)
 	if err != nil {
-		return ChangeResult{}, false, err
+		return ChangeResult{}, base, false, err
 	}
 	if len(hist) == 0 || hist[len(hist)-1].Version != made ||
 		hist[len(hist)-1].ID != order.ChangeID(key.Tenant, key.Operation, key.RequestID) {
-		return ChangeResult{}, false, nil
+		return ChangeResult{}, base, false, nil
 	}
 	c := hist[len(hist)-1]
 	if c.Fingerprint != fingerprint {
-		return ChangeResult{}, false, fault.New(fault.ReasonRequestIDReused, nil)
+		return ChangeResult{}, base, false, fault.New(fault.ReasonRequestIDReused, nil)
 	}
-	return ChangeResult{Change: c, Order: base.At(hist), Replayed: true, Outcome: OutcomeReplayed}, true, nil
+	return ChangeResult{Change: c, Order: base.At(hist), Replayed: true, Outcome: OutcomeReplayed}, base, true, nil
 }
 
 // duplicateChange answers an attempt of a change request that an earlier
@@ -193,12 +196,12 @@ func (s *Service) duplicateChange(ctx context.Context, cur ledger.Record, cmd or
 	err := s.await(ctx, cur, pendingRequest{
 		completed: func(rec ledger.Record) error { return conflictOf(rec) },
 		takeover: func(ctx context.Context, rec ledger.Record) error {
-			r, err := s.finishChange(ctx, rec)
+			r, err := s.finishChange(ctx, rec, order.Order{})
 			res, err = s.settleChange(ctx, rec, r, err, OutcomeTakeover)
 			return err
 		},
 		recorded: func(ctx context.Context) (bool, error) {
-			r, done, err := s.changeRecorded(ctx, cur.Key, cur.Fingerprint, cmd)
+			r, _, done, err := s.changeRecorded(ctx, cur.Key, cur.Fingerprint, cmd)
 			res = r
 			return done, err
 		},
@@ -231,7 +234,11 @@ func conflict(out order.ChangeOutcome) error {
 // accepted change and the order as it left it, or the recorded conflict
 // (an error of kind Stale or Rejected). It does not note failures,
 // publish or release (settleChange and Settle do).
-func (s *Service) finishChange(ctx context.Context, rec ledger.Record) (ChangeResult, error) {
+//
+// known is the order if the caller read it already (the attempt that
+// claimed, in its receipt check): its creation values never change, and
+// the change's state comes from the history. Zero: it is read here.
+func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known order.Order) (ChangeResult, error) {
 	if rec.State == ledger.Complete {
 		return ChangeResult{}, conflictOf(rec)
 	}
@@ -240,15 +247,11 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record) (ChangeRe
 		return ChangeResult{}, fault.New(fault.ReasonCommandUnreadable,
 			fmt.Errorf("request %s: %w: %w", rec.RequestID, ledger.ErrUnfinishable, err))
 	}
-	base, err := s.projector.Order(ctx, rec.Tenant, cmd.OrderID)
-	if fault.KindOf(err) == fault.NotFound {
-		// Claims are sent only for orders that exist, and orders are never
-		// deleted: nothing of this change can have been written.
-		return ChangeResult{}, fault.New(fault.ReasonCommandUnreadable,
-			fmt.Errorf("request %s: %w: order %s not found", rec.RequestID, ledger.ErrUnfinishable, cmd.OrderID))
-	}
-	if err != nil {
-		return ChangeResult{}, err
+	base := known
+	if base.ID != cmd.OrderID {
+		if base, err = s.readOrder(ctx, rec, cmd.OrderID); err != nil {
+			return ChangeResult{}, err
+		}
 	}
 	c := order.NewChange(rec.Tenant, rec.Operation, rec.RequestID, rec.Fingerprint, cmd, rec.CreatedAt)
 	if err := s.failpoints.Eval(failpoint.BeforeVersion); err != nil {
@@ -299,4 +302,16 @@ func (s *Service) recordConflict(ctx context.Context, rec ledger.Record, c order
 		return conflictOf(done)
 	}
 	return conflict(out)
+}
+
+// readOrder reads the order a claimed change is for.
+func (s *Service) readOrder(ctx context.Context, rec ledger.Record, id uuid.UUID) (order.Order, error) {
+	o, err := s.projector.Order(ctx, rec.Tenant, id)
+	if fault.KindOf(err) == fault.NotFound {
+		// Claims are sent only for orders that exist, and orders are never
+		// deleted: nothing of this change can have been written.
+		return order.Order{}, fault.New(fault.ReasonCommandUnreadable,
+			fmt.Errorf("request %s: %w: order %s not found", rec.RequestID, ledger.ErrUnfinishable, id))
+	}
+	return o, err
 }

@@ -557,7 +557,7 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 	var ev order.Event
 	switch rec.Operation {
 	case order.OperationCancel, order.OperationAmend:
-		res, err := s.finishChange(ctx, rec)
+		res, err := s.finishChange(ctx, rec, order.Order{})
 		if receipt(err) {
 			return nil
 		}
@@ -713,7 +713,7 @@ func (s *Service) changeRequest(ctx context.Context, rec ledger.Record) (ledger.
 	if err != nil || s.cfg.Versions == nil {
 		return rec, nil // it can never be finished; the reconciler sets it aside
 	}
-	res, done, err := s.changeRecorded(ctx, rec.Key, rec.Fingerprint, cmd)
+	res, _, done, err := s.changeRecorded(ctx, rec.Key, rec.Fingerprint, cmd)
 	switch {
 	case fault.KindOf(err) == fault.Conflict || fault.KindOf(err) == fault.NotFound:
 		return rec, nil

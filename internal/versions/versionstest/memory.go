@@ -73,9 +73,9 @@ func (m *Memory) Apply(ctx context.Context, ch order.Change) (versions.Decision,
 		switch {
 		case serr != nil:
 			return versions.Decision{}, err
-		case cur == ch.Version-1 && status != order.StatusCancelled && attempt < 3:
+		case versions.Awaits(ch, cur, status) && attempt < versions.SettleAttempts:
 			continue
-		case cur == ch.Version-1 && status != order.StatusCancelled:
+		case versions.Awaits(ch, cur, status):
 			return versions.Decision{}, fault.New(fault.ReasonClusterUnavailable, err)
 		}
 		return m.decide(ch, cur, status)
