@@ -9,13 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"golang.org/x/text/currency"
 	"gopkg.in/inf.v0"
 
 	"github.com/atlasmart/orderd/internal/fault"
@@ -87,11 +84,10 @@ func Canonicalize(in Input) (uuid.UUID, Command, error) {
 	scale := -1
 	if in.Currency == "" {
 		v.add("currency", "required: an ISO 4217 code such as EUR")
-	} else if unit, err := currency.ParseISO(in.Currency); err != nil || len(in.Currency) != 3 || !inUse()[unit] {
-		v.add("currency", "must be the ISO 4217 code of a currency in use, such as EUR")
+	} else if code, units, ok := minorUnitsOf(in.Currency); !ok {
+		v.add("currency", "must be the ISO 4217 code of a currency or fund with minor units, such as EUR")
 	} else {
-		cmd.Currency = unit.String()
-		scale, _ = currency.Standard.Rounding(unit)
+		cmd.Currency, scale = code, units
 	}
 
 	total, ok := parseAmount(&v, "total", in.Total, scale)
@@ -135,17 +131,6 @@ func Canonicalize(in Input) (uuid.UUID, Command, error) {
 	})
 	return requestID, cmd, nil
 }
-
-// inUse is the set of ISO 4217 currencies that are legal tender somewhere
-// today: no fund or test codes (XTS, XXX), precious metals or withdrawn
-// currencies (DEM).
-var inUse = sync.OnceValue(func() map[currency.Unit]bool {
-	set := map[currency.Unit]bool{}
-	for it := currency.Query(currency.Date(time.Now())); it.Next(); {
-		set[it.Unit()] = true
-	}
-	return set
-})
 
 type violations []fault.Violation
 

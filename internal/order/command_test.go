@@ -251,6 +251,15 @@ func TestCanonicalTotals(t *testing.T) {
 		{"KWD", "1.505", "1.505"},
 		{"KWD", "1.5055", ""},
 		{"kwd", "2", "2.000"},
+		// ISO 4217 minor units, not CLDR's (which gave IDR, COP and IQD 0).
+		{"IDR", "15000", "15000.00"},
+		{"IDR", "15000.50", "15000.50"},
+		{"COP", "1200.5", "1200.50"},
+		{"IQD", "1500", "1500.000"},
+		{"IQD", "1500.0005", ""},
+		{"CLF", "1.2345", "1.2345"},
+		{"CLF", "1.23456", ""},
+		{"UYW", "7", "7.0000"},
 		{"EUR", "999999999999999", "999999999999999.00"},
 		{"EUR", "000999999999999999.990", "999999999999999.99"},
 		{"EUR", "1000000000000000", ""}, // 16 integer digits
@@ -448,6 +457,8 @@ func TestCanonicalizeInvalid(t *testing.T) {
 		{name: "test currency", mutate: func(in *Input) { in.Currency = "XTS" }, fields: []string{"currency"}},
 		{name: "no-currency code", mutate: func(in *Input) { in.Currency = "XXX" }, fields: []string{"currency"}},
 		{name: "withdrawn currency", mutate: func(in *Input) { in.Currency = "DEM" }, fields: []string{"currency"}},
+		{name: "withdrawn currency x/text still listed", mutate: func(in *Input) { in.Currency = "HRK" }, fields: []string{"currency"}},
+		{name: "precious metal", mutate: func(in *Input) { in.Currency = "XAU" }, fields: []string{"currency"}},
 		{name: "unknown currency hides amount scale checks", mutate: func(in *Input) {
 			in.Currency = "XYZ"
 			in.Total = "1.23456"
