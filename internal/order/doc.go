@@ -7,9 +7,12 @@
 //   - request_id: a UUID in its 36-character form (8-4-4-4-12 hex digits),
 //     not the nil UUID; compared as a UUID, so upper and lower case hex are
 //     the same id. Braces, urn:uuid: and undashed forms are rejected.
-//   - currency: the ISO 4217 code of a currency in use today,
-//     case-insensitive ("eur" is "EUR"); test, fund, metal and withdrawn
-//     codes (XTS, XXX, XAU, DEM) are invalid.
+//   - currency: an ISO 4217 code with minor units in the committed table
+//     iso4217.go (list one as published 2026-01-01, funds such as CLF
+//     included), case-insensitive ASCII ("eur" is "EUR"). Codes ISO gives no
+//     minor unit (XAU, XDR, XTS, XXX) and codes not in that list (DEM, HRK)
+//     are invalid. The minor units are ISO's, not a library's: only a commit
+//     to the table changes them (TestISO4217Golden).
 //   - total and unit prices: plain decimal strings; the amount is what counts,
 //     so "77.7", "77.70" and "077.700" are the same amount. More decimal places
 //     than the currency has minor units (after trailing zeros) is invalid, as
