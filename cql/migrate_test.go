@@ -242,3 +242,36 @@ func TestConfigWithDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestListingVersion: version 5 creates the customer listing newest first,
+// with the columns orders_by_customer has after 0004 (issue 14).
+func TestListingVersion(t *testing.T) {
+	versions, err := Versions("orderd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(versions, func(v Version) bool { return v.Number == 5 })
+	if i < 0 {
+		t.Fatal("no schema version 5")
+	}
+	if versions[i].Name != "orders_by_customer_time" || len(versions[i].Statements) != 1 {
+		t.Fatalf("version 5 = %+v, want orders_by_customer_time with one statement", versions[i])
+	}
+	stmt := strings.Join(strings.Fields(versions[i].Statements[0]), " ")
+	for _, want := range []string{
+		"CREATE TABLE IF NOT EXISTS orderd.orders_by_customer_time (",
+		"PRIMARY KEY ((tenant, customer_id, order_month), created_at, order_id)",
+		"WITH CLUSTERING ORDER BY (created_at DESC, order_id ASC)",
+		"compaction = {'class': 'UnifiedCompactionStrategy'}",
+	} {
+		if !strings.Contains(stmt, want) {
+			t.Errorf("version 5 lacks %q:\n%s", want, stmt)
+		}
+	}
+	for _, col := range []string{"tenant text", "customer_id text", "order_month date", "created_at timestamp", "order_id uuid",
+		"status text", "total decimal", "currency text", "request_id uuid", "updated_at timestamp", "version bigint"} {
+		if !strings.Contains(stmt, col+",") {
+			t.Errorf("version 5 lacks column %q:\n%s", col, stmt)
+		}
+	}
+}
