@@ -119,7 +119,7 @@ generate-check:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	scripts/buf-lint.sh
+	scripts/buf-check.sh
 
 clean:
 	rm -rf $(BIN)

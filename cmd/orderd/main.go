@@ -356,7 +356,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requeuer: a.ledger}, wf, projections, log)
+	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requeuer: a.ledger, Scanner: a.ledger}, wf, projections, log)
 	if err != nil {
 		return err
 	}

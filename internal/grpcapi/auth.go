@@ -29,6 +29,7 @@ var permissionOf = map[string]auth.Permissions{
 	ordersv1.OrderService_GetOrder_FullMethodName:           auth.Read,
 	ordersv1.OrderService_ListCustomerOrders_FullMethodName: auth.Read,
 	ordersv1.OrderService_RequeueRequest_FullMethodName:     auth.Admin,
+	ordersv1.OrderService_ListRequests_FullMethodName:       auth.Admin,
 }
 
 // publicPrefixes: health (probes and load balancers carry no credentials;

@@ -9,7 +9,7 @@ import (
 var testKey = bytes.Repeat([]byte{0x5a}, MinPageTokenKeyLength)
 
 var (
-	testListing = listing{tenant: "acme", customerID: "cust-1", month: "2026-09"}
+	testListing = customerOrdersListing("acme", "cust-1", "2026-08", "2026-09")
 	testState   = []byte("\x00\x10cassandra-paging-state\x01\x02\xff")
 )
 
@@ -44,7 +44,6 @@ func TestPageTokenRejected(t *testing.T) {
 		b[i] ^= 0x01
 		return reseal(b)
 	}
-	other := testListing
 	tests := []struct {
 		name  string
 		l     listing
@@ -54,10 +53,13 @@ func TestPageTokenRejected(t *testing.T) {
 		{name: "flipped version byte", l: testListing, token: flip(0), p: p},
 		{name: "flipped state byte", l: testListing, token: flip(5), p: p},
 		{name: "flipped mac byte", l: testListing, token: flip(len(raw) - 1), p: p},
-		{name: "wrong customer", l: listing{tenant: other.tenant, customerID: "cust-2", month: other.month}, token: tok, p: p},
-		{name: "wrong month", l: listing{tenant: other.tenant, customerID: other.customerID, month: "2026-10"}, token: tok, p: p},
-		{name: "wrong tenant", l: listing{tenant: "globex", customerID: other.customerID, month: other.month}, token: tok, p: p},
-		{name: "fields shifted between customer and month", l: listing{tenant: "acme", customerID: "cust-12026", month: "-09"}, token: tok, p: p},
+		{name: "wrong customer", l: customerOrdersListing("acme", "cust-2", "2026-08", "2026-09"), token: tok, p: p},
+		{name: "wrong start month", l: customerOrdersListing("acme", "cust-1", "2026-07", "2026-09"), token: tok, p: p},
+		{name: "wrong end month", l: customerOrdersListing("acme", "cust-1", "2026-08", "2026-10"), token: tok, p: p},
+		{name: "wrong tenant", l: customerOrdersListing("globex", "cust-1", "2026-08", "2026-09"), token: tok, p: p},
+		{name: "another kind of listing", l: requestsListing("acme", "PENDING,FAILED"), token: tok, p: p},
+		{name: "fields shifted between customer and month", l: customerOrdersListing("acme", "cust-12026", "-08", "2026-09"), token: tok, p: p},
+		{name: "one field fewer", l: testListing[:len(testListing)-1], token: tok, p: p},
 		{name: "wrong key", l: testListing, token: tok, p: pageTokens{key: bytes.Repeat([]byte{0xa5}, MinPageTokenKeyLength)}},
 		{name: "truncated by one byte", l: testListing, token: reseal(raw[:len(raw)-1]), p: p},
 		{name: "truncated to the mac", l: testListing, token: reseal(raw[len(raw)-32:]), p: p},

@@ -34,13 +34,6 @@ import (
 // answer is a recorded outcome.
 const ReplayedHeader = "idempotency-replayed"
 
-// ListCustomerOrders paging and its month field.
-const (
-	defaultPageSize = 50
-	maxPageSize     = 500
-	monthLayout     = "2006-01"
-)
-
 // Reader reads the projections.
 type Reader interface {
 	// Order returns projection.ErrNotFound when there is no such order.
@@ -65,6 +58,16 @@ type Config struct {
 	// Requeuer requeues FAILED requests (RequeueRequest); nil: the call is
 	// UNIMPLEMENTED.
 	Requeuer Requeuer
+	// Scanner lists unfinished requests (ListRequests); nil: the call is
+	// UNIMPLEMENTED.
+	Scanner Scanner
+}
+
+// Scanner pages through the ledger (the ledger's Scan): at most limit
+// records that pass f, and the position after the last row it read (nil
+// when the scan is done).
+type Scanner interface {
+	Scan(ctx context.Context, f ledger.ScanFilter, limit int, state []byte) (ledger.ScanPage, error)
 }
 
 // Requeuer gives a FAILED request another round of attempts (the ledger's
@@ -81,6 +84,7 @@ type Server struct {
 	tokens   pageTokens
 	guard    guard
 	requeuer Requeuer
+	scanner  Scanner
 	log      *slog.Logger
 }
 
@@ -98,7 +102,7 @@ func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Se
 		cfg.AuthObserver = nopAuthObserver{}
 	}
 	key := append([]byte(nil), cfg.PageTokenKey...)
-	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, log: log}
+	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, scanner: cfg.Scanner, log: log}
 	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, status: s.Status}
 	return s, nil
 }
@@ -266,53 +270,6 @@ func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*
 		return nil, s.Status(ctx, "GetOrder", err, slog.String("order_id", id.String()))
 	}
 	return &ordersv1.GetOrderResponse{Order: orderpb.Order(o)}, nil
-}
-
-// ListCustomerOrders implements ordersv1.OrderServiceServer.
-func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCustomerOrdersRequest) (*ordersv1.ListCustomerOrdersResponse, error) {
-	who, err := caller(ctx)
-	if err != nil {
-		return nil, s.Status(ctx, "ListCustomerOrders", err)
-	}
-	v := order.CustomerIDViolations("customer_id", req.GetCustomerId())
-	month, err := time.Parse(monthLayout, req.GetMonth())
-	if err != nil {
-		v = append(v, fault.Violation{Field: "month", Description: "required, as YYYY-MM (e.g. 2026-09)"})
-	}
-	size := int(req.GetPageSize())
-	if size < 0 || size > maxPageSize {
-		v = append(v, fault.Violation{Field: "page_size", Description: fmt.Sprintf("must be 0 (default %d) to %d", defaultPageSize, maxPageSize)})
-	}
-	// A token is checked against the listing it claims to continue, so only
-	// once customer and month are known to be valid; nothing unchecked
-	// reaches Cassandra.
-	l := listing{tenant: who.Tenant, customerID: req.GetCustomerId(), month: month.Format(monthLayout)}
-	var state []byte
-	badToken := fault.Violation{Field: "page_token", Description: errPageToken.Error()}
-	switch token := req.GetPageToken(); {
-	case len(token) > MaxPageTokenLength:
-		v = append(v, badToken)
-	case token != "" && len(v) == 0:
-		var terr error
-		if state, terr = s.tokens.open(l, token); terr != nil {
-			v = append(v, badToken)
-		}
-	}
-	if len(v) > 0 {
-		return nil, s.Status(ctx, "ListCustomerOrders", fault.InvalidArgs(v))
-	}
-	if size == 0 {
-		size = defaultPageSize
-	}
-	page, err := s.reader.CustomerOrders(ctx, l.tenant, l.customerID, month, size, state)
-	if err != nil {
-		return nil, s.Status(ctx, "ListCustomerOrders", err)
-	}
-	out := &ordersv1.ListCustomerOrdersResponse{NextPageToken: s.tokens.seal(l, page.NextState)}
-	for _, o := range page.Orders {
-		out.Orders = append(out.Orders, orderpb.Order(o))
-	}
-	return out, nil
 }
 
 // lastError is a request's last_error as a client may see it: a stable

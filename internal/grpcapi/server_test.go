@@ -220,7 +220,11 @@ func TestFieldLimits(t *testing.T) {
 		{"List page_token too long with a bad customer", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "", Month: "2026-09", PageToken: long(MaxPageTokenLength + 1)}), []string{"customer_id", "page_token"}},
 		{"List bad month with a well-formed token", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-13",
 			PageToken: pageTokens{key: testKey}.seal(testListing, testState)}), []string{"month"}},
-		{"List page_size too big", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", PageSize: maxPageSize + 1}), []string{"page_size"}},
+		{"List page_size negative", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", PageSize: -1}), []string{"page_size"}},
+		{"List month with start_month", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", StartMonth: "2026-08"}), []string{"month"}},
+		{"List start_month after end_month", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", StartMonth: "2026-10", EndMonth: "2026-09"}), []string{"start_month"}},
+		{"List range over 120 months", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", StartMonth: "2016-09", EndMonth: "2026-09"}), []string{"start_month"}},
+		{"List end_month as a date", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", EndMonth: "2026-09-01"}), []string{"end_month"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,9 +3,12 @@ package grpcapi
 import (
 	"context"
 	"log/slog"
+	"strconv"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -71,5 +74,33 @@ func (s *Server) Status(ctx context.Context, method string, err error, attrs ...
 	if withDetails, err := st.WithDetails(details...); err == nil {
 		st = withDetails
 	}
+	if pushback, ok := pushbackOf(code, fe); ok {
+		// Outside a gRPC call (a unit test calling a handler) there is no
+		// trailer to set; the details above still carry the answer.
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackTrailer, pushback))
+	}
 	return st.Err()
+}
+
+// PushbackTrailer is the trailer gRPC's built-in retry reads (gRFC A6): a
+// client retrying under the shipped service config waits that many
+// milliseconds, or does not retry at all when it is negative.
+const PushbackTrailer = "grpc-retry-pushback-ms"
+
+// pushbackOf is the grpc-retry-pushback-ms value for an answer whose code
+// the shipped service config retries (UNAVAILABLE, ABORTED): RetryInfo's
+// delay when there is one, and "-1" (do not retry) for a recorded answer
+// that a retry would only read back (ABORTED STALE_VERSION). Other codes
+// are never retried, so they carry none.
+func pushbackOf(code codes.Code, fe *fault.Error) (string, bool) {
+	if code != codes.Unavailable && code != codes.Aborted {
+		return "", false
+	}
+	switch {
+	case fe.Kind == fault.Stale:
+		return "-1", true
+	case fe.RetryAfter > 0:
+		return strconv.FormatInt(fe.RetryAfter.Milliseconds(), 10), true
+	}
+	return "", false
 }

@@ -209,3 +209,27 @@ func TestStatusChangeConflicts(t *testing.T) {
 		}
 	}
 }
+
+// The grpc-retry-pushback-ms trailer matches RetryInfo on the codes the
+// shipped service config retries, and stops the retry of a recorded answer.
+func TestPushback(t *testing.T) {
+	tests := []struct {
+		reason fault.Reason
+		want   string // "" = no trailer
+	}{
+		{fault.ReasonClusterUnavailable, "1000"},
+		{fault.ReasonOutcomeUnknown, "1000"},
+		{fault.ReasonRequestInProgress, "1000"},
+		{fault.ReasonStaleVersion, "-1"},
+		{fault.ReasonRateLimited, ""}, // RESOURCE_EXHAUSTED: not retried by the config
+		{fault.ReasonRequestIDReused, ""},
+		{fault.ReasonInvalidArgument, ""},
+	}
+	for _, tc := range tests {
+		fe := fault.New(tc.reason, nil)
+		got, ok := pushbackOf(codeOf[fe.Kind], fe)
+		if tc.want == "" && ok || got != tc.want {
+			t.Errorf("%s: pushback %q (set %v), want %q", tc.reason, got, ok, tc.want)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func Order(o order.Order) *ordersv1.Order {
 	out := &ordersv1.Order{
 		OrderId:      o.ID.String(),
 		CustomerId:   o.CustomerID,
-		OrderMonth:   o.Month,
+		OrderMonth:   Month(o.Month),
 		Status:       statusOf[o.Status],
 		Total:        o.Total,
 		Currency:     o.Currency,
@@ -43,6 +43,16 @@ func Order(o order.Order) *ordersv1.Order {
 		out.Lines = append(out.Lines, &ordersv1.OrderLine{Sku: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice})
 	}
 	return out
+}
+
+// Month is an order's month as the API shows it, "YYYY-MM" (the format
+// ListCustomerOrders takes); the stores keep the first day of the month,
+// "YYYY-MM-01".
+func Month(stored string) string {
+	if len(stored) < len("2006-01") {
+		return stored
+	}
+	return stored[:len("2006-01")]
 }
 
 // CreatedVersion is the version of a newly created order; every later

@@ -14,6 +14,7 @@
 package ordersv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -86,7 +87,8 @@ func (OrderStatus) EnumDescriptor() ([]byte, []int) {
 type RequestState int32
 
 const (
-	// Not set; never returned by the server.
+	// Not set; never returned by the server. In ListRequestsRequest.states
+	// it is INVALID_ARGUMENT.
 	RequestState_REQUEST_STATE_UNSPECIFIED RequestState = 0
 	// The request was claimed and its write is in progress (or was
 	// interrupted and not yet recovered).
@@ -145,20 +147,25 @@ type CreateOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Idempotency key: a UUID chosen once per business intent (one order the
 	// client means to place) and reused unchanged on every retry of that
-	// intent (AIP-155). Required; exactly 36 characters (the dashed form).
+	// intent (AIP-155). Exactly 36 characters (the dashed form).
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Id of the customer placing the order. Required; 1 to 128 bytes of UTF-8
-	// without whitespace or control characters.
+	// Id of the customer placing the order: 1 to 128 bytes of UTF-8 without
+	// whitespace or control characters.
 	CustomerId string `protobuf:"bytes,2,opt,name=customer_id,json=customerId,proto3" json:"customer_id,omitempty"`
-	// Order total as a decimal string, e.g. "77.70". Required; greater than
-	// zero; at most 32 characters, 15 digits before the point, and no more
-	// decimals than the currency has.
+	// Order total as a plain decimal string, e.g. "77.70": greater than zero;
+	// at most 32 characters, 15 digits before the point, and no more
+	// decimals than the currency has (its ISO 4217 minor unit, e.g. 2 for
+	// EUR, 0 for JPY, 3 for KWD).
 	Total string `protobuf:"bytes,3,opt,name=total,proto3" json:"total,omitempty"`
-	// Currency of total and of every line's unit_price, as an ISO 4217 code,
-	// e.g. "EUR". Required; exactly 3 letters.
+	// Currency of total and of every line's unit_price: a code of ISO 4217
+	// list one (as published 2026-01-01; the table is committed with the
+	// server, internal/order/iso4217.go) that has a minor unit,
+	// e.g. "EUR"; any case. Funds with a minor unit (CLF, UYW, ...) are
+	// accepted; codes without one (XAU, XDR, XTS, XXX) and withdrawn codes
+	// (DEM, HRK, BGN) are refused. Exactly 3 letters.
 	Currency string `protobuf:"bytes,4,opt,name=currency,proto3" json:"currency,omitempty"`
-	// Order lines. Optional, at most 100; if given, the sum of quantity *
-	// unit_price over all lines must equal total.
+	// Order lines: at most 100; if given, the sum of quantity * unit_price
+	// over all lines must equal total.
 	Lines         []*OrderLine `protobuf:"bytes,5,rep,name=lines,proto3" json:"lines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -232,14 +239,14 @@ func (x *CreateOrderRequest) GetLines() []*OrderLine {
 // OrderLine is one item of an order.
 type OrderLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Stock keeping unit of the item. Required; 1 to 128 bytes of UTF-8
-	// without whitespace or control characters.
+	// Stock keeping unit of the item: 1 to 128 bytes of UTF-8 without
+	// whitespace or control characters.
 	Sku string `protobuf:"bytes,1,opt,name=sku,proto3" json:"sku,omitempty"`
-	// Number of units ordered; 1 to 1000000.
+	// Number of units ordered: 1 to 1000000.
 	Quantity int64 `protobuf:"varint,2,opt,name=quantity,proto3" json:"quantity,omitempty"`
-	// Price of one unit as a decimal string, e.g. "25.90", in the order's
-	// currency. Required; at most 32 characters, 15 digits before the point,
-	// and no more decimals than the currency has.
+	// Price of one unit as a plain decimal string, e.g. "25.90", in the
+	// order's currency: zero or more; at most 32 characters, 15 digits before
+	// the point, and no more decimals than the currency has.
 	UnitPrice     string `protobuf:"bytes,3,opt,name=unit_price,json=unitPrice,proto3" json:"unit_price,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -296,7 +303,7 @@ func (x *OrderLine) GetUnitPrice() string {
 	return ""
 }
 
-// Order is an accepted order.
+// Order is an accepted order. Every field is set by the server.
 type Order struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Id of the order: a UUID derived deterministically from the tenant and
@@ -304,12 +311,14 @@ type Order struct {
 	OrderId string `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	// Id of the customer who placed the order.
 	CustomerId string `protobuf:"bytes,2,opt,name=customer_id,json=customerId,proto3" json:"customer_id,omitempty"`
-	// First day of the month the order was accepted in, as "YYYY-MM-01", in
-	// UTC. Orders are partitioned by customer and this month.
+	// Month the order was accepted in, as "YYYY-MM" (UTC): the format
+	// ListCustomerOrdersRequest's start_month and end_month take. Orders are
+	// partitioned by customer and this month.
 	OrderMonth string `protobuf:"bytes,3,opt,name=order_month,json=orderMonth,proto3" json:"order_month,omitempty"`
 	// Lifecycle state of the order.
 	Status OrderStatus `protobuf:"varint,4,opt,name=status,proto3,enum=atlasmart.orders.v1.OrderStatus" json:"status,omitempty"`
-	// Order total as a decimal string, e.g. "77.70".
+	// Order total as a decimal string at the scale it was accepted with (the
+	// currency's ISO 4217 minor unit), e.g. "77.70".
 	Total string `protobuf:"bytes,5,opt,name=total,proto3" json:"total,omitempty"`
 	// Currency of total, as an ISO 4217 code, e.g. "EUR".
 	Currency string `protobuf:"bytes,6,opt,name=currency,proto3" json:"currency,omitempty"`
@@ -317,8 +326,11 @@ type Order struct {
 	RequestId string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// When the order was accepted.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	// Order lines, as given in the CreateOrder request; empty if none were
-	// given.
+	// Order lines, as given in the CreateOrder request (sorted by sku, then
+	// unit_price, then quantity). Set by CreateOrder, GetOrder and the change
+	// methods; empty if none were given, and always empty in
+	// ListCustomerOrders pages (the listing table does not hold them: use
+	// GetOrder).
 	Lines []*OrderLine `protobuf:"bytes,9,rep,name=lines,proto3" json:"lines,omitempty"`
 	// Version of the order: 1 when created, one more for every accepted
 	// CancelOrder or AmendOrder. A change names the version it is based on
@@ -507,12 +519,12 @@ func (x *CreateOrderResponse) GetReplayed() bool {
 type CancelOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Idempotency key: a UUID chosen once per change and reused unchanged on
-	// every retry of it. Required; exactly 36 characters.
+	// every retry of it. Exactly 36 characters.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Id of the order to cancel. Required; a UUID (36 characters).
+	// Id of the order to cancel: a UUID (36 characters).
 	OrderId string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	// The order version this change is based on, as GetOrder showed it.
-	// Required; 1 to 1000000.
+	// The order version this change is based on, as GetOrder showed it: 1 to
+	// 1000000.
 	ExpectedVersion int64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -647,9 +659,9 @@ type AmendOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Idempotency key, as in CancelOrderRequest.
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Id of the order to amend. Required; a UUID (36 characters).
+	// Id of the order to amend: a UUID (36 characters).
 	OrderId string `protobuf:"bytes,2,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	// The order version this change is based on. Required; 1 to 1000000.
+	// The order version this change is based on: 1 to 1000000.
 	ExpectedVersion int64 `protobuf:"varint,3,opt,name=expected_version,json=expectedVersion,proto3" json:"expected_version,omitempty"`
 	// The new shipping note; empty clears it. At most 500 characters after
 	// Unicode NFC normalisation and trimming surrounding whitespace; no
@@ -791,6 +803,7 @@ func (x *AmendOrderResponse) GetReplayed() bool {
 }
 
 // WriteRequest is the ledger's record of one idempotent write request.
+// Every field is set by the server.
 type WriteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The client's idempotency key.
@@ -800,7 +813,8 @@ type WriteRequest struct {
 	Operation string `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
 	// Where the request is in its lifecycle.
 	State RequestState `protobuf:"varint,3,opt,name=state,proto3,enum=atlasmart.orders.v1.RequestState" json:"state,omitempty"`
-	// Id of the order the request produced; empty until it is known.
+	// Id of the order the request produced or changed; empty until it is
+	// known.
 	OrderId string `protobuf:"bytes,4,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	// Fingerprint (hash) of the request payload, used to reject a retry whose
 	// payload differs from the first attempt's.
@@ -928,8 +942,8 @@ func (x *WriteRequest) GetTenant() string {
 // GetRequestRequest names one write request in the ledger.
 type GetRequestRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The client's idempotency key. Required; a UUID, exactly 36 characters
-	// (the dashed form).
+	// The client's idempotency key: a UUID, exactly 36 characters (the dashed
+	// form).
 	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The operation the request performs; defaults to "CREATE_ORDER" when
 	// empty. One of "CREATE_ORDER", "CANCEL_ORDER", "AMEND_ORDER": any other
@@ -1032,8 +1046,8 @@ func (x *GetRequestResponse) GetRequest() *WriteRequest {
 // RequeueRequestRequest names one write request to requeue.
 type RequeueRequestRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The request's idempotency key. Required; a UUID, exactly 36 characters
-	// (the dashed form).
+	// The request's idempotency key: a UUID, exactly 36 characters (the
+	// dashed form). Only CreateOrder requests can be requeued.
 	RequestId     string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1122,11 +1136,136 @@ func (x *RequeueRequestResponse) GetRequest() *WriteRequest {
 	return nil
 }
 
+// ListRequestsRequest asks for one page of unfinished write requests.
+type ListRequestsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Which states to list: PENDING, FAILED or both; empty means both.
+	// COMPLETE and UNSPECIFIED are INVALID_ARGUMENT.
+	States []RequestState `protobuf:"varint,1,rep,packed,name=states,proto3,enum=atlasmart.orders.v1.RequestState" json:"states,omitempty"`
+	// Maximum number of requests to return: 0 means 50; larger than 500 is
+	// read as 500 (AIP-158); negative is INVALID_ARGUMENT. A page may hold
+	// fewer (even none: each call scans a bounded slice of the ledger) and
+	// still have a next_page_token.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Opaque token from a previous response's next_page_token, sent with the
+	// same states; empty for the first page; at most 2048 characters. Valid
+	// only for the caller's tenant and on servers sharing the key that signed
+	// it; any other value is INVALID_ARGUMENT.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequestsRequest) Reset() {
+	*x = ListRequestsRequest{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequestsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequestsRequest) ProtoMessage() {}
+
+func (x *ListRequestsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequestsRequest.ProtoReflect.Descriptor instead.
+func (*ListRequestsRequest) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListRequestsRequest) GetStates() []RequestState {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *ListRequestsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListRequestsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListRequestsResponse is one page of unfinished write requests.
+type ListRequestsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The requests on this page, as the ledger holds them now.
+	Requests []*WriteRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	// Token for the next page; empty when there are no more.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequestsResponse) Reset() {
+	*x = ListRequestsResponse{}
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequestsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequestsResponse) ProtoMessage() {}
+
+func (x *ListRequestsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequestsResponse.ProtoReflect.Descriptor instead.
+func (*ListRequestsResponse) Descriptor() ([]byte, []int) {
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListRequestsResponse) GetRequests() []*WriteRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *ListRequestsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 // GetOrderRequest names one order.
 type GetOrderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Id of the order. Required; a UUID, exactly 36 characters (the dashed
-	// form).
+	// Id of the order: a UUID, exactly 36 characters (the dashed form).
 	OrderId       string `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1134,7 +1273,7 @@ type GetOrderRequest struct {
 
 func (x *GetOrderRequest) Reset() {
 	*x = GetOrderRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1285,7 @@ func (x *GetOrderRequest) String() string {
 func (*GetOrderRequest) ProtoMessage() {}
 
 func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[13]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1298,7 @@ func (x *GetOrderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderRequest.ProtoReflect.Descriptor instead.
 func (*GetOrderRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{13}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetOrderRequest) GetOrderId() string {
@@ -1180,7 +1319,7 @@ type GetOrderResponse struct {
 
 func (x *GetOrderResponse) Reset() {
 	*x = GetOrderResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1331,7 @@ func (x *GetOrderResponse) String() string {
 func (*GetOrderResponse) ProtoMessage() {}
 
 func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[14]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1344,7 @@ func (x *GetOrderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrderResponse.ProtoReflect.Descriptor instead.
 func (*GetOrderResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{14}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetOrderResponse) GetOrder() *Order {
@@ -1215,30 +1354,43 @@ func (x *GetOrderResponse) GetOrder() *Order {
 	return nil
 }
 
-// ListCustomerOrdersRequest asks for one page of a customer's orders in one
-// month.
+// ListCustomerOrdersRequest asks for one page of a customer's orders
+// accepted in a range of months, newest first.
 type ListCustomerOrdersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Id of the customer. Required; 1 to 128 bytes of UTF-8 without
-	// whitespace or control characters (what CreateOrder accepts).
+	// Id of the customer: 1 to 128 bytes of UTF-8 without whitespace or
+	// control characters (what CreateOrder accepts).
 	CustomerId string `protobuf:"bytes,1,opt,name=customer_id,json=customerId,proto3" json:"customer_id,omitempty"`
-	// Month the orders were accepted in, as "YYYY-MM" (UTC). Required;
-	// exactly 7 characters.
+	// One month, as "YYYY-MM" (UTC): the same as start_month = end_month =
+	// month. Deprecated: use start_month and end_month; setting month together
+	// with either is INVALID_ARGUMENT.
+	//
+	// Deprecated: Marked as deprecated in atlasmart/orders/v1/orders.proto.
 	Month string `protobuf:"bytes,2,opt,name=month,proto3" json:"month,omitempty"`
-	// Maximum number of orders to return: 0 (the default, 50) to 500.
+	// Maximum number of orders to return: 0 means 50; larger than 500 is read
+	// as 500 (AIP-158); negative is INVALID_ARGUMENT. A page may hold fewer
+	// (even none, when the months it looked at were empty) and still have a
+	// next_page_token.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Opaque token from a previous response's next_page_token; empty for the
 	// first page; at most 2048 characters. A token is valid only for the
-	// customer_id and month it was issued for, and only on servers sharing
-	// the key that signed it; any other value is INVALID_ARGUMENT.
-	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// tenant, customer_id and months it was issued for, and only on servers
+	// sharing the key that signed it; any other value is INVALID_ARGUMENT.
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Oldest month listed, as "YYYY-MM" (UTC), inclusive. Default: 11 months
+	// before end_month (a year of months in all). Not after end_month, and at
+	// most 119 months before it (120 months in all).
+	StartMonth string `protobuf:"bytes,5,opt,name=start_month,json=startMonth,proto3" json:"start_month,omitempty"`
+	// Newest month listed, as "YYYY-MM" (UTC), inclusive. Default: the
+	// current month.
+	EndMonth      string `protobuf:"bytes,6,opt,name=end_month,json=endMonth,proto3" json:"end_month,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListCustomerOrdersRequest) Reset() {
 	*x = ListCustomerOrdersRequest{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1402,7 @@ func (x *ListCustomerOrdersRequest) String() string {
 func (*ListCustomerOrdersRequest) ProtoMessage() {}
 
 func (x *ListCustomerOrdersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[15]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1415,7 @@ func (x *ListCustomerOrdersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCustomerOrdersRequest.ProtoReflect.Descriptor instead.
 func (*ListCustomerOrdersRequest) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{15}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListCustomerOrdersRequest) GetCustomerId() string {
@@ -1273,6 +1425,7 @@ func (x *ListCustomerOrdersRequest) GetCustomerId() string {
 	return ""
 }
 
+// Deprecated: Marked as deprecated in atlasmart/orders/v1/orders.proto.
 func (x *ListCustomerOrdersRequest) GetMonth() string {
 	if x != nil {
 		return x.Month
@@ -1294,13 +1447,28 @@ func (x *ListCustomerOrdersRequest) GetPageToken() string {
 	return ""
 }
 
-// ListCustomerOrdersResponse is one page of a customer's orders.
+func (x *ListCustomerOrdersRequest) GetStartMonth() string {
+	if x != nil {
+		return x.StartMonth
+	}
+	return ""
+}
+
+func (x *ListCustomerOrdersRequest) GetEndMonth() string {
+	if x != nil {
+		return x.EndMonth
+	}
+	return ""
+}
+
+// ListCustomerOrdersResponse is one page of a customer's orders, newest
+// first (by created_at, then order_id).
 type ListCustomerOrdersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The orders on this page.
+	// The orders on this page, without their lines (Order.lines).
 	Orders []*Order `protobuf:"bytes,1,rep,name=orders,proto3" json:"orders,omitempty"`
 	// Token for the next page, to send back unchanged with the same
-	// customer_id and month; empty when there are no more pages.
+	// customer_id and months; empty when there are no more pages.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1308,7 +1476,7 @@ type ListCustomerOrdersResponse struct {
 
 func (x *ListCustomerOrdersResponse) Reset() {
 	*x = ListCustomerOrdersResponse{}
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1488,7 @@ func (x *ListCustomerOrdersResponse) String() string {
 func (*ListCustomerOrdersResponse) ProtoMessage() {}
 
 func (x *ListCustomerOrdersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[16]
+	mi := &file_atlasmart_orders_v1_orders_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1501,7 @@ func (x *ListCustomerOrdersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCustomerOrdersResponse.ProtoReflect.Descriptor instead.
 func (*ListCustomerOrdersResponse) Descriptor() ([]byte, []int) {
-	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{16}
+	return file_atlasmart_orders_v1_orders_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListCustomerOrdersResponse) GetOrders() []*Order {
@@ -1354,100 +1522,111 @@ var File_atlasmart_orders_v1_orders_proto protoreflect.FileDescriptor
 
 const file_atlasmart_orders_v1_orders_proto_rawDesc = "" +
 	"\n" +
-	" atlasmart/orders/v1/orders.proto\x12\x13atlasmart.orders.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbc\x01\n" +
-	"\x12CreateOrderRequest\x12\x1d\n" +
+	" atlasmart/orders/v1/orders.proto\x12\x13atlasmart.orders.v1\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xda\x01\n" +
+	"\x12CreateOrderRequest\x12#\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1f\n" +
-	"\vcustomer_id\x18\x02 \x01(\tR\n" +
-	"customerId\x12\x14\n" +
-	"\x05total\x18\x03 \x01(\tR\x05total\x12\x1a\n" +
-	"\bcurrency\x18\x04 \x01(\tR\bcurrency\x124\n" +
-	"\x05lines\x18\x05 \x03(\v2\x1e.atlasmart.orders.v1.OrderLineR\x05lines\"X\n" +
-	"\tOrderLine\x12\x10\n" +
-	"\x03sku\x18\x01 \x01(\tR\x03sku\x12\x1a\n" +
-	"\bquantity\x18\x02 \x01(\x03R\bquantity\x12\x1d\n" +
+	"request_id\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\trequestId\x12%\n" +
+	"\vcustomer_id\x18\x02 \x01(\tB\x04\xe2A\x01\x02R\n" +
+	"customerId\x12\x1a\n" +
+	"\x05total\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\x05total\x12 \n" +
+	"\bcurrency\x18\x04 \x01(\tB\x04\xe2A\x01\x02R\bcurrency\x12:\n" +
+	"\x05lines\x18\x05 \x03(\v2\x1e.atlasmart.orders.v1.OrderLineB\x04\xe2A\x01\x01R\x05lines\"j\n" +
+	"\tOrderLine\x12\x16\n" +
+	"\x03sku\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\x03sku\x12 \n" +
+	"\bquantity\x18\x02 \x01(\x03B\x04\xe2A\x01\x02R\bquantity\x12#\n" +
 	"\n" +
-	"unit_price\x18\x03 \x01(\tR\tunitPrice\"\xda\x03\n" +
-	"\x05Order\x12\x19\n" +
-	"\border_id\x18\x01 \x01(\tR\aorderId\x12\x1f\n" +
-	"\vcustomer_id\x18\x02 \x01(\tR\n" +
-	"customerId\x12\x1f\n" +
-	"\vorder_month\x18\x03 \x01(\tR\n" +
-	"orderMonth\x128\n" +
-	"\x06status\x18\x04 \x01(\x0e2 .atlasmart.orders.v1.OrderStatusR\x06status\x12\x14\n" +
-	"\x05total\x18\x05 \x01(\tR\x05total\x12\x1a\n" +
-	"\bcurrency\x18\x06 \x01(\tR\bcurrency\x12\x1d\n" +
+	"unit_price\x18\x03 \x01(\tB\x04\xe2A\x01\x02R\tunitPrice\"\xa2\x04\n" +
+	"\x05Order\x12\x1f\n" +
+	"\border_id\x18\x01 \x01(\tB\x04\xe2A\x01\x03R\aorderId\x12%\n" +
+	"\vcustomer_id\x18\x02 \x01(\tB\x04\xe2A\x01\x03R\n" +
+	"customerId\x12%\n" +
+	"\vorder_month\x18\x03 \x01(\tB\x04\xe2A\x01\x03R\n" +
+	"orderMonth\x12>\n" +
+	"\x06status\x18\x04 \x01(\x0e2 .atlasmart.orders.v1.OrderStatusB\x04\xe2A\x01\x03R\x06status\x12\x1a\n" +
+	"\x05total\x18\x05 \x01(\tB\x04\xe2A\x01\x03R\x05total\x12 \n" +
+	"\bcurrency\x18\x06 \x01(\tB\x04\xe2A\x01\x03R\bcurrency\x12#\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tR\trequestId\x129\n" +
+	"request_id\x18\a \x01(\tB\x04\xe2A\x01\x03R\trequestId\x12?\n" +
 	"\n" +
-	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x124\n" +
-	"\x05lines\x18\t \x03(\v2\x1e.atlasmart.orders.v1.OrderLineR\x05lines\x12\x18\n" +
+	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\tcreatedAt\x12:\n" +
+	"\x05lines\x18\t \x03(\v2\x1e.atlasmart.orders.v1.OrderLineB\x04\xe2A\x01\x03R\x05lines\x12\x1e\n" +
 	"\aversion\x18\n" +
-	" \x01(\x03R\aversion\x12#\n" +
-	"\rshipping_note\x18\v \x01(\tR\fshippingNote\x129\n" +
+	" \x01(\x03B\x04\xe2A\x01\x03R\aversion\x12)\n" +
+	"\rshipping_note\x18\v \x01(\tB\x04\xe2A\x01\x03R\fshippingNote\x12?\n" +
 	"\n" +
-	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"c\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\tupdatedAt\"c\n" +
 	"\x13CreateOrderResponse\x120\n" +
 	"\x05order\x18\x01 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\x12\x1a\n" +
-	"\breplayed\x18\x02 \x01(\bR\breplayed\"y\n" +
-	"\x12CancelOrderRequest\x12\x1d\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"\x8b\x01\n" +
+	"\x12CancelOrderRequest\x12#\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\x12\x19\n" +
-	"\border_id\x18\x02 \x01(\tR\aorderId\x12)\n" +
-	"\x10expected_version\x18\x03 \x01(\x03R\x0fexpectedVersion\"\x9a\x01\n" +
+	"request_id\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\trequestId\x12\x1f\n" +
+	"\border_id\x18\x02 \x01(\tB\x04\xe2A\x01\x02R\aorderId\x12/\n" +
+	"\x10expected_version\x18\x03 \x01(\x03B\x04\xe2A\x01\x02R\x0fexpectedVersion\"\x9a\x01\n" +
 	"\x13CancelOrderResponse\x12\x1b\n" +
 	"\tchange_id\x18\x01 \x01(\tR\bchangeId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x120\n" +
 	"\x05order\x18\x03 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\x12\x1a\n" +
-	"\breplayed\x18\x04 \x01(\bR\breplayed\"\x9d\x01\n" +
-	"\x11AmendOrderRequest\x12\x1d\n" +
+	"\breplayed\x18\x04 \x01(\bR\breplayed\"\xb5\x01\n" +
+	"\x11AmendOrderRequest\x12#\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\x12\x19\n" +
-	"\border_id\x18\x02 \x01(\tR\aorderId\x12)\n" +
-	"\x10expected_version\x18\x03 \x01(\x03R\x0fexpectedVersion\x12#\n" +
-	"\rshipping_note\x18\x04 \x01(\tR\fshippingNote\"\x99\x01\n" +
+	"request_id\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\trequestId\x12\x1f\n" +
+	"\border_id\x18\x02 \x01(\tB\x04\xe2A\x01\x02R\aorderId\x12/\n" +
+	"\x10expected_version\x18\x03 \x01(\x03B\x04\xe2A\x01\x02R\x0fexpectedVersion\x12)\n" +
+	"\rshipping_note\x18\x04 \x01(\tB\x04\xe2A\x01\x01R\fshippingNote\"\x99\x01\n" +
 	"\x12AmendOrderResponse\x12\x1b\n" +
 	"\tchange_id\x18\x01 \x01(\tR\bchangeId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x03R\aversion\x120\n" +
 	"\x05order\x18\x03 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\x12\x1a\n" +
-	"\breplayed\x18\x04 \x01(\bR\breplayed\"\x9d\x03\n" +
-	"\fWriteRequest\x12\x1d\n" +
+	"\breplayed\x18\x04 \x01(\bR\breplayed\"\xd9\x03\n" +
+	"\fWriteRequest\x12#\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
-	"\toperation\x18\x02 \x01(\tR\toperation\x127\n" +
-	"\x05state\x18\x03 \x01(\x0e2!.atlasmart.orders.v1.RequestStateR\x05state\x12\x19\n" +
-	"\border_id\x18\x04 \x01(\tR\aorderId\x12/\n" +
-	"\x13payload_fingerprint\x18\x05 \x01(\tR\x12payloadFingerprint\x129\n" +
+	"request_id\x18\x01 \x01(\tB\x04\xe2A\x01\x03R\trequestId\x12\"\n" +
+	"\toperation\x18\x02 \x01(\tB\x04\xe2A\x01\x03R\toperation\x12=\n" +
+	"\x05state\x18\x03 \x01(\x0e2!.atlasmart.orders.v1.RequestStateB\x04\xe2A\x01\x03R\x05state\x12\x1f\n" +
+	"\border_id\x18\x04 \x01(\tB\x04\xe2A\x01\x03R\aorderId\x125\n" +
+	"\x13payload_fingerprint\x18\x05 \x01(\tB\x04\xe2A\x01\x03R\x12payloadFingerprint\x12?\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12=\n" +
-	"\fcompleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12\x1a\n" +
-	"\battempts\x18\b \x01(\x05R\battempts\x12\x1d\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\tcreatedAt\x12C\n" +
+	"\fcompleted_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x04\xe2A\x01\x03R\vcompletedAt\x12 \n" +
+	"\battempts\x18\b \x01(\x05B\x04\xe2A\x01\x03R\battempts\x12#\n" +
 	"\n" +
-	"last_error\x18\t \x01(\tR\tlastError\x12\x16\n" +
+	"last_error\x18\t \x01(\tB\x04\xe2A\x01\x03R\tlastError\x12\x1c\n" +
 	"\x06tenant\x18\n" +
-	" \x01(\tR\x06tenant\"P\n" +
-	"\x11GetRequestRequest\x12\x1d\n" +
+	" \x01(\tB\x04\xe2A\x01\x03R\x06tenant\"\\\n" +
+	"\x11GetRequestRequest\x12#\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
-	"\toperation\x18\x02 \x01(\tR\toperation\"Q\n" +
+	"request_id\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\trequestId\x12\"\n" +
+	"\toperation\x18\x02 \x01(\tB\x04\xe2A\x01\x01R\toperation\"Q\n" +
 	"\x12GetRequestResponse\x12;\n" +
-	"\arequest\x18\x01 \x01(\v2!.atlasmart.orders.v1.WriteRequestR\arequest\"6\n" +
-	"\x15RequeueRequestRequest\x12\x1d\n" +
+	"\arequest\x18\x01 \x01(\v2!.atlasmart.orders.v1.WriteRequestR\arequest\"<\n" +
+	"\x15RequeueRequestRequest\x12#\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\"U\n" +
+	"request_id\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\trequestId\"U\n" +
 	"\x16RequeueRequestResponse\x12;\n" +
-	"\arequest\x18\x01 \x01(\v2!.atlasmart.orders.v1.WriteRequestR\arequest\",\n" +
-	"\x0fGetOrderRequest\x12\x19\n" +
-	"\border_id\x18\x01 \x01(\tR\aorderId\"D\n" +
-	"\x10GetOrderResponse\x120\n" +
-	"\x05order\x18\x01 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\"\x8e\x01\n" +
-	"\x19ListCustomerOrdersRequest\x12\x1f\n" +
-	"\vcustomer_id\x18\x01 \x01(\tR\n" +
-	"customerId\x12\x14\n" +
-	"\x05month\x18\x02 \x01(\tR\x05month\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\arequest\x18\x01 \x01(\v2!.atlasmart.orders.v1.WriteRequestR\arequest\"\x9e\x01\n" +
+	"\x13ListRequestsRequest\x12?\n" +
+	"\x06states\x18\x01 \x03(\x0e2!.atlasmart.orders.v1.RequestStateB\x04\xe2A\x01\x01R\x06states\x12!\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\x04\xe2A\x01\x01R\bpageSize\x12#\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\"x\n" +
+	"page_token\x18\x03 \x01(\tB\x04\xe2A\x01\x01R\tpageToken\"}\n" +
+	"\x14ListRequestsResponse\x12=\n" +
+	"\brequests\x18\x01 \x03(\v2!.atlasmart.orders.v1.WriteRequestR\brequests\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"2\n" +
+	"\x0fGetOrderRequest\x12\x1f\n" +
+	"\border_id\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\aorderId\"D\n" +
+	"\x10GetOrderResponse\x120\n" +
+	"\x05order\x18\x01 \x01(\v2\x1a.atlasmart.orders.v1.OrderR\x05order\"\xf2\x01\n" +
+	"\x19ListCustomerOrdersRequest\x12%\n" +
+	"\vcustomer_id\x18\x01 \x01(\tB\x04\xe2A\x01\x02R\n" +
+	"customerId\x12\x1c\n" +
+	"\x05month\x18\x02 \x01(\tB\x06\xe2A\x01\x01\x18\x01R\x05month\x12!\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\x04\xe2A\x01\x01R\bpageSize\x12#\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tB\x04\xe2A\x01\x01R\tpageToken\x12%\n" +
+	"\vstart_month\x18\x05 \x01(\tB\x04\xe2A\x01\x01R\n" +
+	"startMonth\x12!\n" +
+	"\tend_month\x18\x06 \x01(\tB\x04\xe2A\x01\x01R\bendMonth\"x\n" +
 	"\x1aListCustomerOrdersResponse\x122\n" +
 	"\x06orders\x18\x01 \x03(\v2\x1a.atlasmart.orders.v1.OrderR\x06orders\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*a\n" +
@@ -1459,14 +1638,15 @@ const file_atlasmart_orders_v1_orders_proto_rawDesc = "" +
 	"\x19REQUEST_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15REQUEST_STATE_PENDING\x10\x01\x12\x1a\n" +
 	"\x16REQUEST_STATE_COMPLETE\x10\x02\x12\x18\n" +
-	"\x14REQUEST_STATE_FAILED\x10\x032\xcb\x05\n" +
+	"\x14REQUEST_STATE_FAILED\x10\x032\xb0\x06\n" +
 	"\fOrderService\x12`\n" +
 	"\vCreateOrder\x12'.atlasmart.orders.v1.CreateOrderRequest\x1a(.atlasmart.orders.v1.CreateOrderResponse\x12]\n" +
 	"\n" +
 	"GetRequest\x12&.atlasmart.orders.v1.GetRequestRequest\x1a'.atlasmart.orders.v1.GetRequestResponse\x12W\n" +
 	"\bGetOrder\x12$.atlasmart.orders.v1.GetOrderRequest\x1a%.atlasmart.orders.v1.GetOrderResponse\x12u\n" +
 	"\x12ListCustomerOrders\x12..atlasmart.orders.v1.ListCustomerOrdersRequest\x1a/.atlasmart.orders.v1.ListCustomerOrdersResponse\x12i\n" +
-	"\x0eRequeueRequest\x12*.atlasmart.orders.v1.RequeueRequestRequest\x1a+.atlasmart.orders.v1.RequeueRequestResponse\x12`\n" +
+	"\x0eRequeueRequest\x12*.atlasmart.orders.v1.RequeueRequestRequest\x1a+.atlasmart.orders.v1.RequeueRequestResponse\x12c\n" +
+	"\fListRequests\x12(.atlasmart.orders.v1.ListRequestsRequest\x1a).atlasmart.orders.v1.ListRequestsResponse\x12`\n" +
 	"\vCancelOrder\x12'.atlasmart.orders.v1.CancelOrderRequest\x1a(.atlasmart.orders.v1.CancelOrderResponse\x12]\n" +
 	"\n" +
 	"AmendOrder\x12&.atlasmart.orders.v1.AmendOrderRequest\x1a'.atlasmart.orders.v1.AmendOrderResponseB@Z>github.com/atlasmart/orderd/proto/atlasmart/orders/v1;ordersv1b\x06proto3"
@@ -1484,7 +1664,7 @@ func file_atlasmart_orders_v1_orders_proto_rawDescGZIP() []byte {
 }
 
 var file_atlasmart_orders_v1_orders_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_atlasmart_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_atlasmart_orders_v1_orders_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_atlasmart_orders_v1_orders_proto_goTypes = []any{
 	(OrderStatus)(0),                   // 0: atlasmart.orders.v1.OrderStatus
 	(RequestState)(0),                  // 1: atlasmart.orders.v1.RequestState
@@ -1501,47 +1681,53 @@ var file_atlasmart_orders_v1_orders_proto_goTypes = []any{
 	(*GetRequestResponse)(nil),         // 12: atlasmart.orders.v1.GetRequestResponse
 	(*RequeueRequestRequest)(nil),      // 13: atlasmart.orders.v1.RequeueRequestRequest
 	(*RequeueRequestResponse)(nil),     // 14: atlasmart.orders.v1.RequeueRequestResponse
-	(*GetOrderRequest)(nil),            // 15: atlasmart.orders.v1.GetOrderRequest
-	(*GetOrderResponse)(nil),           // 16: atlasmart.orders.v1.GetOrderResponse
-	(*ListCustomerOrdersRequest)(nil),  // 17: atlasmart.orders.v1.ListCustomerOrdersRequest
-	(*ListCustomerOrdersResponse)(nil), // 18: atlasmart.orders.v1.ListCustomerOrdersResponse
-	(*timestamppb.Timestamp)(nil),      // 19: google.protobuf.Timestamp
+	(*ListRequestsRequest)(nil),        // 15: atlasmart.orders.v1.ListRequestsRequest
+	(*ListRequestsResponse)(nil),       // 16: atlasmart.orders.v1.ListRequestsResponse
+	(*GetOrderRequest)(nil),            // 17: atlasmart.orders.v1.GetOrderRequest
+	(*GetOrderResponse)(nil),           // 18: atlasmart.orders.v1.GetOrderResponse
+	(*ListCustomerOrdersRequest)(nil),  // 19: atlasmart.orders.v1.ListCustomerOrdersRequest
+	(*ListCustomerOrdersResponse)(nil), // 20: atlasmart.orders.v1.ListCustomerOrdersResponse
+	(*timestamppb.Timestamp)(nil),      // 21: google.protobuf.Timestamp
 }
 var file_atlasmart_orders_v1_orders_proto_depIdxs = []int32{
 	3,  // 0: atlasmart.orders.v1.CreateOrderRequest.lines:type_name -> atlasmart.orders.v1.OrderLine
 	0,  // 1: atlasmart.orders.v1.Order.status:type_name -> atlasmart.orders.v1.OrderStatus
-	19, // 2: atlasmart.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
+	21, // 2: atlasmart.orders.v1.Order.created_at:type_name -> google.protobuf.Timestamp
 	3,  // 3: atlasmart.orders.v1.Order.lines:type_name -> atlasmart.orders.v1.OrderLine
-	19, // 4: atlasmart.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
+	21, // 4: atlasmart.orders.v1.Order.updated_at:type_name -> google.protobuf.Timestamp
 	4,  // 5: atlasmart.orders.v1.CreateOrderResponse.order:type_name -> atlasmart.orders.v1.Order
 	4,  // 6: atlasmart.orders.v1.CancelOrderResponse.order:type_name -> atlasmart.orders.v1.Order
 	4,  // 7: atlasmart.orders.v1.AmendOrderResponse.order:type_name -> atlasmart.orders.v1.Order
 	1,  // 8: atlasmart.orders.v1.WriteRequest.state:type_name -> atlasmart.orders.v1.RequestState
-	19, // 9: atlasmart.orders.v1.WriteRequest.created_at:type_name -> google.protobuf.Timestamp
-	19, // 10: atlasmart.orders.v1.WriteRequest.completed_at:type_name -> google.protobuf.Timestamp
+	21, // 9: atlasmart.orders.v1.WriteRequest.created_at:type_name -> google.protobuf.Timestamp
+	21, // 10: atlasmart.orders.v1.WriteRequest.completed_at:type_name -> google.protobuf.Timestamp
 	10, // 11: atlasmart.orders.v1.GetRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
 	10, // 12: atlasmart.orders.v1.RequeueRequestResponse.request:type_name -> atlasmart.orders.v1.WriteRequest
-	4,  // 13: atlasmart.orders.v1.GetOrderResponse.order:type_name -> atlasmart.orders.v1.Order
-	4,  // 14: atlasmart.orders.v1.ListCustomerOrdersResponse.orders:type_name -> atlasmart.orders.v1.Order
-	2,  // 15: atlasmart.orders.v1.OrderService.CreateOrder:input_type -> atlasmart.orders.v1.CreateOrderRequest
-	11, // 16: atlasmart.orders.v1.OrderService.GetRequest:input_type -> atlasmart.orders.v1.GetRequestRequest
-	15, // 17: atlasmart.orders.v1.OrderService.GetOrder:input_type -> atlasmart.orders.v1.GetOrderRequest
-	17, // 18: atlasmart.orders.v1.OrderService.ListCustomerOrders:input_type -> atlasmart.orders.v1.ListCustomerOrdersRequest
-	13, // 19: atlasmart.orders.v1.OrderService.RequeueRequest:input_type -> atlasmart.orders.v1.RequeueRequestRequest
-	6,  // 20: atlasmart.orders.v1.OrderService.CancelOrder:input_type -> atlasmart.orders.v1.CancelOrderRequest
-	8,  // 21: atlasmart.orders.v1.OrderService.AmendOrder:input_type -> atlasmart.orders.v1.AmendOrderRequest
-	5,  // 22: atlasmart.orders.v1.OrderService.CreateOrder:output_type -> atlasmart.orders.v1.CreateOrderResponse
-	12, // 23: atlasmart.orders.v1.OrderService.GetRequest:output_type -> atlasmart.orders.v1.GetRequestResponse
-	16, // 24: atlasmart.orders.v1.OrderService.GetOrder:output_type -> atlasmart.orders.v1.GetOrderResponse
-	18, // 25: atlasmart.orders.v1.OrderService.ListCustomerOrders:output_type -> atlasmart.orders.v1.ListCustomerOrdersResponse
-	14, // 26: atlasmart.orders.v1.OrderService.RequeueRequest:output_type -> atlasmart.orders.v1.RequeueRequestResponse
-	7,  // 27: atlasmart.orders.v1.OrderService.CancelOrder:output_type -> atlasmart.orders.v1.CancelOrderResponse
-	9,  // 28: atlasmart.orders.v1.OrderService.AmendOrder:output_type -> atlasmart.orders.v1.AmendOrderResponse
-	22, // [22:29] is the sub-list for method output_type
-	15, // [15:22] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	1,  // 13: atlasmart.orders.v1.ListRequestsRequest.states:type_name -> atlasmart.orders.v1.RequestState
+	10, // 14: atlasmart.orders.v1.ListRequestsResponse.requests:type_name -> atlasmart.orders.v1.WriteRequest
+	4,  // 15: atlasmart.orders.v1.GetOrderResponse.order:type_name -> atlasmart.orders.v1.Order
+	4,  // 16: atlasmart.orders.v1.ListCustomerOrdersResponse.orders:type_name -> atlasmart.orders.v1.Order
+	2,  // 17: atlasmart.orders.v1.OrderService.CreateOrder:input_type -> atlasmart.orders.v1.CreateOrderRequest
+	11, // 18: atlasmart.orders.v1.OrderService.GetRequest:input_type -> atlasmart.orders.v1.GetRequestRequest
+	17, // 19: atlasmart.orders.v1.OrderService.GetOrder:input_type -> atlasmart.orders.v1.GetOrderRequest
+	19, // 20: atlasmart.orders.v1.OrderService.ListCustomerOrders:input_type -> atlasmart.orders.v1.ListCustomerOrdersRequest
+	13, // 21: atlasmart.orders.v1.OrderService.RequeueRequest:input_type -> atlasmart.orders.v1.RequeueRequestRequest
+	15, // 22: atlasmart.orders.v1.OrderService.ListRequests:input_type -> atlasmart.orders.v1.ListRequestsRequest
+	6,  // 23: atlasmart.orders.v1.OrderService.CancelOrder:input_type -> atlasmart.orders.v1.CancelOrderRequest
+	8,  // 24: atlasmart.orders.v1.OrderService.AmendOrder:input_type -> atlasmart.orders.v1.AmendOrderRequest
+	5,  // 25: atlasmart.orders.v1.OrderService.CreateOrder:output_type -> atlasmart.orders.v1.CreateOrderResponse
+	12, // 26: atlasmart.orders.v1.OrderService.GetRequest:output_type -> atlasmart.orders.v1.GetRequestResponse
+	18, // 27: atlasmart.orders.v1.OrderService.GetOrder:output_type -> atlasmart.orders.v1.GetOrderResponse
+	20, // 28: atlasmart.orders.v1.OrderService.ListCustomerOrders:output_type -> atlasmart.orders.v1.ListCustomerOrdersResponse
+	14, // 29: atlasmart.orders.v1.OrderService.RequeueRequest:output_type -> atlasmart.orders.v1.RequeueRequestResponse
+	16, // 30: atlasmart.orders.v1.OrderService.ListRequests:output_type -> atlasmart.orders.v1.ListRequestsResponse
+	7,  // 31: atlasmart.orders.v1.OrderService.CancelOrder:output_type -> atlasmart.orders.v1.CancelOrderResponse
+	9,  // 32: atlasmart.orders.v1.OrderService.AmendOrder:output_type -> atlasmart.orders.v1.AmendOrderResponse
+	25, // [25:33] is the sub-list for method output_type
+	17, // [17:25] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_atlasmart_orders_v1_orders_proto_init() }
@@ -1555,7 +1741,7 @@ func file_atlasmart_orders_v1_orders_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_atlasmart_orders_v1_orders_proto_rawDesc), len(file_atlasmart_orders_v1_orders_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	OrderService_GetOrder_FullMethodName           = "/atlasmart.orders.v1.OrderService/GetOrder"
 	OrderService_ListCustomerOrders_FullMethodName = "/atlasmart.orders.v1.OrderService/ListCustomerOrders"
 	OrderService_RequeueRequest_FullMethodName     = "/atlasmart.orders.v1.OrderService/RequeueRequest"
+	OrderService_ListRequests_FullMethodName       = "/atlasmart.orders.v1.OrderService/ListRequests"
 	OrderService_CancelOrder_FullMethodName        = "/atlasmart.orders.v1.OrderService/CancelOrder"
 	OrderService_AmendOrder_FullMethodName         = "/atlasmart.orders.v1.OrderService/AmendOrder"
 )
@@ -40,27 +41,47 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // OrderService accepts orders and answers questions about them.
+//
+// Retrying: CreateOrder, CancelOrder and AmendOrder are safe to retry with
+// the same request_id; every read is safe to retry. Retry on UNAVAILABLE and
+// ABORTED (except ABORTED with reason STALE_VERSION, which is a recorded
+// answer), after the delay in the error's google.rpc.RetryInfo (also sent as
+// the trailer grpc-retry-pushback-ms). On DEADLINE_EXCEEDED or
+// OUTCOME_UNKNOWN, ask GetRequest before giving up. The service config
+// shipped with the client (client/service_config.json) and the Go client
+// (package client) do all of this.
 type OrderServiceClient interface {
 	// CreateOrder accepts a new order. It is idempotent by request_id: a retry
 	// with the same request_id and the same payload returns the recorded
 	// outcome of the first attempt instead of creating another order. A retry
-	// with the same request_id but a different payload is rejected.
+	// with the same request_id but a different payload is rejected
+	// (FAILED_PRECONDITION, reason REQUEST_ID_REUSED) and changes nothing.
 	//
 	// The response carries the header `idempotency-replayed: true|false`,
-	// which mirrors CreateOrderResponse.replayed.
+	// which mirrors CreateOrderResponse.replayed. Needs the create permission.
 	CreateOrder(ctx context.Context, in *CreateOrderRequest, opts ...grpc.CallOption) (*CreateOrderResponse, error)
 	// GetRequest returns the ledger's view of one write request: whether it is
-	// still pending, complete or failed, and which order it produced.
+	// still pending, complete or failed, and which order it produced. Needs
+	// the read permission.
 	GetRequest(ctx context.Context, in *GetRequestRequest, opts ...grpc.CallOption) (*GetRequestResponse, error)
-	// GetOrder returns one order by its id.
+	// GetOrder returns one order by its id. Needs the read permission.
 	GetOrder(ctx context.Context, in *GetOrderRequest, opts ...grpc.CallOption) (*GetOrderResponse, error)
-	// ListCustomerOrders lists a customer's orders accepted in one month,
-	// one page at a time.
+	// ListCustomerOrders lists a customer's orders accepted in a range of
+	// months, newest first, one page at a time (AIP-158). Needs the read
+	// permission.
 	ListCustomerOrders(ctx context.Context, in *ListCustomerOrdersRequest, opts ...grpc.CallOption) (*ListCustomerOrdersResponse, error)
 	// RequeueRequest gives a FAILED request of the caller's tenant another
 	// round of attempts by the reconciler (it becomes PENDING); a PENDING or
 	// COMPLETE request is left as it is. Needs the admin permission.
 	RequeueRequest(ctx context.Context, in *RequeueRequestRequest, opts ...grpc.CallOption) (*RequeueRequestResponse, error)
+	// ListRequests lists the caller's tenant's write requests that are not
+	// COMPLETE (PENDING or FAILED), oldest first, one page at a time: what an
+	// operator looks at when requests are stuck. It is a scan of the whole
+	// ledger (every tenant's requests within the retention), a bounded slice
+	// per call, so a page may be empty and still have a next_page_token; its
+	// cost grows with the ledger: an operator's tool, not a client's. Needs
+	// the admin permission.
+	ListRequests(ctx context.Context, in *ListRequestsRequest, opts ...grpc.CallOption) (*ListRequestsResponse, error)
 	// CancelOrder cancels an order that is at expected_version. It is
 	// idempotent by request_id (scoped to the caller's tenant and to
 	// CancelOrder): a retry gets the recorded outcome of the first attempt,
@@ -135,6 +156,16 @@ func (c *orderServiceClient) RequeueRequest(ctx context.Context, in *RequeueRequ
 	return out, nil
 }
 
+func (c *orderServiceClient) ListRequests(ctx context.Context, in *ListRequestsRequest, opts ...grpc.CallOption) (*ListRequestsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRequestsResponse)
+	err := c.cc.Invoke(ctx, OrderService_ListRequests_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *orderServiceClient) CancelOrder(ctx context.Context, in *CancelOrderRequest, opts ...grpc.CallOption) (*CancelOrderResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CancelOrderResponse)
@@ -160,27 +191,47 @@ func (c *orderServiceClient) AmendOrder(ctx context.Context, in *AmendOrderReque
 // for forward compatibility.
 //
 // OrderService accepts orders and answers questions about them.
+//
+// Retrying: CreateOrder, CancelOrder and AmendOrder are safe to retry with
+// the same request_id; every read is safe to retry. Retry on UNAVAILABLE and
+// ABORTED (except ABORTED with reason STALE_VERSION, which is a recorded
+// answer), after the delay in the error's google.rpc.RetryInfo (also sent as
+// the trailer grpc-retry-pushback-ms). On DEADLINE_EXCEEDED or
+// OUTCOME_UNKNOWN, ask GetRequest before giving up. The service config
+// shipped with the client (client/service_config.json) and the Go client
+// (package client) do all of this.
 type OrderServiceServer interface {
 	// CreateOrder accepts a new order. It is idempotent by request_id: a retry
 	// with the same request_id and the same payload returns the recorded
 	// outcome of the first attempt instead of creating another order. A retry
-	// with the same request_id but a different payload is rejected.
+	// with the same request_id but a different payload is rejected
+	// (FAILED_PRECONDITION, reason REQUEST_ID_REUSED) and changes nothing.
 	//
 	// The response carries the header `idempotency-replayed: true|false`,
-	// which mirrors CreateOrderResponse.replayed.
+	// which mirrors CreateOrderResponse.replayed. Needs the create permission.
 	CreateOrder(context.Context, *CreateOrderRequest) (*CreateOrderResponse, error)
 	// GetRequest returns the ledger's view of one write request: whether it is
-	// still pending, complete or failed, and which order it produced.
+	// still pending, complete or failed, and which order it produced. Needs
+	// the read permission.
 	GetRequest(context.Context, *GetRequestRequest) (*GetRequestResponse, error)
-	// GetOrder returns one order by its id.
+	// GetOrder returns one order by its id. Needs the read permission.
 	GetOrder(context.Context, *GetOrderRequest) (*GetOrderResponse, error)
-	// ListCustomerOrders lists a customer's orders accepted in one month,
-	// one page at a time.
+	// ListCustomerOrders lists a customer's orders accepted in a range of
+	// months, newest first, one page at a time (AIP-158). Needs the read
+	// permission.
 	ListCustomerOrders(context.Context, *ListCustomerOrdersRequest) (*ListCustomerOrdersResponse, error)
 	// RequeueRequest gives a FAILED request of the caller's tenant another
 	// round of attempts by the reconciler (it becomes PENDING); a PENDING or
 	// COMPLETE request is left as it is. Needs the admin permission.
 	RequeueRequest(context.Context, *RequeueRequestRequest) (*RequeueRequestResponse, error)
+	// ListRequests lists the caller's tenant's write requests that are not
+	// COMPLETE (PENDING or FAILED), oldest first, one page at a time: what an
+	// operator looks at when requests are stuck. It is a scan of the whole
+	// ledger (every tenant's requests within the retention), a bounded slice
+	// per call, so a page may be empty and still have a next_page_token; its
+	// cost grows with the ledger: an operator's tool, not a client's. Needs
+	// the admin permission.
+	ListRequests(context.Context, *ListRequestsRequest) (*ListRequestsResponse, error)
 	// CancelOrder cancels an order that is at expected_version. It is
 	// idempotent by request_id (scoped to the caller's tenant and to
 	// CancelOrder): a retry gets the recorded outcome of the first attempt,
@@ -219,6 +270,9 @@ func (UnimplementedOrderServiceServer) ListCustomerOrders(context.Context, *List
 }
 func (UnimplementedOrderServiceServer) RequeueRequest(context.Context, *RequeueRequestRequest) (*RequeueRequestResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RequeueRequest not implemented")
+}
+func (UnimplementedOrderServiceServer) ListRequests(context.Context, *ListRequestsRequest) (*ListRequestsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRequests not implemented")
 }
 func (UnimplementedOrderServiceServer) CancelOrder(context.Context, *CancelOrderRequest) (*CancelOrderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelOrder not implemented")
@@ -337,6 +391,24 @@ func _OrderService_RequeueRequest_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OrderService_ListRequests_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequestsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrderServiceServer).ListRequests(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrderService_ListRequests_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrderServiceServer).ListRequests(ctx, req.(*ListRequestsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OrderService_CancelOrder_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CancelOrderRequest)
 	if err := dec(in); err != nil {
@@ -399,6 +471,10 @@ var OrderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RequeueRequest",
 			Handler:    _OrderService_RequeueRequest_Handler,
+		},
+		{
+			MethodName: "ListRequests",
+			Handler:    _OrderService_ListRequests_Handler,
 		},
 		{
 			MethodName: "CancelOrder",
