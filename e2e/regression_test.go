@@ -21,15 +21,15 @@ import (
 // the real cluster shows. Each failed on the code as it landed (7fe1df1).
 
 // TestFailingRequestWithVisibleOrderIsNeverDeadLettered (defect 2): the
-// order is listed under its customer (orders_by_customer written) but the
-// rest keeps failing (failpoint after-projection.orders_by_customer).
+// order is listed under its customer (orders_by_customer_time written) but
+// the rest keeps failing (failpoint after-projection.orders_by_customer_time).
 // However many attempts fail, the request stays PENDING (never FAILED /
 // REQUEST_FAILED, which would contradict the listed order), its last_error
 // is a stable reason (no driver text), clients are told to retry, and once
 // the fault is gone it completes with the order that was already listed.
 func TestFailingRequestWithVisibleOrderIsNeverDeadLettered(t *testing.T) {
 	faulty := startOrderd(t, append([]string{"ORDERD_RECONCILE_MAX_ATTEMPTS=2",
-		"ORDERD_FAILPOINTS=after-projection.orders_by_customer=error"}, fastReconciler...)...)
+		"ORDERD_FAILPOINTS=after-projection.orders_by_customer_time=error"}, fastReconciler...)...)
 	req := newRequest("19.99")
 	if _, _, err := create(t, faulty.client, req); status.Code(err) != codes.Unavailable {
 		t.Fatalf("CreateOrder with its writes failing: %v, want Unavailable", err)
@@ -142,7 +142,7 @@ func TestLateRetryAfterLedgerExpiryNeverRewritesTheOrder(t *testing.T) {
 	// Answered from the recorded order: no claim, one of each row.
 	r := readRows(t, req.RequestId, req.CustomerId, first.Order.OrderId, first.Order.OrderMonth)
 	if r.ledger != nil || r.byID != 1 || r.byCustomer != 1 || r.events != 1 || r.byIDTotal != "30.00" {
-		t.Errorf("after the late retries: ledger %v, orders_by_id %d (total %s), orders_by_customer %d, events %d; want no claim and one of each",
+		t.Errorf("after the late retries: ledger %v, orders_by_id %d (total %s), orders_by_customer_time %d, events %d; want no claim and one of each",
 			r.ledger, r.byID, r.byIDTotal, r.byCustomer, r.events)
 	}
 }

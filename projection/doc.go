@@ -1,9 +1,11 @@
 // Package projection owns the read tables an order is projected into:
-// orders_by_customer, orders_by_id and order_events_by_order. There is one
-// writer per table and every write is safe to replay:
+// orders_by_customer_time (the customer listing, newest first; migration
+// 0005), orders_by_id and order_events_by_order. There is one writer per
+// table and every write is safe to replay:
 //
 //   - primary keys are deterministic (order id from tenant and request id,
-//     event id = request id), so a replay hits the same row;
+//     event id = request id, the listing's created_at = the claim time), so
+//     a replay hits the same row;
 //   - every value comes from the order, which derives from the ledger row, so
 //     a replay writes the same values;
 //   - every write is USING TIMESTAMP the claim time, so a replay never
@@ -12,4 +14,11 @@
 //   - writes are plain LOCAL_QUORUM upserts marked idempotent (the driver may
 //     retry them), issued concurrently, never one logged batch across
 //     partitions.
+//
+// The listing before 0005, orders_by_customer (keyed by order id, so a
+// month's page came back in no useful order), is neither written nor read
+// by orderd; CopyListing (`orderd copy-listing`, the upgrade's one-off step)
+// copies it into orders_by_customer_time, every cell with the write time it
+// has there, so that it writes only what Write and WriteChange wrote or
+// would write: it is not a second writer with values of its own.
 package projection

@@ -17,19 +17,23 @@ import (
 	"github.com/atlasmart/orderd/internal/order"
 )
 
-// Table names, also used to name failpoints ("projection.orders_by_id").
+// Table names, also used to name failpoints ("projection.orders_by_id")
+// and statements (metrics, ORDERD_CQL_FAULTS).
 const (
-	OrdersByCustomer = "orders_by_customer"
-	OrdersByID       = "orders_by_id"
-	EventsByOrder    = "order_events_by_order"
+	// OrdersByCustomerTime is the customer listing (migration 0005): a
+	// month's orders newest first. It replaced orders_by_customer (0001),
+	// which no write or read uses any more but CopyListing's.
+	OrdersByCustomerTime = "orders_by_customer_time"
+	OrdersByID           = "orders_by_id"
+	EventsByOrder        = "order_events_by_order"
 )
 
 // EventOrderCreated is the event every created order has.
 const EventOrderCreated = order.EventOrderCreated
 
 const (
-	upsertByCustomerCQL = `/* projection.orders_by_customer */ INSERT INTO orders_by_customer
-		(tenant, customer_id, order_month, order_id, status, total, currency, request_id, created_at, updated_at, version)
+	upsertByCustomerCQL = `/* projection.orders_by_customer_time */ INSERT INTO orders_by_customer_time
+		(tenant, customer_id, order_month, created_at, order_id, status, total, currency, request_id, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertByIDCQL = `/* projection.orders_by_id */ INSERT INTO orders_by_id
 		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at, version)
@@ -40,8 +44,9 @@ const (
 
 	// A change writes only the cells it changes, USING TIMESTAMP the
 	// order's creation write time + the version it made (changeTimestamp).
-	changeByCustomerCQL = `/* projection.change.orders_by_customer */ UPDATE orders_by_customer
-		SET status = ?, version = ?, updated_at = ? WHERE tenant = ? AND customer_id = ? AND order_month = ? AND order_id = ?`
+	changeByCustomerCQL = `/* projection.change.orders_by_customer_time */ UPDATE orders_by_customer_time
+		SET status = ?, version = ?, updated_at = ?
+		WHERE tenant = ? AND customer_id = ? AND order_month = ? AND created_at = ? AND order_id = ?`
 	changeByIDCQL = `/* projection.change.orders_by_id */ UPDATE orders_by_id
 		SET status = ?, version = ?, updated_at = ? WHERE tenant = ? AND order_id = ?`
 	changeByIDNoteCQL = `/* projection.change.orders_by_id */ UPDATE orders_by_id
@@ -53,9 +58,10 @@ const (
 	selectByIDCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
 		version, shipping_note, updated_at
 		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
+	// Newest first: the table's clustering order (created_at DESC, order_id ASC).
 	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
 		version, updated_at
-		FROM orders_by_customer WHERE tenant = ? AND customer_id = ? AND order_month = ?`
+		FROM orders_by_customer_time WHERE tenant = ? AND customer_id = ? AND order_month = ?`
 )
 
 // lineUDT is the order_line user type.
@@ -79,9 +85,9 @@ func NewStore(s cassandra.Session, failpoints *failpoint.Set) *Store {
 
 // Tables lists the projection tables in the order design doc 000 §2 writes
 // them one after another.
-var Tables = []string{OrdersByCustomer, EventsByOrder, OrdersByID}
+var Tables = []string{OrdersByCustomerTime, EventsByOrder, OrdersByID}
 
-// Write projects o into every table: orders_by_customer and
+// Write projects o into every table: orders_by_customer_time and
 // order_events_by_order concurrently, then, once both are confirmed,
 // orders_by_id. orders_by_id goes last because it is the order's recorded
 // outcome: once it exists the whole order is visible, and the workflow
@@ -134,9 +140,9 @@ func upsertFor(o order.Order, table string) (string, []any, error) {
 		return "", nil, fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
 	}
 	switch table {
-	case OrdersByCustomer:
-		return upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(),
-			o.CreatedAt, o.CreatedAt, o.Version}, nil
+	case OrdersByCustomerTime:
+		return upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.CreatedAt, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(),
+			o.CreatedAt, o.Version}, nil
 	case OrdersByID:
 		lines := make([]lineUDT, len(o.Lines))
 		for i, l := range o.Lines {
@@ -176,10 +182,12 @@ func ChangeDetail(c order.Change) string {
 func ChangeTimestamp(created time.Time, c order.Change) int64 { return created.UnixMicro() + c.Version }
 
 // WriteChange projects the accepted change c of order o (o as it is at
-// c.Version, order.Order.At): orders_by_customer and the change's event row
-// concurrently, then orders_by_id, each a plain idempotent write at
-// ChangeTimestamp. Nil only when every write is confirmed; the whole
-// WriteChange may be replayed.
+// c.Version, order.Order.At): orders_by_customer_time and the change's
+// event row concurrently, then orders_by_id, each a plain idempotent write
+// at ChangeTimestamp. The listing row is found by o.CreatedAt, the
+// creation time Write keyed it by (o comes from the recorded order, whose
+// created_at is that of the claim that wrote it). Nil only when every
+// write is confirmed; the whole WriteChange may be replayed.
 func (p *Store) WriteChange(ctx context.Context, o order.Order, c order.Change) error {
 	ts := ChangeTimestamp(o.CreatedAt, c)
 	month, err := time.Parse(time.DateOnly, o.Month)
@@ -188,8 +196,8 @@ func (p *Store) WriteChange(ctx context.Context, o order.Order, c order.Change) 
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return p.exec(gctx, OrdersByCustomer, ts, changeByCustomerCQL,
-			c.Status, c.Version, c.At, o.Tenant, o.CustomerID, month, o.ID.String())
+		return p.exec(gctx, OrdersByCustomerTime, ts, changeByCustomerCQL,
+			c.Status, c.Version, c.At, o.Tenant, o.CustomerID, month, o.CreatedAt, o.ID.String())
 	})
 	g.Go(func() error {
 		return p.exec(gctx, EventsByOrder, ts, changeEventCQL,
@@ -263,8 +271,16 @@ type Page struct {
 }
 
 // CustomerOrders lists a customer's orders of one month (month is any day
-// in it), pageSize at a time; state (nil for the first page) is a previous
-// page's NextState, passed to Cassandra as it is.
+// in it, taken in UTC) newest first: by created_at descending (to the
+// millisecond), orders created in the same millisecond by order id
+// ascending. pageSize at a time; state (nil for the first page) is a
+// previous page's NextState, passed to Cassandra as it is.
+//
+// A row that holds a change's cells but not its creation's is left out (a
+// page may then hold fewer than pageSize orders): only a change projected
+// while a fleet older than migration 0005 still wrote orders_by_customer
+// instead writes one, until `orderd copy-listing` brings the creation
+// across (docs/operations.md "Upgrading").
 func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (Page, error) {
 	first := month.UTC().AddDate(0, 0, 1-month.UTC().Day())
 	iter := p.s.Query(selectByCustomerCQL, tenant, customerID, first).PageSize(pageSize).PageState(state).IterContext(ctx)
@@ -280,11 +296,12 @@ func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, m
 	next := iter.PageState()
 	o := order.Order{Tenant: tenant}
 	for iter.Scan(&orderID, &o.CustomerID, &m, &o.Status, &total, &o.Currency, &reqID, &o.CreatedAt, &version, &updated) {
-		o.ID, o.RequestID, o.Month, o.Total, o.CreatedAt = uuid.UUID(orderID), uuid.UUID(reqID), m.Format(time.DateOnly), total.String(), o.CreatedAt.UTC()
-		o.Version, o.UpdatedAt = versionOf(version), updatedOf(updated, o.CreatedAt)
-		version, updated = nil, time.Time{}
-		page.Orders = append(page.Orders, o)
-		o = order.Order{Tenant: tenant}
+		if total != nil { // nil: a row without its creation's cells (above)
+			o.ID, o.RequestID, o.Month, o.Total, o.CreatedAt = uuid.UUID(orderID), uuid.UUID(reqID), m.Format(time.DateOnly), total.String(), o.CreatedAt.UTC()
+			o.Version, o.UpdatedAt = versionOf(version), updatedOf(updated, o.CreatedAt)
+			page.Orders = append(page.Orders, o)
+		}
+		version, updated, o = nil, time.Time{}, order.Order{Tenant: tenant}
 	}
 	if err := iter.Close(); err != nil {
 		return Page{}, cassandra.ReadError("read customer orders", err)

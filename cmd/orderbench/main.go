@@ -21,7 +21,7 @@
 //	                    entry removal
 //	           one-lwt  orderd's protocol issued from this process: read
 //	                    of orders_by_id, due-queue entry, claim LWT,
-//	                    orders_by_customer and order_events_by_order
+//	                    orders_by_customer_time and order_events_by_order
 //	                    concurrently, orders_by_id; the entry released in
 //	                    the background after the answer; no COMPLETE LWT
 //	           floor    the three projection upserts concurrently, nothing

@@ -460,7 +460,7 @@ func (b *bench) twoLWT(ctx context.Context, _ int) error {
 }
 
 // oneLWT issues the planned protocol (issue 10) from this process: the read
-// of orders_by_id alongside the due-queue entry, the claim LWT, orders_by_customer and
+// of orders_by_id alongside the due-queue entry, the claim LWT, orders_by_customer_time and
 // order_events_by_order concurrently, then orders_by_id; the claim's entry
 // is released after the answer, in the background, as orderd releases it
 // (Store.Release: group-committed per due-queue partition). There is no COMPLETE LWT: the request stays PENDING in the
@@ -472,7 +472,7 @@ func (b *bench) oneLWT(ctx context.Context, _ int) error {
 	if err != nil {
 		return err
 	}
-	if err := b.writeConcurrently(ctx, o, projection.OrdersByCustomer, projection.EventsByOrder); err != nil {
+	if err := b.writeConcurrently(ctx, o, projection.OrdersByCustomerTime, projection.EventsByOrder); err != nil {
 		return err
 	}
 	if err := b.proj.WriteOne(ctx, o, projection.OrdersByID); err != nil {

@@ -10,11 +10,17 @@
 // Memory answers as projection.Store does, at the level its callers can
 // observe:
 //
-//   - each table is an upsert keyed as in cql/0001_orders.cql; the write with
-//     the larger timestamp (the order's CreatedAt, to the microsecond) wins,
-//     so a replay changes nothing and an older write never overwrites a newer
-//     one; a newer write under another customer or month adds a row to that
-//     listing and leaves the old one (a different primary key);
+//   - each table is an upsert keyed as in cql/ (orders_by_id and
+//     order_events_by_order: 0001; orders_by_customer_time: 0005); the write
+//     with the larger timestamp (the order's CreatedAt, to the microsecond)
+//     wins, so a replay changes nothing and an older write never overwrites
+//     a newer one; a newer write under another customer, month or creation
+//     time (to the millisecond) adds a row to that listing and leaves the
+//     old one (a different primary key);
+//   - a listing comes newest first: created_at descending, orders of one
+//     millisecond by order id (the bytes: Cassandra's order of uuids of one
+//     version, which order ids all are); a row that holds a change's cells
+//     but not its creation's is not listed;
 //   - values come back as Cassandra returns them: timestamps in UTC to the
 //     millisecond, decimals in inf.Dec's form, no lines in a listing, nil
 //     lines for none;

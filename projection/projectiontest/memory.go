@@ -2,7 +2,9 @@ package projectiontest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -20,11 +22,11 @@ import (
 // The names projection.Store's statements give themselves (see
 // cassandra.StatementName): what Arm and a cassandra.FaultSession take.
 const (
-	StmtOrdersByID       = "projection." + projection.OrdersByID
-	StmtOrdersByCustomer = "projection." + projection.OrdersByCustomer
-	StmtEventsByOrder    = "projection." + projection.EventsByOrder
-	StmtGetOrder         = "projection.get_order"
-	StmtCustomerOrders   = "projection.customer_orders"
+	StmtOrdersByID           = "projection." + projection.OrdersByID
+	StmtOrdersByCustomerTime = "projection." + projection.OrdersByCustomerTime
+	StmtEventsByOrder        = "projection." + projection.EventsByOrder
+	StmtGetOrder             = "projection.get_order"
+	StmtCustomerOrders       = "projection.customer_orders"
 )
 
 // Store is what the contract covers: the methods of projection.Store that
@@ -73,10 +75,31 @@ type customerKey struct {
 	tenant, customer, month string
 }
 
-// customerRow is one row of orders_by_customer.
+// listingKey is the clustering key of an orders_by_customer_time row in
+// its partition: created_at to the millisecond, then the order id.
+type listingKey struct {
+	created int64 // ms since the epoch, as Cassandra stores a timestamp
+	id      uuid.UUID
+}
+
+func listingKeyOf(o order.Order) listingKey {
+	return listingKey{created: o.CreatedAt.UnixMilli(), id: o.ID}
+}
+
+// compare orders listing keys as the table clusters them: created_at
+// descending, then order id ascending (Cassandra sorts uuids of one
+// version, as order ids all are, by their bytes).
+func (k listingKey) compare(o listingKey) int {
+	if c := cmp.Compare(o.created, k.created); c != 0 {
+		return c
+	}
+	return bytes.Compare(k.id[:], o.id[:])
+}
+
+// customerRow is one row of orders_by_customer_time.
 type customerRow struct {
 	customerKey
-	id uuid.UUID
+	listingKey
 }
 
 // version is a stored row and the write timestamp (µs) its cells carry.
@@ -105,7 +128,7 @@ type Memory struct {
 
 	mu         sync.Mutex
 	byID       map[idKey]version[order.Order]
-	byCustomer map[customerKey]map[uuid.UUID]version[order.Order]
+	byCustomer map[customerKey]map[listingKey]version[order.Order]
 	events     map[idKey]map[uuid.UUID]version[Event]
 	// The cells changes write, by table.
 	idState       map[idKey]version[state]
@@ -120,7 +143,7 @@ type Memory struct {
 func NewMemory() *Memory {
 	return &Memory{
 		byID:          map[idKey]version[order.Order]{},
-		byCustomer:    map[customerKey]map[uuid.UUID]version[order.Order]{},
+		byCustomer:    map[customerKey]map[listingKey]version[order.Order]{},
 		events:        map[idKey]map[uuid.UUID]version[Event]{},
 		idState:       map[idKey]version[state]{},
 		idNote:        map[idKey]version[string]{},
@@ -174,7 +197,7 @@ func (m *Memory) enter(method string) {
 	m.calls[method]++
 }
 
-// Write implements Store: orders_by_customer and order_events_by_order
+// Write implements Store: orders_by_customer_time and order_events_by_order
 // (both attempted; the first error is returned), then, only if both were
 // confirmed, orders_by_id.
 func (m *Memory) Write(ctx context.Context, o order.Order) error {
@@ -209,7 +232,7 @@ func (m *Memory) WriteOne(ctx context.Context, o order.Order, table string) erro
 		return err
 	}
 	switch table {
-	case projection.OrdersByID, projection.OrdersByCustomer, projection.EventsByOrder:
+	case projection.OrdersByID, projection.OrdersByCustomerTime, projection.EventsByOrder:
 	default:
 		return fmt.Errorf("no projection table %q", table)
 	}
@@ -251,10 +274,10 @@ func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change)
 	ts := projection.ChangeTimestamp(o.CreatedAt, c)
 	id := idKey{o.Tenant, o.ID}
 	st := state{Version: c.Version, Status: c.Status, UpdatedAt: c.At.UTC().Truncate(time.Millisecond)}
-	first := m.write(ctx, StmtChangePrefix+projection.OrdersByCustomer, "write a change to "+projection.OrdersByCustomer, func() {
+	first := m.write(ctx, StmtChangePrefix+projection.OrdersByCustomerTime, "write a change to "+projection.OrdersByCustomerTime, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		upsert(m.customerState, customerRow{customerKey{o.Tenant, o.CustomerID, o.Month}, o.ID}, ts, st)
+		upsert(m.customerState, customerRow{customerKey{o.Tenant, o.CustomerID, o.Month}, listingKeyOf(o)}, ts, st)
 	})
 	err := m.write(ctx, StmtChangePrefix+projection.EventsByOrder, "write a change to "+projection.EventsByOrder, func() {
 		m.mu.Lock()
@@ -304,15 +327,15 @@ func (m *Memory) apply(o order.Order, table string, ts int64) {
 	case projection.OrdersByID:
 		upsert(m.byID, id, ts, o)
 		upsert(m.idState, id, ts, created)
-	case projection.OrdersByCustomer:
+	case projection.OrdersByCustomerTime:
 		k := customerKey{o.Tenant, o.CustomerID, o.Month}
 		if m.byCustomer[k] == nil {
-			m.byCustomer[k] = map[uuid.UUID]version[order.Order]{}
+			m.byCustomer[k] = map[listingKey]version[order.Order]{}
 		}
 		listed := o
-		listed.Lines = nil // orders_by_customer has no lines column
-		upsert(m.byCustomer[k], o.ID, ts, listed)
-		upsert(m.customerState, customerRow{k, o.ID}, ts, created)
+		listed.Lines = nil // orders_by_customer_time has no lines column
+		upsert(m.byCustomer[k], listingKeyOf(o), ts, listed)
+		upsert(m.customerState, customerRow{k, listingKeyOf(o)}, ts, created)
 	case projection.EventsByOrder:
 		if m.events[id] == nil {
 			m.events[id] = map[uuid.UUID]version[Event]{}
@@ -356,48 +379,65 @@ func (m *Memory) read(ctx context.Context, statement, op string) error {
 }
 
 // memoryState marks the page states Memory hands out: the marker, then the
-// last order id of the page.
+// clustering key of the page's last row (created_at in ms, big-endian,
+// then the order id).
 const memoryState = "projectiontest.Memory/"
 
 // CustomerOrders implements Store: the customer's orders of month's month
-// (in UTC) in order_id order, as Cassandra sorts uuid clustering keys of one
-// version (byte order), without lines; pageSize <= 0 is one page of all. A
-// full page always has a NextState, so a listing whose last page is exactly
-// full ends with an empty page, as on Cassandra.
+// (in UTC), newest first as the table clusters them (created_at to the
+// millisecond descending, then order id ascending), without lines;
+// pageSize <= 0 is one page of all. A row that holds a change's cells but
+// not its creation's takes its place in a page and is left out of it, as
+// projection.Store leaves it out of the rows Cassandra returns. A full page
+// always has a NextState, so a listing whose last page is exactly full ends
+// with an empty page, as on Cassandra.
 func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error) {
 	m.enter("CustomerOrders")
 	if err := m.read(ctx, StmtCustomerOrders, "read customer orders"); err != nil {
 		return projection.Page{}, err
 	}
-	var after []byte
+	var after *listingKey
 	if len(state) > 0 {
 		rest, ok := bytes.CutPrefix(state, []byte(memoryState))
-		if !ok || len(rest) != 16 {
+		if !ok || len(rest) != 8+16 {
 			return projection.Page{}, fault.New(fault.ReasonInternal, fmt.Errorf("read customer orders: page state %q is not one of this store's", state))
 		}
-		after = rest
+		after = &listingKey{created: int64(binary.BigEndian.Uint64(rest[:8])), id: uuid.UUID(rest[8:])}
 	}
 	first := month.UTC().AddDate(0, 0, 1-month.UTC().Day())
+	k := customerKey{tenant, customerID, first.Format(time.DateOnly)}
+	type listed struct {
+		key listingKey
+		o   *order.Order // nil: a change's cells only, not listed
+	}
 	m.mu.Lock()
-	part := m.byCustomer[customerKey{tenant, customerID, first.Format(time.DateOnly)}]
-	rows := make([]order.Order, 0, len(part))
-	for id, v := range part {
-		if after == nil || bytes.Compare(id[:], after) > 0 {
-			rows = append(rows, withState(v.row, m.customerState[customerRow{customerKey{tenant, customerID, first.Format(time.DateOnly)}, id}], version[string]{}))
+	var rows []listed
+	for lk, v := range m.byCustomer[k] {
+		if after == nil || lk.compare(*after) > 0 {
+			o := withState(v.row, m.customerState[customerRow{k, lk}], version[string]{})
+			rows = append(rows, listed{lk, &o})
+		}
+	}
+	for row := range m.customerState {
+		if _, created := m.byCustomer[k][row.listingKey]; row.customerKey == k && !created && (after == nil || row.compare(*after) > 0) {
+			rows = append(rows, listed{key: row.listingKey})
 		}
 	}
 	m.mu.Unlock()
-	slices.SortFunc(rows, func(a, b order.Order) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	slices.SortFunc(rows, func(a, b listed) int { return a.key.compare(b.key) })
 	var page projection.Page
 	if pageSize > 0 && len(rows) >= pageSize {
 		// A full page has a next one, even if that one is empty: Cassandra
 		// does not look past the page it returns.
 		rows = rows[:pageSize]
-		last := rows[len(rows)-1].ID
-		page.NextState = append([]byte(memoryState), last[:]...)
+		last := rows[len(rows)-1].key
+		page.NextState = binary.BigEndian.AppendUint64([]byte(memoryState), uint64(last.created))
+		page.NextState = append(page.NextState, last.id[:]...)
 	}
-	for _, o := range rows {
-		page.Orders = append(page.Orders, cloneOrder(o))
+	for _, r := range rows {
+		if r.o != nil {
+			page.Orders = append(page.Orders, cloneOrder(*r.o))
+		}
 	}
 	return page, nil
 }

@@ -2,6 +2,7 @@ package projectiontest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ func again(o order.Order, createdAt time.Time, customer, total string) order.Ord
 	}, createdAt)
 }
 
-// listed is o as a listing returns it: orders_by_customer has no lines.
+// listed is o as a listing returns it: orders_by_customer_time has no lines.
 func listed(o order.Order) order.Order {
 	o.Lines, o.ShippingNote = nil, ""
 	return o
@@ -131,11 +132,12 @@ func (s *suite) listAll(t *testing.T, customer string, month time.Time, pageSize
 }
 
 // wantListed lists the customer's month in one page and wants exactly want,
-// in order_id order.
+// newest first (sortListed).
 func (s *suite) wantListed(t *testing.T, customer string, month time.Time, want ...order.Order) {
 	t.Helper()
 	got, _ := s.listAll(t, customer, month, 1000)
-	sortByID(want)
+	want = slices.Clone(want)
+	sortListed(want)
 	if len(got) != len(want) {
 		t.Fatalf("CustomerOrders(%s, %s) = %d orders %v, want %d %v", customer, month.Format(time.DateOnly), len(got), ids(got), len(want), ids(want))
 	}
@@ -254,8 +256,25 @@ func diff(got, want order.Order) string {
 	return strings.Join(d, "; ")
 }
 
-func sortByID(os []order.Order) {
-	slices.SortFunc(os, func(a, b order.Order) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+// sortListed sorts orders as a listing returns them: newest first by
+// created_at to the millisecond (as Cassandra stores it), orders of one
+// millisecond by order id (its bytes: Cassandra's order of uuids of one
+// version, which order ids all are).
+func sortListed(os []order.Order) {
+	slices.SortFunc(os, listingOrder)
+}
+
+func listingOrder(a, b order.Order) int {
+	if c := cmp.Compare(b.CreatedAt.UnixMilli(), a.CreatedAt.UnixMilli()); c != 0 {
+		return c
+	}
+	return bytes.Compare(a.ID[:], b.ID[:])
+}
+
+// asStored is o with its times as the tables hold them (UTC, milliseconds).
+func asStored(o order.Order) order.Order {
+	o.CreatedAt, o.UpdatedAt = o.CreatedAt.UTC().Truncate(time.Millisecond), o.UpdatedAt.UTC().Truncate(time.Millisecond)
+	return o
 }
 
 func ids(os []order.Order) []string {
@@ -305,8 +324,10 @@ var cases = []struct {
 		s.write(t, newer)
 		s.write(t, older)
 		s.wantOrder(t, newer)
-		s.wantListed(t, "cust-1", base, newer)
 		s.wantEvents(t, newer, createdEvent(newer))
+		// The listing is keyed by creation time as well: the two claims'
+		// rows are two rows (see the next case).
+		s.wantListed(t, "cust-1", base, newer, older)
 
 		// Older first, then newer (a millisecond later): the newer replaces it.
 		old2 := s.order("cust-2", base, "10.00")
@@ -314,14 +335,15 @@ var cases = []struct {
 		s.write(t, old2)
 		s.write(t, new2)
 		s.wantOrder(t, new2)
-		s.wantListed(t, "cust-2", base, new2)
 		s.wantEvents(t, new2, createdEvent(new2))
+		s.wantListed(t, "cust-2", base, new2, old2)
 	}},
 
 	{"a newer write under another customer leaves the older listing row", func(t *testing.T, s *suite) {
-		// orders_by_customer is keyed by customer and month: a second claim
-		// of one request id with another command writes a second row there.
-		// (This is why workflow.Finish reads orders_by_id before writing.)
+		// orders_by_customer_time is keyed by customer, month and creation
+		// time: a second claim of one request id with another command, or
+		// at another time, writes a second row there. (This is why
+		// workflow.Finish reads orders_by_id before writing.)
 		older := s.order("cust-a", base, "10.00")
 		newer := again(older, base.Add(time.Second), "cust-b", "99.00")
 		s.write(t, older)
@@ -398,12 +420,12 @@ var cases = []struct {
 		s.wantOrder(t, o)
 	}},
 
-	{"a failed orders_by_customer write: no orders_by_id row", func(t *testing.T, s *suite) {
+	{"a failed orders_by_customer_time write: no orders_by_id row", func(t *testing.T, s *suite) {
 		for _, wf := range writeFaults {
 			customer := "cust-" + wf.fault.String()
 			o := s.order(customer, base, "42.50")
-			s.Arm(StmtOrdersByCustomer, wf.fault, 1)
-			wantKind(t, "Write with orders_by_customer "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
+			s.Arm(StmtOrdersByCustomerTime, wf.fault, 1)
+			wantKind(t, "Write with orders_by_customer_time "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
 			s.wantNoOrder(t, o.ID) // written only after the other two
 			if wf.applied {
 				s.wantListed(t, customer, base, o)
@@ -490,13 +512,13 @@ var cases = []struct {
 			all = append(all, o)
 			s.write(t, o)
 		}
-		sortByID(all)
+		slices.Reverse(all) // newest first
 		got, pages := s.listAll(t, "cust-1", base, 2)
 		if !slices.Equal(pages, []int{2, 2, 1}) {
 			t.Errorf("pages of 2 over 5 orders hold %v, want [2 2 1]", pages)
 		}
 		if !slices.Equal(ids(got), ids(all)) {
-			t.Errorf("pages list %v, want %v (order_id order)", ids(got), ids(all))
+			t.Errorf("pages list %v, want %v (newest first)", ids(got), ids(all))
 		}
 		if _, pages := s.listAll(t, "cust-1", base, 10); !slices.Equal(pages, []int{5}) {
 			t.Errorf("pages of 10 over 5 orders hold %v, want [5]", pages)
@@ -557,6 +579,100 @@ var cases = []struct {
 			s.writeChange(t, v2, amend) // the retry completes it
 			s.wantOrder(t, v2)
 		}
+	}},
+
+	{"a listing is newest first, across pages", func(t *testing.T, s *suite) {
+		// Creation times out of order, the month's first and last
+		// milliseconds, an instant twice, and three orders within one
+		// millisecond (created_at is kept to the millisecond: they tie, and
+		// come by order id).
+		first := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		last := time.Date(2026, 3, 31, 23, 59, 59, 999_000_000, time.UTC)
+		at := []time.Time{
+			base, base.Add(-time.Hour), base.Add(time.Hour), last,
+			base.Add(200 * time.Microsecond), base.Add(time.Hour), first,
+			base.Add(900 * time.Microsecond), base.Add(time.Millisecond), base.Add(-time.Millisecond),
+		}
+		var written []order.Order
+		for i, a := range at {
+			o := s.order("cust-1", a, fmt.Sprintf("%d.00", i+1))
+			written = append(written, o)
+			s.write(t, o)
+		}
+		s.write(t, s.order("cust-1", first.Add(-time.Millisecond), "1.00")) // February
+		s.write(t, s.order("cust-2", base, "1.00"))
+
+		want := make([]order.Order, len(written))
+		for i, o := range written {
+			want[i] = listed(asStored(o))
+		}
+		sortListed(want)
+		if !want[0].CreatedAt.Equal(last) || !want[len(want)-1].CreatedAt.Equal(first) {
+			t.Fatalf("sortListed: first %s, last %s; want %s and %s", want[0].CreatedAt, want[len(want)-1].CreatedAt, last, first)
+		}
+		for _, size := range []int{1, 2, 3, 4, 9, 10, 11, 1000} {
+			got, pages := s.listAll(t, "cust-1", base, size)
+			if len(got) != len(want) {
+				t.Fatalf("pages of %d: %d orders %v, want %d %v", size, len(got), ids(got), len(want), ids(want))
+			}
+			for i := range got {
+				if d := diff(got[i], want[i]); d != "" {
+					t.Errorf("pages of %d, order #%d: %s", size, i, d)
+				}
+				if i > 0 && listingOrder(got[i-1], got[i]) >= 0 {
+					t.Errorf("pages of %d: order #%d (%s, %s) is not after #%d (%s, %s)", size, i,
+						got[i].CreatedAt.Format(time.RFC3339Nano), got[i].ID, i-1, got[i-1].CreatedAt.Format(time.RFC3339Nano), got[i-1].ID)
+				}
+			}
+			wantPages := len(want)/size + 1 // a full last page is followed by an empty one
+			if len(pages) != wantPages {
+				t.Errorf("pages of %d over %d orders hold %v, want %d pages", size, len(want), pages, wantPages)
+			}
+		}
+	}},
+
+	{"a change keeps its order's place in the listing", func(t *testing.T, s *suite) {
+		// The change's order carries its creation time to the microsecond
+		// (as a finisher holding the claim in memory may): the listing row
+		// is found to the millisecond, as Write keyed it.
+		older := s.order("cust-1", base.Add(-time.Minute), "1.00")
+		o := s.order("cust-1", base.Add(456*time.Microsecond), "2.00")
+		newer := s.order("cust-1", base.Add(time.Minute), "3.00")
+		for _, w := range []order.Order{older, o, newer} {
+			s.write(t, w)
+		}
+		amend := changeOf(o, order.OperationAmend, 1, "back door", base.Add(time.Hour))
+		v2 := o.Apply(amend)
+		s.writeChange(t, v2, amend)
+		got, _ := s.listAll(t, "cust-1", base, 1000)
+		if want := []string{newer.ID.String()[:8], o.ID.String()[:8], older.ID.String()[:8]}; !slices.Equal(ids(got), want) {
+			t.Fatalf("listing after the change: %v, want %v", ids(got), want)
+		}
+		if d := diff(got[1], listed(asStored(v2))); d != "" {
+			t.Errorf("the changed order in its listing: %s", d)
+		}
+	}},
+
+	{"a change without its creation's row is not listed", func(t *testing.T, s *suite) {
+		// Only while instances older than migration 0005 still write the
+		// old listing: one creates the order there, a newer one projects a
+		// change here. The row holds the change's cells only; it takes its
+		// place in a page (Cassandra returns it) but is left out.
+		o := s.order("cust-1", base, "42.50")
+		amend := changeOf(o, order.OperationAmend, 1, "x", base.Add(time.Hour))
+		v2 := o.Apply(amend)
+		s.writeChange(t, v2, amend)
+		if got, pages := s.listAll(t, "cust-1", base, 1000); len(got) != 0 || !slices.Equal(pages, []int{0}) {
+			t.Errorf("listing of a change alone, pages of 1000: %v in pages %v; want no order, one page", ids(got), pages)
+		}
+		if got, pages := s.listAll(t, "cust-1", base, 1); len(got) != 0 || !slices.Equal(pages, []int{0, 0}) {
+			t.Errorf("listing of a change alone, pages of 1: %v in pages %v; want no order, pages [0 0]", ids(got), pages)
+		}
+		// Once the creation is there (written late, at its own, older
+		// timestamp), the order is listed at the change's version.
+		s.write(t, o)
+		s.wantListed(t, "cust-1", base, v2)
+		s.wantOrder(t, v2)
 	}},
 }
 
