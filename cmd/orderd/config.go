@@ -64,6 +64,8 @@ type config struct {
 	verifyDelivered        bool
 	verifyConsumerKeyspace string
 
+	copyConcurrency int
+
 	metricsAddr         string
 	metricsAddrExplicit bool // set by flag or environment, not the default
 	pprof               bool
@@ -88,7 +90,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying to reach the cluster at start")
 	fs.StringVar(&c.logFormat, "log-format", env("ORDERD_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&c.logLevel, "log-level", env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
-	if cmd != "migrate" {
+	if cmd != "migrate" && cmd != "copy-listing" {
 		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
 		fs.Float64Var(&c.rateAttempts, "rate-attempts", c.envFloat("ORDERD_RATE_ATTEMPTS", 2000), "CreateOrder calls per second per tenant that may reach the database (new requests, and duplicates the replay cache cannot answer); over it: RESOURCE_EXHAUSTED; 0: unlimited")
@@ -117,6 +119,9 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.verifyAcks, "acks", "", "JSON lines of acknowledged outcomes (from orderload -acks) to check against the rows")
 		fs.BoolVar(&c.verifyDelivered, "delivered", false, "check that every order (the acknowledged ones, given -acks) older than the reconcile grace has its event acknowledged by Kafka")
 		fs.StringVar(&c.verifyConsumerKeyspace, "consumer-keyspace", "", "a reference consumer's keyspace (cmd/orderconsumer): check that every order (the acknowledged ones, given -acks) older than the reconcile grace was applied there once")
+	}
+	if cmd == "copy-listing" {
+		fs.IntVar(&c.copyConcurrency, "concurrency", 32, "rows written at once")
 	}
 	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" {
 		fs.StringVar(&c.metricsAddr, "metrics-addr", env("ORDERD_METRICS_ADDR", "127.0.0.1:9090"), "HTTP listen address of /metrics (Prometheus); empty disables")

@@ -4,6 +4,10 @@
 //	orderd reconcile            run only the reconciler (which also delivers events)
 //	orderd deliver              the same: the reconciler is the delivery worker
 //	orderd migrate              create or update the keyspace's schema, then exit
+//	orderd copy-listing [-concurrency N]
+//	                            copy orders_by_customer into
+//	                            orders_by_customer_time (the upgrade to schema
+//	                            version 5; idempotent: run it again at will)
 //	orderd requeue [-tenant T] REQUEST_ID
 //	                            give a FAILED request another round of attempts
 //	orderd keys add|revoke|list manage an API key file (docs/security.md)
@@ -100,12 +104,14 @@ func run(args []string) error {
 		return reconcile(ctx, cfg, log)
 	case "migrate":
 		return migrate(ctx, cfg, log)
+	case "copy-listing":
+		return copyListing(ctx, cfg, log)
 	case "requeue":
 		return requeue(ctx, cfg, fs.Args(), log)
 	case "verify":
 		return verify(ctx, cfg, log)
 	default:
-		return fmt.Errorf("unknown command %q: use serve, reconcile, deliver, migrate, requeue, verify, keys or dev-setup", cmd)
+		return fmt.Errorf("unknown command %q: use serve, reconcile, deliver, migrate, copy-listing, requeue, verify, keys or dev-setup", cmd)
 	}
 }
 
@@ -332,6 +338,31 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return fmt.Errorf("migrate keyspace %s: %w", cfg.keyspace, err)
 	}
 	log.Info("schema up to date", "keyspace", cfg.keyspace, "version", res.Current, "applied", len(res.Applied))
+	return nil
+}
+
+// copyListing copies the customer listing of schema version 1
+// (orders_by_customer) into version 5's (orders_by_customer_time), once
+// every version is applied: the upgrade's one-off step (docs/operations.md
+// "Upgrading"). The copy keeps every cell's write time, so it may run while
+// orderd serves, and again.
+func copyListing(ctx context.Context, cfg *config, log *slog.Logger) error {
+	session, err := connect(ctx, cfg, cfg.keyspace, log)
+	if err != nil {
+		return err
+	}
+	defer session.Close()
+	stmts := cassandra.Wrap(session)
+	if err := cql.Check(ctx, stmts, cfg.keyspace); err != nil {
+		return err
+	}
+	start := time.Now()
+	stats, err := projection.CopyListing(ctx, stmts, projection.CopyConfig{Concurrency: cfg.copyConcurrency, Log: log})
+	if err != nil {
+		return fmt.Errorf("copy the customer listing of keyspace %s (stopped after %d rows; run it again): %w", cfg.keyspace, stats.Read, err)
+	}
+	log.Info("customer listing copied", "keyspace", cfg.keyspace, "rows", stats.Read, "copied", stats.Copied, "skipped", stats.Skipped,
+		"took", time.Since(start).Round(time.Millisecond).String())
 	return nil
 }
 

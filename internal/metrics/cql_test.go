@@ -95,6 +95,12 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"projection.changeByIDCQL":       {"update_orders_by_id", false},
 		"projection.changeByIDNoteCQL":   {"update_orders_by_id", false},
 		"projection.changeEventCQL":      {"insert_order_events_by_order", false},
+		"projection.copyReadCQL":         {"select_orders_by_customer", false},
+		"projection.copyCreatedAtCQL":    {"select_orders_by_id", false},
+		"projection.copyRowCQL":          {"insert_orders_by_customer_time", false},
+		"projection.copyCreationCQL":     {"insert_orders_by_customer_time", false},
+		"projection.copyStateCQL":        {"update_orders_by_customer_time", false},
+		"projection.copyVersionCQL":      {"update_orders_by_customer_time", false},
 
 		"versions.applyFirstCQL": {"update_order_versions", true},
 		"versions.applyNextCQL":  {"update_order_versions", true},
