@@ -64,10 +64,10 @@ func (a Ack) IsChange() bool { return a.Operation != "" && a.Operation != order.
 
 // Report is what the check found.
 type Report struct {
-	Requests, Complete, Pending, Failed  int
-	OrdersByID, OrdersByCustomer, Events int
-	AcksChecked                          int
-	DeliveriesChecked, AppliesChecked    int
+	Requests, Complete, Pending, Failed      int
+	OrdersByID, OrdersByCustomerTime, Events int
+	AcksChecked                              int
+	DeliveriesChecked, AppliesChecked        int
 	// Versioned changes (issue 13).
 	ChangeRequests, OrdersChanged, Changes, ChangeAcksChecked int
 	Violations                                                []string
@@ -79,7 +79,7 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "requests: %d (COMPLETE %d, PENDING %d, FAILED %d)\n", r.Requests, r.Complete, r.Pending, r.Failed)
-	fmt.Fprintf(&b, "orders_by_id: %d, orders_by_customer: %d, events: %d\n", r.OrdersByID, r.OrdersByCustomer, r.Events)
+	fmt.Fprintf(&b, "orders_by_id: %d, orders_by_customer_time: %d, events: %d\n", r.OrdersByID, r.OrdersByCustomerTime, r.Events)
 	fmt.Fprintf(&b, "acknowledged outcomes checked: %d\n", r.AcksChecked)
 	if r.ChangeRequests > 0 || r.Changes > 0 {
 		fmt.Fprintf(&b, "change requests: %d; orders changed: %d, changes: %d; acknowledged changes checked: %d\n",
@@ -119,7 +119,7 @@ type key struct {
 const (
 	selectRequests  = `SELECT tenant, operation, request_id, entity_id, command, state, created_at, last_error, claim_token FROM write_requests_by_id`
 	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at, version FROM orders_by_id`
-	selectByCust    = `SELECT tenant, customer_id, order_month, order_id, total, request_id FROM orders_by_customer`
+	selectByCust    = `SELECT tenant, customer_id, order_month, created_at, order_id, total, request_id FROM orders_by_customer_time`
 	selectEvents    = `SELECT tenant, order_id, event_id, event_type FROM order_events_by_order`
 	createOperation = order.Operation
 )
@@ -206,16 +206,19 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 		return rep, fmt.Errorf("read orders_by_id: %w", err)
 	}
 
-	// orders_by_customer: count rows per order id.
+	// orders_by_customer_time (the listing; orders_by_customer, its
+	// predecessor, is read by nobody): count rows per order id. A row is
+	// keyed by its order's creation time: a second claim time is a second
+	// row.
 	custRows := map[key][]orderRow{}
 	iter = s.Query(selectByCust).PageSize(1000).IterContext(ctx)
-	for iter.Scan(&o.tenant, &o.customer, &month, &oid, &total, &reqID) {
+	for iter.Scan(&o.tenant, &o.customer, &month, &o.created, &oid, &total, &reqID) {
 		o.requestID, o.month, o.total = uuid.UUID(reqID), month.Format(time.DateOnly), total.String()
 		custRows[key{o.tenant, uuid.UUID(oid)}] = append(custRows[key{o.tenant, uuid.UUID(oid)}], o)
-		rep.OrdersByCustomer++
+		rep.OrdersByCustomerTime++
 	}
 	if err := iter.Close(); err != nil {
-		return rep, fmt.Errorf("read orders_by_customer: %w", err)
+		return rep, fmt.Errorf("read orders_by_customer_time: %w", err)
 	}
 
 	// Events: count ORDER_CREATED per order and check their ids; note the
@@ -279,9 +282,12 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 			v = append(v, fmt.Sprintf("order %s month %s, want %s from its creation time", r.orderID, o.month, order.MonthOf(o.created)))
 		}
 		if rows := custRows[k]; len(rows) != 1 {
-			v = append(v, fmt.Sprintf("COMPLETE request %s has %d orders_by_customer rows, want 1", r.requestID, len(rows)))
+			v = append(v, fmt.Sprintf("COMPLETE request %s has %d orders_by_customer_time rows, want 1", r.requestID, len(rows)))
 		} else if rows[0].customer != r.cmd.CustomerID || rows[0].total != r.cmd.Total || (ok && rows[0].month != o.month) {
-			v = append(v, fmt.Sprintf("orders_by_customer row of order %s does not match request %s", r.orderID, r.requestID))
+			v = append(v, fmt.Sprintf("orders_by_customer_time row of order %s does not match request %s", r.orderID, r.requestID))
+		} else if ok && !rows[0].created.Equal(o.created) {
+			v = append(v, fmt.Sprintf("orders_by_customer_time lists order %s at %s, want its creation time %s",
+				r.orderID, rows[0].created.UTC().Format(time.RFC3339Nano), o.created.UTC().Format(time.RFC3339Nano)))
 		}
 		if ev := events[k]; len(ev) != 1 || ev[0] != r.requestID {
 			v = append(v, fmt.Sprintf("COMPLETE request %s has events %v, want exactly [%s]", r.requestID, ev, r.requestID))
@@ -304,7 +310,7 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 	for k := range custRows {
 		if _, ok := orders[k]; !ok {
 			if r, ok := requests[key{k.tenant, custRows[k][0].requestID}]; !ok || r.state == "COMPLETE" {
-				v = append(v, fmt.Sprintf("orders_by_customer has order %s but orders_by_id does not", k.id))
+				v = append(v, fmt.Sprintf("orders_by_customer_time has order %s but orders_by_id does not", k.id))
 			}
 		}
 	}
