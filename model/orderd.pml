@@ -14,7 +14,7 @@
  * ABSTRACTIONS (each is noted again where it is used)
  *  - One tenant and one request id: one ledger row, one order id, one
  *    event id. Two payloads, A and B: commands with different customers,
- *    so different orders_by_customer partitions.
+ *    so different orders_by_customer_time partitions.
  *  - A claim token and the claim's created_at are one number: the attempt
  *    that drew them (1..MAXTOK, in the order attempts start; createOrder
  *    draws both before H1). Real clocks are skewed; the order of created_at
@@ -32,10 +32,12 @@
  *    bytes later looks like.
  *  - Plain tables are last-write-wins by write timestamp = the order's
  *    created_at (on a tie the larger value wins, as Cassandra compares
- *    cells). orders_by_customer is keyed here by (payload, created_at),
- *    standing for (customer, month, order id): one row per distinct order
- *    (two created_at in one month would overwrite one row in Cassandra
- *    instead; orders_by_id's check catches that alike).
+ *    cells). orders_by_customer_time is keyed here by (payload,
+ *    created_at), standing for (customer, month, created_at, order id): one
+ *    row per distinct order, as in Cassandra since migration 0005 (before
+ *    it, orders_by_customer had no created_at in its key, and two
+ *    created_at in one month overwrote one row instead; orders_by_id's
+ *    check catches either alike).
  *  - Time is not modelled. The timing the design relies on becomes rules:
  *      T1 a claim's due entry falls due only once the attempt that wrote
  *         it has ended (DueAfter 30 s exceeds the handler's deadline, 15 s:
@@ -141,7 +143,7 @@ byte Lst, Ltok, Lpay, Latt;
 bit Lok;
 /* orders_by_id and order_events_by_order: one row each */
 byte Ipay, Its, Epay, Ets;
-/* orders_by_customer: bit (payload-1)*MAXTOK + (created_at-1) */
+/* orders_by_customer_time: bit (payload-1)*MAXTOK + (created_at-1) */
 byte Cust;
 /* pending_requests: ent[token] = its set of entry rows (slots) */
 byte ent[MAXTOK + 1];
@@ -320,7 +322,7 @@ inline ansFailed(_tok) {
 #define F_ERR 4       /* another error (withdraw found the row in another state) */
 #define F_PROJECT 5   /* Finish goes on to project (fp, ft): the caller runs project() */
 
-/* project: orders_by_customer and order_events_by_order (concurrent:
+/* project: orders_by_customer_time and order_events_by_order (concurrent:
    either order; a sibling cancelled by the other's failure is a write not
    applied, or a crash), then orders_by_id (the recorded outcome), then
    release the claim's entry, best effort. _res = F_OK or F_RETRY. */
