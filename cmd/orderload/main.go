@@ -50,9 +50,9 @@ func run() error {
 	flag.StringVar(&cfg.Tenant, "tenant", "default", "tenant of the credentials used (recorded in the acks)")
 	var creds clientcreds.Options
 	var tokenFile string
-	creds.Flags(flag.CommandLine, &tokenFile)
+	clientcreds.Flags(flag.CommandLine, &creds, &tokenFile)
 	flag.Parse()
-	if err := creds.ReadToken(tokenFile); err != nil {
+	if err := clientcreds.ReadToken(&creds, tokenFile); err != nil {
 		return err
 	}
 	dial, err := creds.DialOptions()
