@@ -30,7 +30,7 @@ type scriptedServer struct {
 	ordersv1.UnimplementedOrderServiceServer
 	mu           sync.Mutex
 	script       []func(ctx context.Context) error // nil entry: success
-	requestState ordersv1.RequestState            // UNSPECIFIED: NOT_FOUND
+	requestState ordersv1.RequestState             // UNSPECIFIED: NOT_FOUND
 	requestIDs   []string
 	at           []time.Time
 	traceparents []string
