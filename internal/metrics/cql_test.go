@@ -85,6 +85,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"ledger.dequeueCQL":    {"update_due_requests", false},
 		"ledger.dueCQL":        {"select_due_requests", false},
 		"ledger.dropBucketCQL": {"delete_due_requests", false},
+		"ledger.scanCQL":       {"select_write_requests_by_id", false},
 
 		"projection.upsertByCustomerCQL": {"insert_orders_by_customer_time", false},
 		"projection.upsertByIDCQL":       {"insert_orders_by_id", false},
