@@ -24,7 +24,7 @@ export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit model-check test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check lint fuzz clean bench-reconciler bench bench-soak
+	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz clean bench-reconciler bench bench-soak
 
 all: build
 
@@ -87,11 +87,13 @@ run: migrate kafka-up dev-setup
 test: test-unit model-check test-e2e
 
 # Unit tests run twice over the packages with build-tagged code: the release
-# build (failpoints refused) and the test build (-tags failpoints).
+# build (failpoints refused) and the test build (-tags failpoints); the API
+# module (proto/, its own Go module) is tested on its own.
 test-unit:
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+	cd proto && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/ ./internal/workflow/ ./cmd/orderd/
 
 # The write protocol's Promela model (model/README.md), checked with SPIN:
@@ -115,6 +117,11 @@ generate:
 
 generate-check:
 	scripts/generate-check.sh
+
+# The API module (proto/): tidy, vetted, unit-tested, free of the service's
+# dependencies, and built with the oldest Go it supports (scripts/api-check.sh).
+api-check:
+	scripts/api-check.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
