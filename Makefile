@@ -34,6 +34,7 @@ build:
 	$(GO) build -o $(CLUSTER) ./cmd/cassandra-local
 	$(GO) build -o $(KAFKA) ./cmd/kafka-local
 	$(GO) build -o $(BIN)/orderconsumer ./cmd/orderconsumer
+	$(GO) build -o $(BIN)/orderctl ./cmd/orderctl
 
 # Start the local cluster only if nothing answers on the contact points.
 cluster-up: build
