@@ -61,8 +61,8 @@ func listMonths(v *[]fault.Violation, req *ordersv1.ListCustomerOrdersRequest, n
 		}
 		return m, true
 	}
-	//lint:ignore SA1019 month is deprecated but still served.
-	if legacy := req.GetMonth(); legacy != "" { //nolint:staticcheck // deprecated, still served
+	// month is deprecated (start_month and end_month replace it) but served.
+	if legacy := req.GetMonth(); legacy != "" {
 		if req.GetStartMonth() != "" || req.GetEndMonth() != "" {
 			*v = append(*v, fault.Violation{Field: "month", Description: "deprecated: give start_month and end_month, or month alone, not both"})
 			return monthRange{}
@@ -137,8 +137,7 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 	// The token is bound to the fields as sent (so a default end month that
 	// moves on between calls does not invalidate it) and checked only once
 	// they are valid: nothing unchecked reaches Cassandra.
-	//lint:ignore SA1019 month is deprecated but still served.
-	l := customerOrdersListing(who.Tenant, req.GetCustomerId(), req.GetMonth()+"|"+req.GetStartMonth(), req.GetEndMonth()) //nolint:staticcheck // deprecated, still served
+	l := customerOrdersListing(who.Tenant, req.GetCustomerId(), req.GetMonth(), req.GetStartMonth(), req.GetEndMonth())
 	pos := ordersPosition{month: months.end, start: months.start}
 	badToken := fault.Violation{Field: "page_token", Description: errPageToken.Error()}
 	switch token := req.GetPageToken(); {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
+	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
@@ -185,5 +187,100 @@ func TestListTokenBoundToTheRange(t *testing.T) {
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
 		}
+	}
+}
+
+// fakeScanner pages through records one Scan call per record, filtered as
+// the ledger filters; it records every filter it was given.
+type fakeScanner struct {
+	records []ledger.Record
+	filters []ledger.ScanFilter
+	limits  []int
+}
+
+func (f *fakeScanner) Scan(_ context.Context, flt ledger.ScanFilter, limit int, state []byte) (ledger.ScanPage, error) {
+	f.filters, f.limits = append(f.filters, flt), append(f.limits, limit)
+	i := 0
+	if len(state) > 0 {
+		i, _ = strconv.Atoi(string(state))
+	}
+	var page ledger.ScanPage
+	if i < len(f.records) {
+		if r := f.records[i]; r.Tenant == flt.Tenant && slices.Contains(flt.States, r.State) {
+			page.Records = append(page.Records, r)
+		}
+		if i+1 < len(f.records) {
+			page.NextState = []byte(strconv.Itoa(i + 1))
+		}
+	}
+	return page, nil
+}
+
+func newRequestsAPI(t *testing.T, sc Scanner) *Server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Scanner: sc},
+		workflow.New(workflow.Config{}, &spyLedger{}, unusedProjector{}, nil, log), &monthReader{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ListRequests scans for the caller's tenant only, PENDING and FAILED by
+// default, pages with signed tokens bound to the states, and refuses
+// COMPLETE, UNSPECIFIED and a negative page_size before scanning.
+func TestListRequests(t *testing.T) {
+	rec := func(tenant string, st ledger.State) ledger.Record {
+		return ledger.Record{Key: ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: uuid.New()}, State: st, Fingerprint: "f", CreatedAt: time.Now()}
+	}
+	sc := &fakeScanner{records: []ledger.Record{rec("acme", ledger.Pending), rec("acme", ledger.Complete), rec("globex", ledger.Pending), rec("acme", ledger.Failed)}}
+	s := newRequestsAPI(t, sc)
+	var states []ordersv1.RequestState
+	req := &ordersv1.ListRequestsRequest{PageSize: 1000}
+	for range 10 {
+		resp, err := s.ListRequests(acme(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range resp.GetRequests() {
+			states = append(states, r.GetState())
+			if r.GetTenant() != "acme" {
+				t.Errorf("listed %v of another tenant", r)
+			}
+		}
+		if resp.GetNextPageToken() == "" {
+			break
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+	want := []ordersv1.RequestState{ordersv1.RequestState_REQUEST_STATE_PENDING, ordersv1.RequestState_REQUEST_STATE_FAILED}
+	if !slices.Equal(states, want) {
+		t.Errorf("listed states %v, want %v", states, want)
+	}
+	if sc.limits[0] != maxPageSize || sc.filters[0].Tenant != "acme" {
+		t.Errorf("first scan: limit %d for %q, want %d for acme", sc.limits[0], sc.filters[0].Tenant, maxPageSize)
+	}
+
+	first, err := s.ListRequests(acme(), &ordersv1.ListRequestsRequest{States: []ordersv1.RequestState{ordersv1.RequestState_REQUEST_STATE_PENDING}})
+	if err != nil || first.GetNextPageToken() == "" {
+		t.Fatalf("first page: %v, token %q", err, first.GetNextPageToken())
+	}
+	scans := len(sc.filters)
+	for name, bad := range map[string]*ordersv1.ListRequestsRequest{
+		"token of other states": {PageToken: first.GetNextPageToken(), States: []ordersv1.RequestState{ordersv1.RequestState_REQUEST_STATE_FAILED}},
+		"COMPLETE":              {States: []ordersv1.RequestState{ordersv1.RequestState_REQUEST_STATE_COMPLETE}},
+		"UNSPECIFIED":           {States: []ordersv1.RequestState{ordersv1.RequestState_REQUEST_STATE_UNSPECIFIED}},
+		"negative page_size":    {PageSize: -1},
+	} {
+		if _, err := s.ListRequests(acme(), bad); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
+		}
+	}
+	if len(sc.filters) != scans {
+		t.Errorf("a refused request reached the ledger (%d scans, want %d)", len(sc.filters), scans)
+	}
+	if _, err := newRequestsAPI(t, nil).ListRequests(acme(), &ordersv1.ListRequestsRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("without a scanner: %v, want UNIMPLEMENTED", err)
 	}
 }

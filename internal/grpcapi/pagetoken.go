@@ -51,9 +51,10 @@ var errPageToken = errors.New("not a token from a previous page of this listing"
 // the fields that define it, in a fixed order.
 type listing []string
 
-// customerOrdersListing is a ListCustomerOrders listing.
-func customerOrdersListing(tenant, customerID, start, end string) listing {
-	return listing{"customer-orders", tenant, customerID, start, end}
+// customerOrdersListing is a ListCustomerOrders listing: its fields as the
+// client sent them (month is the deprecated single month).
+func customerOrdersListing(tenant, customerID, month, start, end string) listing {
+	return listing{"customer-orders", tenant, customerID, month, start, end}
 }
 
 // pageTokens issues and opens page tokens under one key.

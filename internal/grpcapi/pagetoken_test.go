@@ -9,7 +9,7 @@ import (
 var testKey = bytes.Repeat([]byte{0x5a}, MinPageTokenKeyLength)
 
 var (
-	testListing = customerOrdersListing("acme", "cust-1", "2026-08", "2026-09")
+	testListing = customerOrdersListing("acme", "cust-1", "", "2026-08", "2026-09")
 	testState   = []byte("\x00\x10cassandra-paging-state\x01\x02\xff")
 )
 
@@ -53,12 +53,13 @@ func TestPageTokenRejected(t *testing.T) {
 		{name: "flipped version byte", l: testListing, token: flip(0), p: p},
 		{name: "flipped state byte", l: testListing, token: flip(5), p: p},
 		{name: "flipped mac byte", l: testListing, token: flip(len(raw) - 1), p: p},
-		{name: "wrong customer", l: customerOrdersListing("acme", "cust-2", "2026-08", "2026-09"), token: tok, p: p},
-		{name: "wrong start month", l: customerOrdersListing("acme", "cust-1", "2026-07", "2026-09"), token: tok, p: p},
-		{name: "wrong end month", l: customerOrdersListing("acme", "cust-1", "2026-08", "2026-10"), token: tok, p: p},
-		{name: "wrong tenant", l: customerOrdersListing("globex", "cust-1", "2026-08", "2026-09"), token: tok, p: p},
+		{name: "wrong customer", l: customerOrdersListing("acme", "cust-2", "", "2026-08", "2026-09"), token: tok, p: p},
+		{name: "wrong start month", l: customerOrdersListing("acme", "cust-1", "", "2026-07", "2026-09"), token: tok, p: p},
+		{name: "wrong end month", l: customerOrdersListing("acme", "cust-1", "", "2026-08", "2026-10"), token: tok, p: p},
+		{name: "wrong tenant", l: customerOrdersListing("globex", "cust-1", "", "2026-08", "2026-09"), token: tok, p: p},
 		{name: "another kind of listing", l: requestsListing("acme", "PENDING,FAILED"), token: tok, p: p},
-		{name: "fields shifted between customer and month", l: customerOrdersListing("acme", "cust-12026", "-08", "2026-09"), token: tok, p: p},
+		{name: "fields shifted between customer and month", l: customerOrdersListing("acme", "cust-12026", "", "-08", "2026-09"), token: tok, p: p},
+		{name: "start given as the single month", l: customerOrdersListing("acme", "cust-1", "2026-08", "", "2026-09"), token: tok, p: p},
 		{name: "one field fewer", l: testListing[:len(testListing)-1], token: tok, p: p},
 		{name: "wrong key", l: testListing, token: tok, p: pageTokens{key: bytes.Repeat([]byte{0xa5}, MinPageTokenKeyLength)}},
 		{name: "truncated by one byte", l: testListing, token: reseal(raw[:len(raw)-1]), p: p},
