@@ -188,6 +188,8 @@ func TestFinalAnswersAreTypedAndNotRetried(t *testing.T) {
 			&errdetails.BadRequest_FieldViolation{Field: "total", Description: "must be greater than zero"}), ErrInvalid,
 			func(e *Error) bool { return len(e.Violations) == 1 && e.Violations[0].Field == "total" }, 1},
 		{"denied", fail(codes.PermissionDenied, "PERMISSION_DENIED", 0, nil), ErrDenied, nil, 1},
+		{"internal", fail(codes.Internal, "INTERNAL", 0, nil), ErrUnexpected, nil, 1},
+		{"too large", fail(codes.ResourceExhausted, "", 0, nil), ErrUnexpected, nil, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

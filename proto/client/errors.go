@@ -48,6 +48,10 @@ var (
 	// done (the cluster or orderd unavailable, rate limited). Retrying
 	// later with the same request_id is safe.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrUnexpected: an answer the protocol has no rule for (INTERNAL,
+	// UNIMPLEMENTED, a message too large, ...): not retried, and not
+	// retryable as is. Report it.
+	ErrUnexpected = errors.New("unexpected answer")
 )
 
 // Error is an answer the client could not turn into a success.
@@ -169,7 +173,7 @@ func judge(a answer, attemptTimedOut bool) (verdict, error) {
 		if a.retryAfter > 0 { // RATE_LIMITED: nothing done, come back later
 			return retry, ErrUnavailable
 		}
-		return final, ErrUnavailable // e.g. a message too large: retrying cannot help
+		return final, ErrUnexpected // e.g. a message too large: retrying cannot help
 	case codes.Unavailable:
 		switch a.reason {
 		case "OUTCOME_UNKNOWN", "":
@@ -178,12 +182,12 @@ func judge(a answer, attemptTimedOut bool) (verdict, error) {
 			return ambiguous, ErrOutcomeUnknown
 		}
 		return retry, ErrUnavailable // CLUSTER_UNAVAILABLE, DELIVERY_FAILED: nothing decided
-	case codes.DeadlineExceeded, codes.Canceled:
+	case codes.DeadlineExceeded:
 		if attemptTimedOut {
 			return ambiguous, ErrOutcomeUnknown
 		}
 	}
-	return final, ErrUnavailable
+	return final, ErrUnexpected
 }
 
 // newError builds the caller's error from the last answer.
