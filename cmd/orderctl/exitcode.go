@@ -39,7 +39,7 @@ var exitCodes = []struct {
 	kinds   []error // matched with errors.Is, in table order
 }{
 	{exitOK, "success", nil},
-	{exitInternal, "unexpected or internal error", nil},
+	{exitInternal, "unexpected answer or internal error", []error{client.ErrUnexpected}},
 	{exitUsage, "usage: bad flags or arguments, unreadable credential or input file", []error{errUsage}},
 	{exitInvalid, "invalid argument (each field violation printed); nothing written", []error{client.ErrInvalid}},
 	{exitNotFound, "not found: no such order or request", []error{client.ErrNotFound}},

@@ -22,6 +22,7 @@ func TestExitCodeOfEveryKindOfError(t *testing.T) {
 	}{
 		{"nil", nil, exitOK},
 		{"anything else", errors.New("boom"), exitInternal},
+		{"unexpected answer", kind(client.ErrUnexpected), exitInternal},
 		{"usage", usageErr(errors.New("bad flag")), exitUsage},
 		{"invalid", kind(client.ErrInvalid), exitInvalid},
 		{"not found", kind(client.ErrNotFound), exitNotFound},

@@ -165,6 +165,8 @@ func (a *app) report(cmd *cobra.Command, err error) {
 		fmt.Fprintf(w, "current_version: %d (read the order, decide again, send a new change with a new request_id)\n", ce.CurrentVersion)
 	case client.IsRetryable(ce) && ce.RequestID != "":
 		fmt.Fprintf(w, "request_id: %s; retry later with --request-id %s, never with a new one\n", ce.RequestID, ce.RequestID)
+	case errors.Is(ce, client.ErrUnexpected) && ce.RequestID != "":
+		fmt.Fprintf(w, "request_id: %s; see what became of it with orderctl request %s\n", ce.RequestID, ce.RequestID)
 	case errors.Is(ce, client.ErrFailed) && ce.RequestID != "":
 		fmt.Fprintf(w, "request_id: %s is FAILED; an operator can requeue it (orderctl requeue %s)\n", ce.RequestID, ce.RequestID)
 	}
