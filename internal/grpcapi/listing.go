@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -238,7 +239,7 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 	if len(v) > 0 {
 		return nil, s.Status(ctx, method, fault.InvalidArgs(v))
 	}
-	f := ledger.ScanFilter{Tenant: who.Tenant}
+	f := ledger.ScanFilter{Tenant: who.Tenant, Keep: s.resolveAndKeep(states)}
 	for _, st := range states {
 		f.States = append(f.States, ledgerState(st))
 	}
@@ -251,6 +252,36 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 		out.Requests = append(out.Requests, writeRequest(rec))
 	}
 	return out, nil
+}
+
+// resolveConcurrency bounds the reads one ListRequests call makes at once
+// to resolve PENDING rows.
+const resolveConcurrency = 16
+
+// resolveAndKeep is ListRequests' scan step: a ledger row that says PENDING
+// may be a finished request (a create's completion writes nothing to the
+// ledger), so each is resolved as GetRequest would (workflow.Resolve: one
+// read of the order or of the change's version) and kept only if it is in
+// one of the asked states. FAILED rows are final as they stand.
+func (s *Server) resolveAndKeep(states []ordersv1.RequestState) func(context.Context, []ledger.Record) ([]ledger.Record, error) {
+	return func(ctx context.Context, recs []ledger.Record) ([]ledger.Record, error) {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(resolveConcurrency)
+		for i := range recs {
+			if recs[i].State != ledger.Pending {
+				continue
+			}
+			g.Go(func() error {
+				var err error
+				recs[i], err = s.wf.Resolve(gctx, recs[i])
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		return slices.DeleteFunc(recs, func(r ledger.Record) bool { return !slices.Contains(states, toState(r.State)) }), nil
+	}
 }
 
 // ledgerState is the ledger's state for one of ListRequests' states.

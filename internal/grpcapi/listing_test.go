@@ -20,6 +20,7 @@ import (
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
+	"github.com/atlasmart/orderd/projection/projectiontest"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -198,7 +199,7 @@ type fakeScanner struct {
 	limits  []int
 }
 
-func (f *fakeScanner) Scan(_ context.Context, flt ledger.ScanFilter, limit int, state []byte) (ledger.ScanPage, error) {
+func (f *fakeScanner) Scan(ctx context.Context, flt ledger.ScanFilter, limit int, state []byte) (ledger.ScanPage, error) {
 	f.filters, f.limits = append(f.filters, flt), append(f.limits, limit)
 	i := 0
 	if len(state) > 0 {
@@ -207,7 +208,11 @@ func (f *fakeScanner) Scan(_ context.Context, flt ledger.ScanFilter, limit int, 
 	var page ledger.ScanPage
 	if i < len(f.records) {
 		if r := f.records[i]; r.Tenant == flt.Tenant && slices.Contains(flt.States, r.State) {
-			page.Records = append(page.Records, r)
+			kept, err := flt.Keep(ctx, []ledger.Record{r})
+			if err != nil {
+				return ledger.ScanPage{}, err
+			}
+			page.Records = kept
 		}
 		if i+1 < len(f.records) {
 			page.NextState = []byte(strconv.Itoa(i + 1))
@@ -216,11 +221,11 @@ func (f *fakeScanner) Scan(_ context.Context, flt ledger.ScanFilter, limit int, 
 	return page, nil
 }
 
-func newRequestsAPI(t *testing.T, sc Scanner) *Server {
+func newRequestsAPI(t *testing.T, sc Scanner, proj workflow.Projector) *Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Scanner: sc},
-		workflow.New(workflow.Config{}, &spyLedger{}, unusedProjector{}, nil, log), &monthReader{}, log)
+		workflow.New(workflow.Config{}, &spyLedger{}, proj, nil, log), &monthReader{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +239,23 @@ func TestListRequests(t *testing.T) {
 	rec := func(tenant string, st ledger.State) ledger.Record {
 		return ledger.Record{Key: ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: uuid.New()}, State: st, Fingerprint: "f", CreatedAt: time.Now()}
 	}
-	sc := &fakeScanner{records: []ledger.Record{rec("acme", ledger.Pending), rec("acme", ledger.Complete), rec("globex", ledger.Pending), rec("acme", ledger.Failed)}}
-	s := newRequestsAPI(t, sc)
+	// A create whose order is recorded: PENDING in the ledger, COMPLETE to
+	// its client (a create's completion writes nothing to the ledger).
+	proj := projectiontest.NewMemory()
+	finished := rec("acme", ledger.Pending)
+	_, cmd, err := order.Canonicalize(order.Input{RequestID: finished.RequestID.String(), CustomerID: "cust-1", Total: "1.00", Currency: "EUR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished.Command, finished.EntityID = cmd.Encode(), order.ID("acme", finished.RequestID)
+	if err := proj.Write(context.Background(), order.New("acme", finished.RequestID, cmd, finished.CreatedAt)); err != nil {
+		t.Fatal(err)
+	}
+	unfinished := rec("acme", ledger.Pending)
+	unfinished.Command, unfinished.EntityID = cmd.Encode(), order.ID("acme", unfinished.RequestID)
+
+	sc := &fakeScanner{records: []ledger.Record{unfinished, rec("acme", ledger.Complete), finished, rec("globex", ledger.Pending), rec("acme", ledger.Failed)}}
+	s := newRequestsAPI(t, sc, proj)
 	var states []ordersv1.RequestState
 	req := &ordersv1.ListRequestsRequest{PageSize: 1000}
 	for range 10 {
@@ -280,7 +300,7 @@ func TestListRequests(t *testing.T) {
 	if len(sc.filters) != scans {
 		t.Errorf("a refused request reached the ledger (%d scans, want %d)", len(sc.filters), scans)
 	}
-	if _, err := newRequestsAPI(t, nil).ListRequests(acme(), &ordersv1.ListRequestsRequest{}); status.Code(err) != codes.Unimplemented {
+	if _, err := newRequestsAPI(t, nil, proj).ListRequests(acme(), &ordersv1.ListRequestsRequest{}); status.Code(err) != codes.Unimplemented {
 		t.Errorf("without a scanner: %v, want UNIMPLEMENTED", err)
 	}
 }

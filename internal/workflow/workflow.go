@@ -683,10 +683,21 @@ func retryable(err error) bool {
 // recorded the same request id.
 func (s *Service) Request(ctx context.Context, tenant, operation string, requestID uuid.UUID) (ledger.Record, error) {
 	rec, err := s.ledger.Get(ctx, ledger.Key{Tenant: tenant, Operation: operation, RequestID: requestID})
-	if err != nil || rec.State != ledger.Pending {
+	if err != nil {
 		return rec, err
 	}
-	if operation != order.Operation {
+	return s.Resolve(ctx, rec)
+}
+
+// Resolve is rec, a ledger row read by any means (Request reads one; a
+// ListRequests scan reads many), as its client would see it: a PENDING row
+// whose work is recorded is COMPLETE. The ledger alone cannot say so: a
+// create's completion writes nothing to it (orders_by_id is the record).
+func (s *Service) Resolve(ctx context.Context, rec ledger.Record) (ledger.Record, error) {
+	if rec.State != ledger.Pending {
+		return rec, nil
+	}
+	if rec.Operation != order.Operation {
 		return s.changeRequest(ctx, rec)
 	}
 	cmd, err := order.DecodeCommand(rec.Command)
