@@ -90,7 +90,9 @@ func TestListRequestsFindsPendingRequests(t *testing.T) {
 	list := func(states ...ordersv1.RequestState) map[string]*ordersv1.WriteRequest {
 		t.Helper()
 		found := map[string]*ordersv1.WriteRequest{}
-		req := &ordersv1.ListRequestsRequest{States: states, PageSize: 50}
+		// Pages of one: a page ends inside a chunk of the scan and the next
+		// resumes there.
+		req := &ordersv1.ListRequestsRequest{States: states, PageSize: 1}
 		for calls := 0; ; calls++ {
 			if calls > 1000 {
 				t.Fatal("no last page after 1000 calls")

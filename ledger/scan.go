@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"slices"
 	"time"
 
@@ -18,19 +20,25 @@ import (
 const scanCQL = `/* ledger.scan */ SELECT tenant, operation, request_id, entity_id, payload_hash, command, state,
 	created_at, completed_at, attempts, last_error, claim_token FROM write_requests_by_id`
 
-// ScanBudget bounds the ledger rows one Scan reads, matching or not, so a
-// call's cost is bounded however few rows match.
-const ScanBudget = 2000
+const (
+	// ScanBudget bounds the ledger rows one Scan reads, matching or not,
+	// so a call's cost is bounded however few rows match.
+	ScanBudget = 1000
+	// scanChunk is the rows one query reads.
+	scanChunk = 200
+)
 
 // ScanFilter selects the records a Scan returns.
 type ScanFilter struct {
 	Tenant string
 	States []State // the ledger's states; empty: every state
-	// Keep, if set, runs on each slice of rows that passed Tenant and
-	// States and returns those to keep (it may change them: a PENDING row
-	// resolved to COMPLETE). A ledger row's state is not the whole truth:
-	// a create's completion writes nothing to the ledger.
-	Keep func(context.Context, []Record) ([]Record, error)
+	// Resolve, if set, runs on each chunk's rows that passed Tenant and
+	// States, and may change them (a PENDING row resolved to COMPLETE): a
+	// ledger row's state is not the whole truth, since a create's
+	// completion writes nothing to the ledger.
+	Resolve func(context.Context, []Record) error
+	// Keep, if set, is the last word on a resolved row.
+	Keep func(Record) bool
 }
 
 func (f ScanFilter) match(r Record) bool {
@@ -41,53 +49,125 @@ func (f ScanFilter) match(r Record) bool {
 type ScanPage struct {
 	// Records passed the filter; their Outcome is not read.
 	Records []Record
-	// NextState is Cassandra's paging state after the last row read, nil
-	// when the scan is done. Raw and unauthenticated, like a projection
-	// page's (internal/grpcapi signs it into a page token).
-	NextState []byte
+	// Next is where the scan resumes, nil when it is done: raw and
+	// unauthenticated, like a projection page's paging state
+	// (internal/grpcapi signs it into a page token).
+	Next []byte
 }
 
-// Scan reads the ledger from state (nil: the start) and returns at most
-// limit records that pass f, reading at most ScanBudget rows. It asks
-// Cassandra for no more rows than it may still return, so it always stops
-// at a page boundary and the next call resumes exactly after the last row
-// it read. LOCAL_QUORUM: what an operator sees is what a request's own
-// reads would see, short of a claim whose LWT is in flight.
-func (c *CassandraStore) Scan(ctx context.Context, f ScanFilter, limit int, state []byte) (ScanPage, error) {
+// scanPosition is where a scan resumes: the paging state of a chunk's
+// first row (nil: the ledger's start) and how many of the chunk's rows
+// were already read. A page can end inside a chunk this way, so a chunk is
+// always a full scanChunk rows (a small page_size does not mean one-row
+// queries), and the next call reads the chunk again and skips what was
+// read. A row inserted into that stretch meanwhile can shift it by one:
+// an operator's listing, not an exact snapshot.
+type scanPosition struct {
+	chunk []byte
+	skip  int
+}
+
+func (p scanPosition) encode() []byte {
+	return append(binary.AppendUvarint(nil, uint64(p.skip)), p.chunk...)
+}
+
+var errScanPosition = errors.New("not a ledger scan position")
+
+func decodeScanPosition(b []byte) (scanPosition, error) {
+	if len(b) == 0 {
+		return scanPosition{}, nil
+	}
+	skip, n := binary.Uvarint(b)
+	if n <= 0 || skip >= scanChunk {
+		return scanPosition{}, errScanPosition
+	}
+	return scanPosition{skip: int(skip), chunk: b[n:]}, nil
+}
+
+// Scan reads the ledger from next (nil: the start; else a ScanPage.Next)
+// and returns at most limit records that pass f, reading at most
+// ScanBudget rows. LOCAL_QUORUM: what an operator sees is what a request's
+// own reads would see, short of a claim whose LWT is in flight.
+func (c *CassandraStore) Scan(ctx context.Context, f ScanFilter, limit int, next []byte) (ScanPage, error) {
+	pos, err := decodeScanPosition(next)
+	if err != nil {
+		return ScanPage{}, err
+	}
 	var page ScanPage
-	for read := 0; len(page.Records) < limit && read < ScanBudget; {
-		fetch := min(limit-len(page.Records), ScanBudget-read)
-		iter := c.s.Query(scanCQL).Consistency(gocql.LocalQuorum).PageSize(fetch).PageState(state).IterContext(ctx)
-		var slice []Record
-		for {
-			r, ok := scanRow(iter)
-			if !ok {
-				break
-			}
-			read++
-			// A row past its retention whose row marker outlived its cells
-			// (expiredRemnant) has no state: it is not listed.
-			if r.State != "" && f.match(r) {
-				slice = append(slice, r)
-			}
+	for read := 0; read < ScanBudget; {
+		rows, after, err := c.scanChunk(ctx, pos.chunk)
+		if err != nil {
+			return ScanPage{}, err
 		}
-		state = iter.PageState()
-		if err := iter.Close(); err != nil {
-			return ScanPage{}, cassandra.ReadError("scan the ledger", err)
+		rows = rows[min(pos.skip, len(rows)):]
+		read += len(rows)
+		keep, err := f.apply(ctx, rows)
+		if err != nil {
+			return ScanPage{}, err
 		}
-		if f.Keep != nil && len(slice) > 0 {
-			var err error
-			if slice, err = f.Keep(ctx, slice); err != nil {
-				return ScanPage{}, err
+		for i, r := range rows {
+			if !keep[i] {
+				continue
+			}
+			page.Records = append(page.Records, r)
+			if len(page.Records) == limit && (i+1 < len(rows) || len(after) > 0) {
+				page.Next = scanPosition{chunk: pos.chunk, skip: pos.skip + i + 1}.encode()
+				if i+1 == len(rows) {
+					page.Next = scanPosition{chunk: after}.encode()
+				}
+				return page, nil
 			}
 		}
-		page.Records = append(page.Records, slice...)
-		if len(state) == 0 {
+		if len(after) == 0 {
 			return page, nil // the whole ledger was read
 		}
+		pos = scanPosition{chunk: after}
 	}
-	page.NextState = state
+	page.Next = pos.encode()
 	return page, nil
+}
+
+// scanChunk reads the scanChunk rows from state and returns the paging
+// state after them (nil at the end of the ledger).
+func (c *CassandraStore) scanChunk(ctx context.Context, state []byte) ([]Record, []byte, error) {
+	iter := c.s.Query(scanCQL).Consistency(gocql.LocalQuorum).PageSize(scanChunk).PageState(state).IterContext(ctx)
+	var rows []Record
+	for {
+		r, ok := scanRow(iter)
+		if !ok {
+			break
+		}
+		rows = append(rows, r)
+	}
+	after := iter.PageState()
+	if err := iter.Close(); err != nil {
+		return nil, nil, cassandra.ReadError("scan the ledger", err)
+	}
+	return rows, after, nil
+}
+
+// apply says which of rows f keeps, resolving the candidates first.
+func (f ScanFilter) apply(ctx context.Context, rows []Record) ([]bool, error) {
+	keep := make([]bool, len(rows))
+	var candidates []Record
+	var at []int
+	for i, r := range rows {
+		// A row past its retention whose row marker outlived its cells
+		// (expiredRemnant) has no state: it is not listed.
+		if r.State != "" && f.match(r) {
+			candidates, at = append(candidates, r), append(at, i)
+		}
+	}
+	if f.Resolve != nil && len(candidates) > 0 {
+		if err := f.Resolve(ctx, candidates); err != nil {
+			return nil, err
+		}
+	}
+	for j, r := range candidates {
+		rows[at[j]] = r
+		keep[at[j]] = f.Keep == nil || f.Keep(r)
+	}
+	return keep, nil
 }
 
 // scanRow reads one row of scanCQL.

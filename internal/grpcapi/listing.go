@@ -239,7 +239,8 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 	if len(v) > 0 {
 		return nil, s.Status(ctx, method, fault.InvalidArgs(v))
 	}
-	f := ledger.ScanFilter{Tenant: who.Tenant, Keep: s.resolveAndKeep(states)}
+	f := ledger.ScanFilter{Tenant: who.Tenant, Resolve: s.resolveAll,
+		Keep: func(r ledger.Record) bool { return slices.Contains(states, toState(r.State)) }}
 	for _, st := range states {
 		f.States = append(f.States, ledgerState(st))
 	}
@@ -247,7 +248,7 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 	if err != nil {
 		return nil, s.Status(ctx, method, err)
 	}
-	out := &ordersv1.ListRequestsResponse{NextPageToken: s.tokens.seal(l, page.NextState)}
+	out := &ordersv1.ListRequestsResponse{NextPageToken: s.tokens.seal(l, page.Next)}
 	for _, rec := range page.Records {
 		out.Requests = append(out.Requests, writeRequest(rec))
 	}
@@ -258,30 +259,25 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 // to resolve PENDING rows.
 const resolveConcurrency = 16
 
-// resolveAndKeep is ListRequests' scan step: a ledger row that says PENDING
+// resolveAll is ListRequests' scan step: a ledger row that says PENDING
 // may be a finished request (a create's completion writes nothing to the
 // ledger), so each is resolved as GetRequest would (workflow.Resolve: one
-// read of the order or of the change's version) and kept only if it is in
-// one of the asked states. FAILED rows are final as they stand.
-func (s *Server) resolveAndKeep(states []ordersv1.RequestState) func(context.Context, []ledger.Record) ([]ledger.Record, error) {
-	return func(ctx context.Context, recs []ledger.Record) ([]ledger.Record, error) {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(resolveConcurrency)
-		for i := range recs {
-			if recs[i].State != ledger.Pending {
-				continue
-			}
-			g.Go(func() error {
-				var err error
-				recs[i], err = s.wf.Resolve(gctx, recs[i])
-				return err
-			})
+// read of the order or of the change's version). FAILED rows are final as
+// they stand.
+func (s *Server) resolveAll(ctx context.Context, recs []ledger.Record) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(resolveConcurrency)
+	for i := range recs {
+		if recs[i].State != ledger.Pending {
+			continue
 		}
-		if err := g.Wait(); err != nil {
-			return nil, err
-		}
-		return slices.DeleteFunc(recs, func(r ledger.Record) bool { return !slices.Contains(states, toState(r.State)) }), nil
+		g.Go(func() error {
+			var err error
+			recs[i], err = s.wf.Resolve(gctx, recs[i])
+			return err
+		})
 	}
+	return g.Wait()
 }
 
 // ledgerState is the ledger's state for one of ListRequests' states.

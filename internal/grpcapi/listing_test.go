@@ -208,14 +208,16 @@ func (f *fakeScanner) Scan(ctx context.Context, flt ledger.ScanFilter, limit int
 	var page ledger.ScanPage
 	if i < len(f.records) {
 		if r := f.records[i]; r.Tenant == flt.Tenant && slices.Contains(flt.States, r.State) {
-			kept, err := flt.Keep(ctx, []ledger.Record{r})
-			if err != nil {
+			rs := []ledger.Record{r}
+			if err := flt.Resolve(ctx, rs); err != nil {
 				return ledger.ScanPage{}, err
 			}
-			page.Records = kept
+			if flt.Keep(rs[0]) {
+				page.Records = rs
+			}
 		}
 		if i+1 < len(f.records) {
-			page.NextState = []byte(strconv.Itoa(i + 1))
+			page.Next = []byte(strconv.Itoa(i + 1))
 		}
 	}
 	return page, nil

@@ -64,10 +64,10 @@ type Config struct {
 }
 
 // Scanner pages through the ledger (the ledger's Scan): at most limit
-// records that pass f, and the position after the last row it read (nil
-// when the scan is done).
+// records that pass f, and where the next page starts (nil when the scan
+// is done).
 type Scanner interface {
-	Scan(ctx context.Context, f ledger.ScanFilter, limit int, state []byte) (ledger.ScanPage, error)
+	Scan(ctx context.Context, f ledger.ScanFilter, limit int, next []byte) (ledger.ScanPage, error)
 }
 
 // Requeuer gives a FAILED request another round of attempts (the ledger's
