@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -16,7 +17,10 @@ import (
 
 	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection/projectiontest"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -151,23 +155,57 @@ func TestEveryOrderServiceMethodHasAPermission(t *testing.T) {
 	}
 }
 
-type fakeRequeuer struct{ keys []ledger.Key }
+// fakeRequeuer answers as the ledger's Requeue: the row as it is after
+// the call (PENDING, the raw state, for a requeued or a finished create).
+type fakeRequeuer struct {
+	keys    []ledger.Key
+	command []byte // of every row it returns
+}
 
 func (f *fakeRequeuer) Requeue(_ context.Context, key ledger.Key) (ledger.Record, error) {
 	f.keys = append(f.keys, key)
 	if key.Tenant != "acme" {
 		return ledger.Record{}, ledger.ErrNotFound
 	}
-	return ledger.Record{Key: key, State: ledger.Pending}, nil
+	return ledger.Record{Key: key, State: ledger.Pending, Command: f.command, EntityID: order.ID(key.Tenant, key.RequestID)}, nil
+}
+
+func newRequeueAPI(t *testing.T, r Requeuer, proj workflow.Projector) *Server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Requeuer: r}, workflow.New(workflow.Config{}, &spyLedger{}, proj, nil, log), nil, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// RequeueRequest answers a finished create (whose ledger row still says
+// PENDING) as COMPLETE, as GetRequest does, not as the raw row.
+func TestRequeueRequestOfAFinishedCreateSaysComplete(t *testing.T) {
+	_, cmd, err := order.Canonicalize(order.Input{RequestID: validID, CustomerID: "cust-1", Total: "1.00", Currency: "EUR"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := projectiontest.NewMemory()
+	s := newRequeueAPI(t, &fakeRequeuer{command: cmd.Encode()}, proj)
+	resp, err := s.RequeueRequest(acme(), &ordersv1.RequeueRequestRequest{RequestId: validID})
+	if err != nil || resp.GetRequest().GetState() != ordersv1.RequestState_REQUEST_STATE_PENDING {
+		t.Fatalf("before its order is recorded: %v, %v; want PENDING", resp, err)
+	}
+	if err := proj.Write(context.Background(), order.New("acme", uuid.MustParse(validID), cmd, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = s.RequeueRequest(acme(), &ordersv1.RequeueRequestRequest{RequestId: validID})
+	if err != nil || resp.GetRequest().GetState() != ordersv1.RequestState_REQUEST_STATE_COMPLETE {
+		t.Errorf("once its order is recorded: %v, %v; want COMPLETE", resp, err)
+	}
 }
 
 // RequeueRequest acts on the caller's tenant's request only.
 func TestRequeueRequestIsScopedToTheCallersTenant(t *testing.T) {
 	r := &fakeRequeuer{}
-	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Requeuer: r}, nil, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newRequeueAPI(t, r, projectiontest.NewMemory())
 	resp, err := s.RequeueRequest(acme(), &ordersv1.RequeueRequestRequest{RequestId: validID})
 	if err != nil || resp.Request.State != ordersv1.RequestState_REQUEST_STATE_PENDING || resp.Request.Tenant != "acme" {
 		t.Fatalf("RequeueRequest = %v, %v", resp, err)

@@ -227,6 +227,11 @@ func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueReques
 		return nil, s.Status(ctx, "RequeueRequest", fault.InvalidArgs(v))
 	}
 	rec, err := s.requeuer.Requeue(ctx, ledger.Key{Tenant: who.Tenant, Operation: order.Operation, RequestID: id})
+	if err == nil {
+		// A finished create's ledger row still says PENDING (its completion
+		// writes nothing there): answer as GetRequest would.
+		rec, err = s.wf.Resolve(ctx, rec)
+	}
 	if err != nil {
 		return nil, s.Status(ctx, "RequeueRequest", err, slog.String("request_id", id.String()))
 	}
