@@ -140,17 +140,10 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 	// they are valid: nothing unchecked reaches Cassandra.
 	l := customerOrdersListing(who.Tenant, req.GetCustomerId(), req.GetMonth(), req.GetStartMonth(), req.GetEndMonth())
 	pos := ordersPosition{month: months.end, start: months.start}
-	badToken := fault.Violation{Field: "page_token", Description: errPageToken.Error()}
-	switch token := req.GetPageToken(); {
-	case len(token) > MaxPageTokenLength:
-		v = append(v, badToken)
-	case token != "" && len(v) == 0:
-		raw, terr := s.tokens.open(l, token)
-		if terr == nil {
-			pos, terr = decodeOrdersPosition(raw)
-		}
-		if terr != nil || pos.month.After(months.end) || pos.month.Before(pos.start) {
-			v = append(v, badToken)
+	if raw := s.tokens.openField(&v, l, req.GetPageToken()); raw != nil {
+		var err error
+		if pos, err = decodeOrdersPosition(raw); err != nil || pos.month.After(months.end) || pos.month.Before(pos.start) {
+			v = append(v, badPageToken)
 		}
 	}
 	if len(v) > 0 {
@@ -226,16 +219,7 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 		names[i] = st.String()
 	}
 	l := requestsListing(who.Tenant, strings.Join(names, ","))
-	var state []byte
-	badToken := fault.Violation{Field: "page_token", Description: errPageToken.Error()}
-	switch token := req.GetPageToken(); {
-	case len(token) > MaxPageTokenLength:
-		v = append(v, badToken)
-	case token != "" && len(v) == 0:
-		if state, err = s.tokens.open(l, token); err != nil {
-			v = append(v, badToken)
-		}
-	}
+	state := s.tokens.openField(&v, l, req.GetPageToken())
 	if len(v) > 0 {
 		return nil, s.Status(ctx, method, fault.InvalidArgs(v))
 	}

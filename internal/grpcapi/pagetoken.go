@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+
+	"github.com/atlasmart/orderd/internal/fault"
 )
 
 // Page tokens (ListCustomerOrders, ListRequests) are owned here, not by the
@@ -87,6 +89,29 @@ func (p pageTokens) open(l listing, token string) ([]byte, error) {
 		return nil, errPageToken
 	}
 	return position, nil
+}
+
+// badPageToken is the violation of a page_token that is not a token of
+// the listing it was sent with.
+var badPageToken = fault.Violation{Field: "page_token", Description: errPageToken.Error()}
+
+// openField opens a request's page_token for l: the position, or nil when
+// there is no token or it is not one of l's (then badPageToken is in v). A
+// token is opened only while v holds no violation, that is once the fields
+// that define l are known valid, so nothing unchecked reaches Cassandra; a
+// token too long is refused in any case.
+func (p pageTokens) openField(v *[]fault.Violation, l listing, token string) []byte {
+	switch {
+	case len(token) > MaxPageTokenLength:
+		*v = append(*v, badPageToken)
+	case token != "" && len(*v) == 0:
+		position, err := p.open(l, token)
+		if err != nil {
+			*v = append(*v, badPageToken)
+		}
+		return position
+	}
+	return nil
 }
 
 // mac authenticates the version, the listing and the position; each field
