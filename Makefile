@@ -23,7 +23,7 @@ export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 # Unit tests: every package but e2e.
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
-.PHONY: all build run test test-unit model-check test-e2e cluster-up cluster-down cluster-status \
+.PHONY: all build run test test-unit test-deploy model-check test-e2e cluster-up cluster-down cluster-status \
 	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz clean bench-reconciler bench bench-soak
 
 all: build
@@ -96,6 +96,18 @@ test-unit:
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 	cd proto && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/ ./internal/workflow/ ./cmd/orderd/
+	$(MAKE) test-deploy
+
+# The deployment artefacts, each checked by the program its users run:
+# Kubernetes manifests rendered with kustomize and decoded strictly into the
+# upstream API types, custom resources against the operators' CRD fields,
+# the alert rules with Prometheus's rule parser and rule tests. These are Go
+# modules of their own so their large dependency graphs stay out of orderd's.
+DEPLOY_MODULES := deploy/kubernetes deploy/monitoring
+test-deploy:
+	@for m in $(DEPLOY_MODULES); do \
+		if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; fi; \
+	done
 
 # The write protocol's Promela model (model/README.md), checked with SPIN:
 # the correct configurations must verify, the reintroduced defects must be
