@@ -2,21 +2,31 @@
 // cluster that orderd's `make run` and `make test` use on machines without
 // Docker. See deploy/local for how the nodes are built and started.
 //
+//	cassandra-local [-nodes N] [-dcs N] [-first-address N] COMMAND ...
 //	cassandra-local up|down|status|wipe|fetch
 //	cassandra-local stop-node|kill-node|start-node|pause-node|resume-node|logs N
 //	cassandra-local fault-times [-restart M] [-window 1m] N
 //	cassandra-local cql ["STATEMENT"]   (no statement: read statements from stdin)
 //
-// Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_VERSION
-// (newest 5.0.x), CASSANDRA_HEAP_MB (1024), CASSANDRA_PAXOS_VARIANT (v2),
+// Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_DCS (1),
+// CASSANDRA_FIRST_ADDRESS (1), CASSANDRA_VERSION (newest 5.0.x),
+// CASSANDRA_HEAP_MB (1024), CASSANDRA_PAXOS_VARIANT (v2),
 // ORDERD_CLUSTER_DIR (.cluster),
-// ORDERD_CACHE_DIR (~/.cache/orderd).
+// ORDERD_CACHE_DIR (~/.cache/orderd). The flags before the command override
+// the first three. A two-DC cluster beside the main one:
+//
+//	ORDERD_CLUSTER_DIR=/tmp/orderd-2dc cassandra-local -nodes 4 -dcs 2 -first-address 4 up
+//
+// (127.0.0.4-5 in dc1, 127.0.0.6-7 in dc2, JMX ports 7400-7700); every
+// later command on it needs the same settings.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -25,7 +35,11 @@ import (
 	"github.com/atlasmart/orderd/deploy/local"
 )
 
-const usage = `usage: cassandra-local COMMAND
+const usage = `usage: cassandra-local [-nodes N] [-dcs N] [-first-address N] COMMAND
+  -nodes N          nodes in the cluster (CASSANDRA_NODES, default 3)
+  -dcs N            data centres the nodes are split into, dc1 first (CASSANDRA_DCS, default 1)
+  -first-address N  node 1 listens on 127.0.0.N (CASSANDRA_FIRST_ADDRESS, default 1)
+commands:
   fetch           download Cassandra from Maven Central into the cache
   up              start every node and wait until all are Up/Normal
   down            stop every node gracefully
@@ -64,11 +78,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	rest, err := parseFlags(&cfg, os.Args[1:])
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return errors.New(usage)
+	}
 	c, err := local.New(cfg)
 	if err != nil {
 		return err
 	}
-	cmd, args := os.Args[1], os.Args[2:]
+	cmd, args := rest[0], rest[1:]
 	switch cmd {
 	case "fetch":
 		return c.Fetch(ctx)
@@ -135,7 +156,8 @@ func configFromEnv() (local.Config, error) {
 		StateDir:     os.Getenv("ORDERD_CLUSTER_DIR"),
 		CacheDir:     os.Getenv("ORDERD_CACHE_DIR"),
 	}
-	for name, dst := range map[string]*int{"CASSANDRA_NODES": &cfg.Nodes, "CASSANDRA_HEAP_MB": &cfg.HeapMB} {
+	for name, dst := range map[string]*int{"CASSANDRA_NODES": &cfg.Nodes, "CASSANDRA_HEAP_MB": &cfg.HeapMB,
+		"CASSANDRA_DCS": &cfg.DCs, "CASSANDRA_FIRST_ADDRESS": &cfg.FirstAddress} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -145,6 +167,20 @@ func configFromEnv() (local.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// parseFlags reads the flags before the command into cfg (over what the
+// environment set) and returns the command and its arguments.
+func parseFlags(cfg *local.Config, args []string) ([]string, error) {
+	fs := flag.NewFlagSet("cassandra-local", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "")
+	fs.IntVar(&cfg.DCs, "dcs", cfg.DCs, "")
+	fs.IntVar(&cfg.FirstAddress, "first-address", cfg.FirstAddress, "")
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, usage)
+	}
+	return fs.Args(), nil
 }
 
 func nodeArg(args []string) (int, error) {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,12 @@ type Config struct {
 	// FirstAddress is the last octet of node 1's address; default 1. A
 	// second cluster beside the main one starts past its nodes (e.g. 4).
 	FirstAddress int
+	// DCs is the number of data centres the nodes are laid out in, 1 to
+	// Nodes; default 1. The nodes are split into consecutive groups, dc1
+	// first (4 nodes in 2 DCs: nodes 1-2 in dc1, 3-4 in dc2; an uneven split
+	// gives the earlier DCs one node more), each node on a rack of its own
+	// within its DC, and each DC's tokens balanced on their own.
+	DCs int
 	// Security, if set, makes clients log in and use TLS.
 	Security *Security
 	// Version pins a cassandra-all release such as "5.0.9"; default: the
@@ -73,6 +80,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Nodes < 1 || c.Nodes > 9 || c.FirstAddress < 1 || c.FirstAddress+c.Nodes-1 > 9 {
 		return fmt.Errorf("nodes must be 1 to 9 on 127.0.0.1-9, got %d from 127.0.0.%d", c.Nodes, c.FirstAddress)
+	}
+	if c.DCs == 0 {
+		c.DCs = 1
+	}
+	if c.DCs < 1 || c.DCs > c.Nodes {
+		return fmt.Errorf("data centres must be 1 to the number of nodes (%d), got %d", c.Nodes, c.DCs)
 	}
 	if c.CacheDir == "" {
 		base, err := os.UserCacheDir()
@@ -134,6 +147,51 @@ func (c *Cluster) StateDir() string { return c.cfg.StateDir }
 
 // Address is node i's listen address (1-based).
 func (c *Cluster) Address(i int) string { return fmt.Sprintf("127.0.0.%d", c.cfg.FirstAddress+i-1) }
+
+// DataCenters is the number of data centres the nodes are laid out in.
+func (c *Cluster) DataCenters() int { return c.cfg.DCs }
+
+// DataCenter is the name of node i's data centre: dc1, dc2, ...
+func (c *Cluster) DataCenter(i int) string { return fmt.Sprintf("dc%d", c.placement(i).dc) }
+
+// ContactPointsIn lists the addresses of the nodes of data centre dc.
+func (c *Cluster) ContactPointsIn(dc string) []string {
+	var out []string
+	for i := 1; i <= c.cfg.Nodes; i++ {
+		if c.DataCenter(i) == dc {
+			out = append(out, c.Address(i))
+		}
+	}
+	return out
+}
+
+// placement is where node i sits: its data centre (1-based), its position
+// among that DC's nodes (1-based; also its rack) and how many nodes the DC has.
+type placement struct{ dc, pos, size int }
+
+func (c *Cluster) placement(i int) placement {
+	n, d := c.cfg.Nodes, c.cfg.DCs
+	dc := (i-1)*d/n + 1
+	first, size := 0, 0 // first: the first node of dc
+	for j := 1; j <= n; j++ {
+		if (j-1)*d/n+1 == dc {
+			if first == 0 {
+				first = j
+			}
+			size++
+		}
+	}
+	return placement{dc: dc, pos: i - first + 1, size: size}
+}
+
+// token is node i's initial token: balanced over its DC's nodes, and
+// offset by the DC's number so that no two DCs share a token (ccm does the
+// same). With one DC it is initialToken(i, Nodes).
+func (c *Cluster) token(i int) string {
+	p := c.placement(i)
+	tok, _ := strconv.ParseInt(initialToken(p.pos, p.size), 10, 64)
+	return strconv.FormatInt(tok+int64(100*(p.dc-1)), 10)
+}
 
 // jmxPort is node i's JMX port: by its address, so that two clusters side
 // by side never share one.

@@ -3,6 +3,8 @@ package local
 import (
 	"encoding/xml"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -226,5 +228,138 @@ func TestStartFailureShowsStdout(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not carry %q:\n%v", want, err)
 		}
+	}
+}
+
+// renderCluster writes the configuration of every node of cfg (state and
+// cache in temp folders) and returns the cluster.
+func renderCluster(t *testing.T, cfg Config) *Cluster {
+	t.Helper()
+	cfg.StateDir, cfg.CacheDir, cfg.Log = t.TempDir(), t.TempDir(), io.Discard
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	c.jars.dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(c.jars.dir, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= c.Nodes(); i++ {
+		if err := c.node(i).writeConfig(); err != nil {
+			t.Fatalf("writeConfig of node %d: %v", i, err)
+		}
+	}
+	return c
+}
+
+// rackDC reads node n's cassandra-rackdc.properties: its dc and rack.
+func rackDC(t *testing.T, n *node) (dc, rack string) {
+	t.Helper()
+	for _, line := range strings.Split(readConf(t, n, "cassandra-rackdc.properties"), "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
+		switch k {
+		case "dc":
+			dc = v
+		case "rack":
+			rack = v
+		}
+	}
+	return dc, rack
+}
+
+// yamlValue is the value of a top-level key of node n's cassandra.yaml, unquoted.
+func yamlValue(t *testing.T, n *node, key string) string {
+	t.Helper()
+	for _, line := range strings.Split(readConf(t, n, "cassandra.yaml"), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	t.Fatalf("cassandra.yaml of node %d has no %s", n.index, key)
+	return ""
+}
+
+// TestOneDCLayout: the default cluster is as it always was: dc1, a rack per
+// node, tokens balanced over all nodes.
+func TestOneDCLayout(t *testing.T) {
+	c := renderCluster(t, Config{Nodes: 3})
+	for i := 1; i <= 3; i++ {
+		dc, rack := rackDC(t, c.node(i))
+		if dc != "dc1" || rack != fmt.Sprintf("rack%d", i) || c.DataCenter(i) != "dc1" {
+			t.Errorf("node %d: dc=%s rack=%s (DataCenter %s), want dc1 rack%d", i, dc, rack, c.DataCenter(i), i)
+		}
+		if got := yamlValue(t, c.node(i), "initial_token"); got != initialToken(i, 3) {
+			t.Errorf("node %d: initial_token %s, want %s", i, got, initialToken(i, 3))
+		}
+	}
+	if c.DataCenters() != 1 {
+		t.Errorf("DataCenters() = %d, want 1", c.DataCenters())
+	}
+}
+
+// TestTwoDCLayout: a second cluster beside the main one, in two DCs: the
+// nodes split dc1 then dc2, a rack per node within its DC, every node a
+// seed, tokens unique over the cluster and balanced within each DC, and no
+// port shared with the main cluster's nodes (127.0.0.1-3, JMX 7100-7300).
+func TestTwoDCLayout(t *testing.T) {
+	for _, tc := range []struct {
+		nodes, first int
+		dcs          []string // node i's DC
+		racks        []string
+	}{
+		{4, 4, []string{"dc1", "dc1", "dc2", "dc2"}, []string{"rack1", "rack2", "rack1", "rack2"}},
+		{6, 4, []string{"dc1", "dc1", "dc1", "dc2", "dc2", "dc2"}, []string{"rack1", "rack2", "rack3", "rack1", "rack2", "rack3"}},
+		{5, 1, []string{"dc1", "dc1", "dc1", "dc2", "dc2"}, []string{"rack1", "rack2", "rack3", "rack1", "rack2"}},
+	} {
+		t.Run(fmt.Sprintf("%d nodes from .%d", tc.nodes, tc.first), func(t *testing.T) {
+			c := renderCluster(t, Config{Nodes: tc.nodes, FirstAddress: tc.first, DCs: 2})
+			tokens := map[string]int{}
+			perDC := map[string][]int64{}
+			for i := 1; i <= tc.nodes; i++ {
+				n := c.node(i)
+				dc, rack := rackDC(t, n)
+				if dc != tc.dcs[i-1] || rack != tc.racks[i-1] || c.DataCenter(i) != dc {
+					t.Errorf("node %d: dc=%s rack=%s (DataCenter %s), want %s %s", i, dc, rack, c.DataCenter(i), tc.dcs[i-1], tc.racks[i-1])
+				}
+				tok := yamlValue(t, n, "initial_token")
+				if j, dup := tokens[tok]; dup {
+					t.Errorf("nodes %d and %d share token %s", j, i, tok)
+				}
+				tokens[tok] = i
+				v, err := strconv.ParseInt(tok, 10, 64)
+				if err != nil {
+					t.Fatalf("node %d: initial_token %q: %v", i, tok, err)
+				}
+				perDC[dc] = append(perDC[dc], v)
+				if got := yamlValue(t, n, "listen_address"); got != fmt.Sprintf("127.0.0.%d", tc.first+i-1) {
+					t.Errorf("node %d listens on %s", i, got)
+				}
+				if !strings.Contains(readConf(t, n, "cassandra.yaml"), c.Address(tc.nodes)+":7000") {
+					t.Errorf("node %d: the seeds do not list the last node of dc2", i)
+				}
+				if p := c.jmxPort(i); tc.first > 3 && p <= jmxPort(3) {
+					t.Errorf("node %d: JMX port %d collides with the main cluster's (7100-7300)", i, p)
+				}
+				if !strings.Contains(readConf(t, n, "jvm17.options"), fmt.Sprintf("-Dcassandra.jmx.local.port=%d", c.jmxPort(i))) {
+					t.Errorf("node %d: jvm17.options does not set JMX port %d", i, c.jmxPort(i))
+				}
+			}
+			// Each DC's ring on its own is balanced (within 1% of an even split).
+			for dc, toks := range perDC {
+				want := math.Ldexp(1, 64) / float64(len(toks))
+				for k := 1; k < len(toks); k++ {
+					gap := float64(uint64(toks[k] - toks[k-1]))
+					if math.Abs(gap-want) > want/100 {
+						t.Errorf("%s: gap %.0f between its nodes %d and %d, want about %.0f", dc, gap, k, k+1, want)
+					}
+				}
+			}
+			if got := c.ContactPointsIn("dc2"); len(got) != tc.nodes-len(c.ContactPointsIn("dc1")) || got[len(got)-1] != c.Address(tc.nodes) {
+				t.Errorf("ContactPointsIn(dc2) = %v", got)
+			}
+		})
+	}
+	if _, err := New(Config{Nodes: 2, DCs: 3, StateDir: t.TempDir(), CacheDir: t.TempDir()}); err == nil {
+		t.Error("New with more DCs than nodes = nil error, want one")
 	}
 }
