@@ -20,6 +20,14 @@ KAFKA    := $(BIN)/kafka-local
 ORDERD   := $(BIN)/orderd
 export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 
+# Build stamp: `orderd version` and the orderd_build_info metric read these
+# (internal/buildinfo). GOFLAGS=-buildvcs=false builds record no revision, so
+# it is passed here.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+PROMVER  := github.com/prometheus/common/version
+LDFLAGS  := -X $(PROMVER).Version=$(VERSION) -X $(PROMVER).Revision=$(REVISION)
+
 # Unit tests: every package but e2e.
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
@@ -30,7 +38,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(ORDERD) ./cmd/orderd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(ORDERD) ./cmd/orderd
 	$(GO) build -o $(CLUSTER) ./cmd/cassandra-local
 	$(GO) build -o $(KAFKA) ./cmd/kafka-local
 	$(GO) build -o $(BIN)/orderconsumer ./cmd/orderconsumer

@@ -77,6 +77,13 @@ func run(args []string) error {
 		return keysCommand(args, os.Stdout)
 	case "dev-setup":
 		return devSetup(args, os.Stdout)
+	case "help":
+		return help(args, os.Stdout)
+	case "version":
+		return printVersion(os.Stdout)
+	}
+	if _, ok := lookupCommand(cmd); !ok {
+		return unknownCommand(cmd)
 	}
 	cfg := &config{}
 	fs := cfg.flags(cmd)
@@ -111,7 +118,7 @@ func run(args []string) error {
 	case "verify":
 		return verify(ctx, cfg, log)
 	default:
-		return fmt.Errorf("unknown command %q: use serve, reconcile, deliver, migrate, copy-listing, requeue, verify, keys or dev-setup", cmd)
+		return unknownCommand(cmd)
 	}
 }
 

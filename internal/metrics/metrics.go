@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/atlasmart/orderd/internal/buildinfo"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/grpcapi"
 	"github.com/atlasmart/orderd/internal/order"
@@ -64,7 +65,7 @@ var (
 )
 
 // New defines orderd's metrics and registers them, with the Go runtime and
-// process collectors, on reg.
+// process collectors and orderd_build_info, on reg.
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		reg: reg,
@@ -124,6 +125,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildinfo.Collector(),
 		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.changeOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
 		m.deliveries, m.publishDuration, m.authRefused, m.tenantRequests,
 	}
