@@ -20,6 +20,7 @@ import (
 type config struct {
 	contactPointsCSV  string
 	localDC           string
+	serialConsistency string
 	keyspace          string
 	replicationFactor int
 	cqlTimeout        time.Duration
@@ -28,6 +29,7 @@ type config struct {
 	cassandraPassFile string
 	cassandraTLS      cassandra.TLS
 	grpcAddr          string
+	healthAddr        string
 	tenant            string
 	retention         time.Duration
 	takeoverAfter     time.Duration
@@ -78,6 +80,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet("orderd "+cmd, flag.ContinueOnError)
 	fs.StringVar(&c.contactPointsCSV, "cassandra-contact-points", env("ORDERD_CASSANDRA_CONTACT_POINTS", "127.0.0.1,127.0.0.2,127.0.0.3"), "comma-separated Cassandra contact points")
 	fs.StringVar(&c.localDC, "local-dc", env("ORDERD_LOCAL_DC", "dc1"), "data centre served at LOCAL_QUORUM / LOCAL_SERIAL")
+	fs.StringVar(&c.serialConsistency, "serial-consistency", env("ORDERD_SERIAL_CONSISTENCY", "local_serial"), "Paxos level of every LWT and of the reads that settle one: local_serial (claims hold within the local DC) or serial (across every DC, at a cross-DC round trip; docs/operations.md, Multi-DC)")
 	fs.StringVar(&c.keyspace, "keyspace", env("ORDERD_KEYSPACE", "orderd"), "keyspace")
 	fs.IntVar(&c.replicationFactor, "replication-factor", c.envInt("ORDERD_REPLICATION_FACTOR", 3), "replication factor in the local DC when migrate creates the keyspace (1 for a one-node dev cluster)")
 	fs.DurationVar(&c.cqlTimeout, "cql-timeout", c.envDuration("ORDERD_CQL_TIMEOUT", 5*time.Second), "driver timeout of one CQL request (longer than the server's write and CAS timeouts)")
@@ -132,6 +135,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.tracing, "tracing", env("ORDERD_TRACING", "off"), "OpenTelemetry tracing: off, stdout (spans on stderr) or otlp (OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT)")
 		fs.BoolVar(&c.reconcilerOn, "reconciler", c.envBool("ORDERD_RECONCILER", true), "run the reconciler inside serve")
 		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
+		fs.StringVar(&c.healthAddr, "health-addr", env("ORDERD_HEALTH_ADDR", ""), "plaintext listener serving only gRPC health, for probes that cannot use TLS or credentials (Kubernetes): service \"\" is readiness, \"liveness\" is SERVING while the process runs; empty disables")
 		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "the longest any call runs: calls without a deadline get it, later client deadlines are cut to it")
 		fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.envDuration("ORDERD_SHUTDOWN_GRACE", 20*time.Second), "how long open calls may finish after SIGTERM")
 		fs.IntVar(&c.maxStreams, "grpc-max-streams", c.envInt("ORDERD_GRPC_MAX_STREAMS", 256), "concurrent calls one connection may have open")
@@ -149,8 +153,12 @@ func (c *config) contactPoints() []string { return splitList(c.contactPointsCSV)
 // cassandraConfig is the driver configuration for keyspace ("" for none),
 // with the login and TLS settings; the password is read from its file now.
 func (c *config) cassandraConfig(keyspace string, observer gocql.QueryObserver) (cassandra.Config, error) {
+	serial, err := cassandra.ParseSerial(c.serialConsistency)
+	if err != nil {
+		return cassandra.Config{}, err
+	}
 	cc := cassandra.Config{Hosts: c.contactPoints(), LocalDC: c.localDC, Keyspace: keyspace, Timeout: c.cqlTimeout,
-		QueryObserver: observer, Username: c.cassandraUser}
+		QueryObserver: observer, Username: c.cassandraUser, Serial: serial}
 	if c.cassandraPassFile != "" {
 		b, err := os.ReadFile(c.cassandraPassFile)
 		if err != nil {

@@ -2,8 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
 )
@@ -35,5 +43,56 @@ const quorumProbeVersion = 1
 func quorumProbe(s cassandra.Session) func(context.Context) error {
 	return func(ctx context.Context) error {
 		return s.Query(quorumProbeCQL, quorumProbeVersion).Consistency(gocql.LocalQuorum).ExecContext(ctx)
+	}
+}
+
+// livenessService is the health service name that says only that the process
+// runs and answers: a Kubernetes liveness probe must not fail (and restart
+// every pod) because Cassandra is unreachable, which readiness ("") reports.
+const livenessService = "liveness"
+
+// healthOnlyServer is serve's optional second listener: plaintext gRPC with
+// only the health service, sharing the main server's statuses. Kubernetes'
+// native gRPC probes speak neither TLS nor credentials, and the main port may
+// require both. It reveals no more than the main port's public health.
+type healthOnlyServer struct {
+	lis net.Listener
+	srv *grpc.Server
+}
+
+// healthListener listens on addr ("" disables: nil, which serves nothing)
+// and marks the liveness service SERVING.
+func healthListener(addr string, h *health.Server) (*healthOnlyServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for health on %s: %w", addr, err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, h)
+	h.SetServingStatus(livenessService, healthpb.HealthCheckResponse_SERVING)
+	return &healthOnlyServer{lis: lis, srv: srv}, nil
+}
+
+func (s *healthOnlyServer) serve(ctx context.Context, g *errgroup.Group, log *slog.Logger) {
+	if s == nil {
+		return
+	}
+	g.Go(func() error {
+		log.Info("serving health", "health_addr", s.lis.Addr().String())
+		if err := s.srv.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("health server: %w", err)
+		}
+		return nil
+	})
+}
+
+// stop closes the listener. serve calls it after the main server drained, so
+// that probes read NOT_SERVING (not a refused connection) during the drain.
+func (s *healthOnlyServer) stop() {
+	if s != nil {
+		s.srv.Stop()
 	}
 }

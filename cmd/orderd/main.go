@@ -44,6 +44,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/atlasmart/orderd/cql"
+	"github.com/atlasmart/orderd/internal/buildinfo"
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/grpcapi"
@@ -426,6 +427,11 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		}
 	}
 
+	healthOnly, err := healthListener(cfg.healthAddr, healthSrv)
+	if err != nil {
+		return err
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return probe.Run(gctx) })
 	sec.watch(gctx, g, cfg.sec.reloadInterval, log)
@@ -433,8 +439,9 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		g.Go(func() error { return loop.Run(gctx) })
 	}
 	obs.serveMetrics(gctx, g, log)
+	healthOnly.serve(gctx, g, log)
 	g.Go(func() error {
-		log.Info("serving", "grpc_addr", lis.Addr().String(), "keyspace", cfg.keyspace, "tls", sec.creds != nil, "reflection", cfg.sec.reflection)
+		log.Info("serving", append(buildinfo.LogAttrs(), "grpc_addr", lis.Addr().String(), "keyspace", cfg.keyspace, "tls", sec.creds != nil, "reflection", cfg.sec.reflection)...)
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			return fmt.Errorf("grpc server: %w", err)
 		}
@@ -452,6 +459,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 			log.Warn("graceful stop timed out; closing open calls")
 			srv.Stop()
 		}
+		healthOnly.stop()
 		return nil
 	})
 	return g.Wait()
