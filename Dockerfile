@@ -2,32 +2,57 @@
 #
 # orderd container image.
 #
-#   docker build -t atlasmart/orderd:dev .
+#   docker build --build-arg VERSION=$(git describe --tags --always) \
+#                --build-arg REVISION=$(git rev-parse HEAD) -t atlasmart/orderd:dev .
 #   docker run --rm atlasmart/orderd:dev migrate   # or: serve (the default)
 #
-# Used by deploy/docker/compose.yaml. The build context is the repo root; keep
-# a .dockerignore there listing .git, .cluster/ (deploy/local's data) and bin/
-# so they are not sent to the builder.
+# Used by deploy/docker/compose.yaml and deploy/kubernetes. The build context
+# is the repo root; .dockerignore keeps .git, .cluster/ and bin/ out of it.
+#
+# Both base images are pinned by digest, so a build today and a rebuild next
+# month use the same bytes; the tag beside each digest says what it was. To
+# move to newer images (security fixes), update tag and digest together:
+#   crane digest golang:1.26.8-bookworm
+#   crane digest gcr.io/distroless/static-debian12:nonroot
+# (or let Renovate/Dependabot propose it). The digests were taken from
+# published references; this machine has no registry access to re-resolve
+# them, which is why deploy/docker's test checks that they are pinned, not
+# what they point to.
 
-# go.mod pins go 1.26.x and the golang images set GOTOOLCHAIN=local, so the
-# builder's Go must be at least the go.mod patch: the floating 1.26 tag is.
-FROM golang:1.26 AS build
+# go.mod pins go 1.26.8 and the golang images set GOTOOLCHAIN=local, so the
+# builder's Go must be at least that patch.
+FROM golang:1.26.8-bookworm@sha256:dc9ad6c05acc7a88e5b71bde60a5fe3bd4b9f0db209011711b464107438a8107 AS build
 WORKDIR /src
 
 # Dependencies first, in their own layer, so source edits do not refetch them.
+# The API module (proto/) is a replace target of the main module's go.mod.
 COPY go.mod go.sum ./
+COPY proto/go.mod proto/go.sum ./proto/
 RUN go mod download && go mod verify
 
 COPY . .
-# -buildvcs=false: the context may be a git worktree whose .git points outside it.
+ARG VERSION=dev
+ARG REVISION=unknown
+# -buildvcs=false: the context may be a git worktree whose .git points outside
+# it; the revision comes in as a build argument instead (orderd version and
+# the orderd_build_info metric show it: internal/buildinfo).
 RUN --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' \
+    CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+        -ldflags="-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
         -o /out/orderd ./cmd/orderd
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
 COPY --from=build /out/orderd /orderd
-USER nonroot:nonroot
-# 8080: gRPC (ORDERD_GRPC_ADDR), 9090: metrics (ORDERD_METRICS_ADDR).
-EXPOSE 8080 9090
+# Numeric, so that Kubernetes' runAsNonRoot can verify it (a user name
+# cannot be checked without reading the image's /etc/passwd). 65532 is
+# distroless's nonroot.
+USER 65532:65532
+# A container listens on every interface (the binary's defaults are
+# loopback, for a developer's machine). 8080: gRPC, 8081: plaintext gRPC
+# health for probes, 9090: metrics. Override with the same variables.
+ENV ORDERD_GRPC_ADDR=0.0.0.0:8080 \
+    ORDERD_HEALTH_ADDR=0.0.0.0:8081 \
+    ORDERD_METRICS_ADDR=0.0.0.0:9090
+EXPOSE 8080 8081 9090
 ENTRYPOINT ["/orderd"]
 CMD ["serve"]

@@ -1,0 +1,86 @@
+// Package docker holds the checks of the container image's Dockerfile and of
+// compose.yaml; it has no code of its own.
+package docker
+
+import (
+	"bufio"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// dockerfileInstructions reads the repo-root Dockerfile as instructions
+// (continuation lines joined, comments dropped).
+func dockerfileInstructions(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	var cur strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cont := strings.HasSuffix(line, "\\")
+		cur.WriteString(strings.TrimSuffix(line, "\\"))
+		cur.WriteString(" ")
+		if !cont {
+			out = append(out, strings.Join(strings.Fields(cur.String()), " "))
+			cur.Reset()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var pinnedImage = regexp.MustCompile(`^FROM (--platform=\S+ )?\S+:\S+@sha256:[0-9a-f]{64}( AS \S+)?$`)
+
+// The image's promises: base images pinned by digest, a numeric non-root
+// user (Kubernetes' runAsNonRoot can only verify a number), and listeners
+// on every interface, the health port among them.
+func TestDockerfileImagePromises(t *testing.T) {
+	var froms, users []string
+	env := map[string]string{}
+	for _, in := range dockerfileInstructions(t) {
+		word, rest, _ := strings.Cut(in, " ")
+		switch strings.ToUpper(word) {
+		case "FROM":
+			froms = append(froms, in)
+		case "USER":
+			users = append(users, rest)
+		case "ENV":
+			for _, kv := range strings.Fields(rest) {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+		}
+	}
+	if len(froms) < 2 {
+		t.Fatalf("want a build stage and a runtime stage, got %q", froms)
+	}
+	for _, from := range froms {
+		if !pinnedImage.MatchString(from) {
+			t.Errorf("%q: base image is not pinned by tag@sha256 digest", from)
+		}
+	}
+	if len(users) == 0 || users[len(users)-1] != "65532:65532" {
+		t.Errorf("USER = %q, want the runtime stage to end as 65532:65532 (distroless nonroot, numeric)", users)
+	}
+	for k, want := range map[string]string{
+		"ORDERD_GRPC_ADDR":    "0.0.0.0:8080",
+		"ORDERD_HEALTH_ADDR":  "0.0.0.0:8081",
+		"ORDERD_METRICS_ADDR": "0.0.0.0:9090",
+	} {
+		if env[k] != want {
+			t.Errorf("ENV %s = %q, want %q", k, env[k], want)
+		}
+	}
+}
