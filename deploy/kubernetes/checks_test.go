@@ -1,0 +1,542 @@
+package kubernetes
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// externalSecrets are created outside kustomize (README.md, "Secrets"), so
+// they are absent from the renders; every other Secret or ConfigMap a pod
+// references must be rendered.
+var externalSecrets = []string{
+	"orderd-grpc-tls", "orderd-api-keys", "orderd-page-token-key",
+	"orderd-cassandra", "orderd-cassandra-migrator", "orderd-cassandra-tls-ca",
+}
+
+// orderdSettings are the ORDERD_* names cmd/orderd reads, from its source
+// text: every quoted "ORDERD_..." in its non-test Go files.
+func orderdSettings(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob("../../cmd/orderd/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("orderd's source in ../../cmd/orderd: %v", err)
+	}
+	re := regexp.MustCompile(`"(ORDERD_[A-Z0-9_]+)"`)
+	names := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			names[m[1]] = true
+		}
+	}
+	for _, must := range []string{"ORDERD_GRPC_ADDR", "ORDERD_HEALTH_ADDR", "ORDERD_SHUTDOWN_GRACE", "ORDERD_TLS_CERT_FILE", "ORDERD_CASSANDRA_PASSWORD_FILE"} {
+		if !names[must] {
+			t.Fatalf("found no %s in cmd/orderd: the settings are read differently now; fix orderdSettings", must)
+		}
+	}
+	return names
+}
+
+// podEnv is what a container's environment holds: its own env values (""
+// for valueFrom) and the data of the ConfigMaps it takes whole.
+func podEnv(t *testing.T, objs []object, c corev1.Container) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil {
+			t.Fatalf("container %s: envFrom other than a ConfigMap", c.Name)
+		}
+		cm := configMap(objs, from.ConfigMapRef.Name)
+		if cm == nil {
+			t.Fatalf("container %s: ConfigMap %s is not rendered", c.Name, from.ConfigMapRef.Name)
+		}
+		for k, v := range cm.Data {
+			env[k] = v
+		}
+	}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	return env
+}
+
+func configMap(objs []object, name string) *corev1.ConfigMap {
+	for _, cm := range find[corev1.ConfigMap](objs) {
+		if cm.Name == name {
+			return cm
+		}
+	}
+	return nil
+}
+
+func duration(t *testing.T, env map[string]string, name string, def time.Duration) time.Duration {
+	t.Helper()
+	v, ok := env[name]
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return d
+}
+
+// pods are the rendered pod templates: the Deployment's and the Job's.
+func pods(objs []object) map[string]*corev1.PodTemplateSpec {
+	out := map[string]*corev1.PodTemplateSpec{}
+	for _, d := range find[appsv1.Deployment](objs) {
+		out["Deployment/"+d.Name] = &d.Spec.Template
+	}
+	for _, j := range find[batchv1.Job](objs) {
+		out["Job/"+j.Name] = &j.Spec.Template
+	}
+	return out
+}
+
+func renders(t *testing.T) map[string][]object {
+	out := map[string][]object{}
+	for app, migrate := range appKustomizations {
+		out[app] = render(t, app)
+		out[migrate] = render(t, migrate)
+	}
+	return out
+}
+
+// Every environment variable a pod sets, and every ConfigMap key it takes,
+// is a setting orderd reads: a misspelt name would be silently ignored.
+func TestEveryVariableIsAnOrderdSetting(t *testing.T) {
+	settings := orderdSettings(t)
+	for dir, objs := range renders(t) {
+		for pod, tmpl := range pods(objs) {
+			for _, c := range tmpl.Spec.Containers {
+				for name := range podEnv(t, objs, c) {
+					if !settings[name] {
+						t.Errorf("%s %s container %s: %s is not an orderd setting (cmd/orderd)", dir, pod, c.Name, name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Secrets and ConfigMaps a pod references exist: rendered, or one of the
+// Secrets created by hand, each of which README.md names.
+func TestReferencedSecretsAndConfigMapsExist(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	external := map[string]bool{}
+	for _, s := range externalSecrets {
+		external[s] = true
+		if !strings.Contains(string(readme), "`"+s+"`") {
+			t.Errorf("README.md does not name the Secret `%s` to create", s)
+		}
+	}
+	for dir, objs := range renders(t) {
+		secrets := map[string]bool{}
+		for _, s := range find[corev1.Secret](objs) {
+			secrets[s.Name] = true
+		}
+		for pod, tmpl := range pods(objs) {
+			var refs []string
+			for _, v := range tmpl.Spec.Volumes {
+				if v.Secret != nil {
+					refs = append(refs, "Secret/"+v.Secret.SecretName)
+				}
+				if v.ConfigMap != nil {
+					refs = append(refs, "ConfigMap/"+v.ConfigMap.Name)
+				}
+			}
+			for _, c := range tmpl.Spec.Containers {
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+						refs = append(refs, "Secret/"+e.ValueFrom.SecretKeyRef.Name)
+					}
+					if e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil {
+						refs = append(refs, "ConfigMap/"+e.ValueFrom.ConfigMapKeyRef.Name)
+					}
+				}
+				for _, f := range c.EnvFrom {
+					if f.ConfigMapRef != nil {
+						refs = append(refs, "ConfigMap/"+f.ConfigMapRef.Name)
+					}
+					if f.SecretRef != nil {
+						refs = append(refs, "Secret/"+f.SecretRef.Name)
+					}
+				}
+			}
+			for _, ref := range refs {
+				kind, name, _ := strings.Cut(ref, "/")
+				ok := (kind == "Secret" && (secrets[name] || external[name])) || (kind == "ConfigMap" && configMap(objs, name) != nil)
+				if !ok {
+					t.Errorf("%s %s references %s, which is neither rendered nor in externalSecrets", dir, pod, ref)
+				}
+			}
+		}
+	}
+}
+
+// Every ORDERD_*_FILE setting names a file under one of the container's
+// mounts.
+func TestFileSettingsPointIntoMounts(t *testing.T) {
+	for dir, objs := range renders(t) {
+		for pod, tmpl := range pods(objs) {
+			for _, c := range tmpl.Spec.Containers {
+				for name, value := range podEnv(t, objs, c) {
+					if !strings.HasSuffix(name, "_FILE") || value == "" {
+						continue
+					}
+					mounted := false
+					for _, m := range c.VolumeMounts {
+						if strings.HasPrefix(value, strings.TrimSuffix(m.MountPath, "/")+"/") {
+							mounted = true
+						}
+					}
+					if !mounted {
+						t.Errorf("%s %s: %s=%s is under no volume mount", dir, pod, name, value)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Pods run as the image's non-root user, read-only, with no capabilities
+// or privilege escalation, under the runtime's seccomp profile.
+func TestPodsAreLockedDown(t *testing.T) {
+	for dir, objs := range renders(t) {
+		for pod, tmpl := range pods(objs) {
+			ps := tmpl.Spec.SecurityContext
+			if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot || ps.RunAsUser == nil || *ps.RunAsUser != 65532 {
+				t.Errorf("%s %s: pod must set runAsNonRoot and runAsUser 65532 (distroless nonroot)", dir, pod)
+			}
+			if ps == nil || ps.SeccompProfile == nil || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("%s %s: pod seccompProfile must be RuntimeDefault", dir, pod)
+			}
+			if tmpl.Spec.AutomountServiceAccountToken == nil || *tmpl.Spec.AutomountServiceAccountToken {
+				t.Errorf("%s %s: orderd needs no service account token", dir, pod)
+			}
+			for _, c := range append(tmpl.Spec.InitContainers, tmpl.Spec.Containers...) {
+				sc := c.SecurityContext
+				switch {
+				case sc == nil:
+					t.Errorf("%s %s %s: no securityContext", dir, pod, c.Name)
+				case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+					t.Errorf("%s %s %s: readOnlyRootFilesystem must be true", dir, pod, c.Name)
+				case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+					t.Errorf("%s %s %s: allowPrivilegeEscalation must be false", dir, pod, c.Name)
+				case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) > 0:
+					t.Errorf("%s %s %s: capabilities must drop ALL and add none", dir, pod, c.Name)
+				}
+				if c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() || c.Resources.Requests.Cpu().IsZero() {
+					t.Errorf("%s %s %s: set cpu and memory requests and a memory limit", dir, pod, c.Name)
+				}
+			}
+		}
+	}
+}
+
+// The Deployment's probes, ports, listen addresses and shutdown agree
+// with orderd.
+func TestDeploymentAgreesWithOrderd(t *testing.T) {
+	for app := range appKustomizations {
+		t.Run(app, func(t *testing.T) {
+			objs := render(t, app)
+			d := one[appsv1.Deployment](t, objs)
+			if len(d.Spec.Template.Spec.Containers) != 1 {
+				t.Fatalf("want one container, got %d", len(d.Spec.Template.Spec.Containers))
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			env := podEnv(t, objs, c)
+
+			ports := map[string]int32{}
+			for _, p := range c.Ports {
+				ports[p.Name] = p.ContainerPort
+			}
+			for name, setting := range map[string]string{"grpc": "ORDERD_GRPC_ADDR", "health": "ORDERD_HEALTH_ADDR", "metrics": "ORDERD_METRICS_ADDR"} {
+				want := map[string]int32{"grpc": 8080, "health": 8081, "metrics": 9090}[name]
+				if ports[name] != want {
+					t.Errorf("container port %s is %d, want %d", name, ports[name], want)
+				}
+				if addr := env[setting]; addr != fmt.Sprintf("0.0.0.0:%d", want) {
+					t.Errorf("%s=%q, want 0.0.0.0:%d (all interfaces, the %s port)", setting, addr, want, name)
+				}
+			}
+
+			grpcProbe := func(what string, p *corev1.Probe, service string) {
+				if p == nil || p.GRPC == nil {
+					t.Errorf("%s: want a native gRPC probe", what)
+					return
+				}
+				if p.GRPC.Port != ports["health"] {
+					t.Errorf("%s probes port %d, want the plaintext health port %d", what, p.GRPC.Port, ports["health"])
+				}
+				got := ""
+				if p.GRPC.Service != nil {
+					got = *p.GRPC.Service
+				}
+				if got != service {
+					t.Errorf("%s probes service %q, want %q", what, got, service)
+				}
+			}
+			grpcProbe("readinessProbe", c.ReadinessProbe, "")
+			grpcProbe("livenessProbe", c.LivenessProbe, "liveness")
+			grpcProbe("startupProbe", c.StartupProbe, "liveness")
+			if s := c.StartupProbe; s != nil {
+				window := time.Duration(s.PeriodSeconds*s.FailureThreshold) * time.Second
+				if wait := duration(t, env, "ORDERD_CONNECT_WAIT", 60*time.Second); window <= wait {
+					t.Errorf("startupProbe allows %s, not longer than ORDERD_CONNECT_WAIT %s: a slow cluster start gets the pod killed", window, wait)
+				}
+			}
+
+			if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds < 5 {
+				t.Fatal("want a preStop sleep handler of at least 5 s (endpoints drop the pod before SIGTERM)")
+			}
+			preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+			grace := duration(t, env, "ORDERD_SHUTDOWN_GRACE", 20*time.Second)
+			tgps := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+			if tgps == nil || time.Duration(*tgps)*time.Second <= preStop+grace+5*time.Second {
+				t.Errorf("terminationGracePeriodSeconds %v must exceed preStop %s + ORDERD_SHUTDOWN_GRACE %s + 5 s to close the producer", tgps, preStop, grace)
+			}
+
+			if d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+				t.Error("rolling updates must keep every pod until its replacement is ready (maxUnavailable 0)")
+			}
+			if len(d.Spec.Template.Spec.TopologySpreadConstraints) != 2 {
+				t.Errorf("want topology spread over zones and hosts, got %d constraints", len(d.Spec.Template.Spec.TopologySpreadConstraints))
+			}
+		})
+	}
+}
+
+func selects(t *testing.T, sel *metav1.LabelSelector, l map[string]string) bool {
+	t.Helper()
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return !s.Empty() && s.Matches(labels.Set(l))
+}
+
+// Services, the disruption budget, the network policy, the autoscaler and
+// the ServiceMonitor all reach the Deployment's pods.
+func TestSelectorsReachThePods(t *testing.T) {
+	for app := range appKustomizations {
+		t.Run(app, func(t *testing.T) {
+			objs := render(t, app)
+			d := one[appsv1.Deployment](t, objs)
+			podLabels := d.Spec.Template.Labels
+			if !selects(t, d.Spec.Selector, podLabels) {
+				t.Error("the Deployment's selector does not match its own pods")
+			}
+			var headless int
+			for _, s := range find[corev1.Service](objs) {
+				if len(s.Spec.Selector) == 0 || !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(podLabels)) {
+					t.Errorf("Service %s selects %v, not the pods %v", s.Name, s.Spec.Selector, podLabels)
+				}
+				if s.Spec.ClusterIP == corev1.ClusterIPNone {
+					headless++
+				}
+				for _, p := range s.Spec.Ports {
+					if !containerHasPort(d.Spec.Template.Spec.Containers[0], p.TargetPort.String()) {
+						t.Errorf("Service %s port %s targets %s, which the container does not expose", s.Name, p.Name, p.TargetPort.String())
+					}
+				}
+			}
+			if headless != 1 {
+				t.Errorf("want one headless Service (clusterIP: None) for round_robin clients, got %d", headless)
+			}
+			pdb := one[policyv1.PodDisruptionBudget](t, objs)
+			if !selects(t, pdb.Spec.Selector, podLabels) {
+				t.Error("the PodDisruptionBudget does not select the pods")
+			}
+			np := one[networkingv1.NetworkPolicy](t, objs)
+			if !selects(t, &np.Spec.PodSelector, podLabels) {
+				t.Error("the NetworkPolicy does not select the pods")
+			}
+			hpa := one[autoscalingv2.HorizontalPodAutoscaler](t, objs)
+			if hpa.Spec.ScaleTargetRef.Kind != "Deployment" || hpa.Spec.ScaleTargetRef.Name != d.Name {
+				t.Errorf("the HorizontalPodAutoscaler scales %s/%s, not Deployment/%s", hpa.Spec.ScaleTargetRef.Kind, hpa.Spec.ScaleTargetRef.Name, d.Name)
+			}
+			if hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas < 3 {
+				t.Error("minReplicas must be at least 3 (one pod per zone)")
+			}
+			if d.Spec.Replicas != nil {
+				t.Error("the Deployment sets replicas while an autoscaler owns the count: every apply would reset it")
+			}
+			sm := one[monitoringv1.ServiceMonitor](t, objs)
+			var scraped []string
+			for _, s := range find[corev1.Service](objs) {
+				if selects(t, &sm.Spec.Selector, s.Labels) {
+					for _, e := range sm.Spec.Endpoints {
+						for _, p := range s.Spec.Ports {
+							if p.Name == e.Port {
+								scraped = append(scraped, s.Name+":"+p.Name)
+							}
+						}
+					}
+				}
+			}
+			if len(scraped) != 1 || !strings.HasSuffix(scraped[0], ":metrics") {
+				t.Errorf("the ServiceMonitor must scrape one Service's metrics port (else pods are scraped twice), got %v", scraped)
+			}
+		})
+	}
+}
+
+func containerHasPort(c corev1.Container, target string) bool {
+	for _, p := range c.Ports {
+		if p.Name == target || strconv.Itoa(int(p.ContainerPort)) == target {
+			return true
+		}
+	}
+	return false
+}
+
+// The migrate Job of each app kustomization runs the same image against
+// the same cluster, datacenter and keyspace, in the same namespace.
+func TestMigrateJobMatchesItsDeployment(t *testing.T) {
+	for app, migrate := range appKustomizations {
+		t.Run(app, func(t *testing.T) {
+			appObjs, migObjs := render(t, app), render(t, migrate)
+			d := one[appsv1.Deployment](t, appObjs)
+			j := one[batchv1.Job](t, migObjs)
+			dc, jc := d.Spec.Template.Spec.Containers[0], j.Spec.Template.Spec.Containers[0]
+			if dc.Image != jc.Image {
+				t.Errorf("the Job runs %s, the Deployment %s", jc.Image, dc.Image)
+			}
+			if d.Namespace != j.Namespace {
+				t.Errorf("the Job is in namespace %q, the Deployment in %q", j.Namespace, d.Namespace)
+			}
+			if len(jc.Args) != 1 || jc.Args[0] != "migrate" {
+				t.Errorf("the Job runs %v, want [migrate]", jc.Args)
+			}
+			denv, jenv := podEnv(t, appObjs, dc), podEnv(t, migObjs, jc)
+			for _, name := range []string{"ORDERD_CASSANDRA_CONTACT_POINTS", "ORDERD_LOCAL_DC", "ORDERD_KEYSPACE", "ORDERD_CASSANDRA_TLS_CA_FILE", "ORDERD_CASSANDRA_TLS_SKIP_HOST_VERIFICATION"} {
+				if denv[name] != jenv[name] {
+					t.Errorf("%s: the Job has %q, the Deployment %q", name, jenv[name], denv[name])
+				}
+			}
+			if j.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever && j.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyOnFailure {
+				t.Errorf("restartPolicy %q", j.Spec.Template.Spec.RestartPolicy)
+			}
+		})
+	}
+}
+
+// What the production overlay promises over the base.
+func TestProductionOverlay(t *testing.T) {
+	objs := render(t, "overlays/production")
+	d := one[appsv1.Deployment](t, objs)
+	img := d.Spec.Template.Spec.Containers[0].Image
+	if !regexp.MustCompile(`@sha256:[0-9a-f]{64}$`).MatchString(img) {
+		t.Errorf("image %s is not pinned by digest", img)
+	}
+	for _, o := range objs {
+		if o.Namespace != "orderd" && o.Kind != "PriorityClass" {
+			t.Errorf("%s is in namespace %q, want orderd", o, o.Namespace)
+		}
+	}
+	for _, c := range d.Spec.Template.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			t.Errorf("spread over %s is %s, want DoNotSchedule", c.TopologyKey, c.WhenUnsatisfiable)
+		}
+	}
+	pdb := one[policyv1.PodDisruptionBudget](t, objs)
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MaxUnavailable != nil {
+		t.Error("the production budget must set minAvailable (and not maxUnavailable)")
+	}
+	hpa := one[autoscalingv2.HorizontalPodAutoscaler](t, objs)
+	if *hpa.Spec.MinReplicas < 6 {
+		t.Errorf("production minReplicas %d, want at least 6", *hpa.Spec.MinReplicas)
+	}
+	if pc := d.Spec.Template.Spec.PriorityClassName; pc != "" {
+		found := false
+		for _, o := range objs {
+			found = found || (o.Kind == "PriorityClass" && o.Name == pc)
+		}
+		if !found {
+			t.Errorf("priorityClassName %s is not rendered", pc)
+		}
+	}
+}
+
+// orderd's settings name the Cassandra datacenter and the Kafka cluster
+// and topic of ../cassandra and ../kafka as those operators name them.
+func TestSettingsMatchTheDataServices(t *testing.T) {
+	base := render(t, "base")
+	env := podEnv(t, base, one[appsv1.Deployment](t, base).Spec.Template.Spec.Containers[0])
+	migEnv := podEnv(t, render(t, "migrate"), one[batchv1.Job](t, render(t, "migrate")).Spec.Template.Spec.Containers[0])
+
+	for _, o := range render(t, "cassandra") {
+		m := unstructured(t, o)
+		spec := m["spec"].(map[string]any)
+		cluster, dc := spec["clusterName"].(string), o.Name
+		if want := cluster + "-" + dc + "-service"; env["ORDERD_CASSANDRA_CONTACT_POINTS"] != want {
+			t.Errorf("ORDERD_CASSANDRA_CONTACT_POINTS=%s, want cass-operator's service %s", env["ORDERD_CASSANDRA_CONTACT_POINTS"], want)
+		}
+		if env["ORDERD_LOCAL_DC"] != dc {
+			t.Errorf("ORDERD_LOCAL_DC=%s, the datacenter is %s", env["ORDERD_LOCAL_DC"], dc)
+		}
+		racks := len(spec["racks"].([]any))
+		if rf, _ := strconv.Atoi(migEnv["ORDERD_REPLICATION_FACTOR"]); rf != racks {
+			t.Errorf("ORDERD_REPLICATION_FACTOR=%d, want one replica per rack (%d)", rf, racks)
+		}
+		yaml := spec["config"].(map[string]any)["cassandra-yaml"].(map[string]any)
+		if yaml["paxos_variant"] != "v2" || yaml["paxos_state_purging"] != "repaired" {
+			t.Errorf("want paxos_variant v2 and paxos_state_purging repaired, got %v and %v", yaml["paxos_variant"], yaml["paxos_state_purging"])
+		}
+		if v := spec["serverVersion"].(string); !strings.HasPrefix(v, "5.0.") {
+			t.Errorf("serverVersion %s, want 5.0.x", v)
+		}
+	}
+
+	var topics []string
+	for _, o := range render(t, "kafka") {
+		m := unstructured(t, o)
+		switch o.Kind {
+		case "Kafka":
+			if want := o.Name + "-kafka-bootstrap:9092"; env["ORDERD_KAFKA_BROKERS"] != want {
+				t.Errorf("ORDERD_KAFKA_BROKERS=%s, want Strimzi's bootstrap service %s", env["ORDERD_KAFKA_BROKERS"], want)
+			}
+		case "KafkaTopic":
+			topics = append(topics, o.Name)
+			if o.Name != env["ORDERD_KAFKA_TOPIC"] {
+				continue
+			}
+			parts := m["spec"].(map[string]any)["partitions"].(float64)
+			if want, _ := strconv.Atoi(env["ORDERD_KAFKA_PARTITIONS"]); int(parts) != want {
+				t.Errorf("topic %s has %v partitions, ORDERD_KAFKA_PARTITIONS is %d", o.Name, parts, want)
+			}
+		}
+	}
+	sort.Strings(topics)
+	if i := sort.SearchStrings(topics, env["ORDERD_KAFKA_TOPIC"]); i == len(topics) || topics[i] != env["ORDERD_KAFKA_TOPIC"] {
+		t.Errorf("no KafkaTopic for ORDERD_KAFKA_TOPIC=%s (have %v)", env["ORDERD_KAFKA_TOPIC"], topics)
+	}
+}
