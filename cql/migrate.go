@@ -251,7 +251,7 @@ func ensureBookkeeping(ctx context.Context, s Session, cfg Config) error {
 func record(ctx context.Context, s Session, keyspace string, v Version, versions []Version) error {
 	for attempt := 1; ; attempt++ {
 		_, err := s.Query(fmt.Sprintf(insertApplied, keyspace), v.Number, v.Name, v.Checksum, time.Now().UTC()).
-			MapScanCASContext(ctx, map[string]any{})
+			SerialConsistency(s.Serial()).MapScanCASContext(ctx, map[string]any{})
 		if err == nil {
 			return nil
 		}
@@ -272,7 +272,7 @@ func record(ctx context.Context, s Session, keyspace string, v Version, versions
 // written only with LWTs; a serial read also finishes any in flight).
 func appliedVersions(ctx context.Context, s Session, keyspace string, versions []Version) (map[int]string, error) {
 	applied := map[int]string{}
-	iter := s.Query(fmt.Sprintf(selectApplied, keyspace)).Consistency(gocql.LocalSerial).IterContext(ctx)
+	iter := s.Query(fmt.Sprintf(selectApplied, keyspace)).Consistency(s.Serial()).IterContext(ctx)
 	var (
 		v   int
 		sum string
@@ -299,13 +299,13 @@ func lock(ctx context.Context, s Session, keyspace string) (func(), error) {
 	owner := uuid.New()
 	deadline := time.Now().Add(lockMaxWaitTotal)
 	for {
-		applied, err := s.Query(fmt.Sprintf(takeLock, keyspace), owner.String(), time.Now().UTC()).MapScanCASContext(ctx, map[string]any{})
+		applied, err := s.Query(fmt.Sprintf(takeLock, keyspace), owner.String(), time.Now().UTC()).SerialConsistency(s.Serial()).MapScanCASContext(ctx, map[string]any{})
 		if err != nil {
 			if err = cassandra.WriteError("take the migration lease", err); fault.KindOf(err) != fault.OutcomeUnknown {
 				return nil, err
 			}
 			var holder gocql.UUID
-			rerr := s.Query(fmt.Sprintf(lockOwner, keyspace)).Consistency(gocql.LocalSerial).ScanContext(ctx, &holder)
+			rerr := s.Query(fmt.Sprintf(lockOwner, keyspace)).Consistency(s.Serial()).ScanContext(ctx, &holder)
 			switch {
 			case rerr == nil:
 				applied = uuid.UUID(holder) == owner
@@ -318,7 +318,7 @@ func lock(ctx context.Context, s Session, keyspace string) (func(), error) {
 		if applied {
 			return func() {
 				// Best effort: the lease expires by TTL anyway.
-				_, _ = s.Query(fmt.Sprintf(releaseLock, keyspace), owner.String()).MapScanCASContext(context.WithoutCancel(ctx), map[string]any{})
+				_, _ = s.Query(fmt.Sprintf(releaseLock, keyspace), owner.String()).SerialConsistency(s.Serial()).MapScanCASContext(context.WithoutCancel(ctx), map[string]any{})
 			}, nil
 		}
 		if time.Now().After(deadline) {

@@ -180,7 +180,7 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 		existing := map[string]any{}
 		applied, err := c.s.Query(claimCQL, args(keyArgs(rec.Key),
 			[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), c.ttl(rec)})...,
-		).MapScanCASContext(ctx, existing)
+		).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, existing)
 		if err == nil {
 			if applied {
 				return true, rec, nil
@@ -216,7 +216,7 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 	}
 }
 
-// settle reads a record at LOCAL_SERIAL, retrying a few times: that read
+// settle reads a record at the session's serial consistency, retrying a few times: that read
 // finishes or invalidates any paxos round left in flight.
 func (c *CassandraStore) settle(ctx context.Context, key Key) (Record, error) {
 	var err error
@@ -236,7 +236,7 @@ func (c *CassandraStore) settle(ctx context.Context, key Key) (Record, error) {
 
 // Get implements Store.
 func (c *CassandraStore) Get(ctx context.Context, key Key) (Record, error) {
-	return c.read(ctx, key, gocql.LocalSerial)
+	return c.read(ctx, key, c.s.Serial())
 }
 
 // Peek implements Store.
@@ -291,7 +291,7 @@ type update struct {
 // a read that fails leaves the error OutcomeUnknown.
 func (c *CassandraStore) run(ctx context.Context, u update) (bool, Record, error) {
 	for attempt := 1; ; attempt++ {
-		applied, err := c.s.Query(u.stmt, u.args()...).MapScanCASContext(ctx, map[string]any{})
+		applied, err := c.s.Query(u.stmt, u.args()...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
 		if err == nil && applied {
 			return true, Record{}, nil
 		}

@@ -91,7 +91,8 @@ type Store interface {
 	// caller releases it (Release). Otherwise an entry write that failed
 	// is Unavailable, and the claim is not sent either.
 	Claim(ctx context.Context, rec Record, check func(context.Context) error) (bool, Record, error)
-	// Get reads a record linearizably (LOCAL_SERIAL), settling any write in
+	// Get reads a record linearizably (at the session's serial consistency:
+	// LOCAL_SERIAL, or SERIAL when so configured), settling any write in
 	// flight. ErrNotFound if there is none.
 	Get(ctx context.Context, key Key) (Record, error)
 	// Peek reads a record at LOCAL_QUORUM: cheap, may miss a write in flight.

@@ -123,7 +123,7 @@ func (c *CassandraCoordinator) Release(ctx context.Context, shard int, instance 
 }
 
 // cas runs one lease LWT. An unknown outcome is settled by reading the
-// lease at LOCAL_SERIAL (which finishes any round in flight): the lease
+// lease at the session's serial consistency (which finishes any round in flight): the lease
 // shows this instance as owner since at → an acquire or renew applied; no
 // lease of this instance → a release applied; the lease still this
 // instance's → a release did not apply, an Unavailable error (never "released":
@@ -131,7 +131,7 @@ func (c *CassandraCoordinator) Release(ctx context.Context, shard int, instance 
 // an error, and then the lease counts as not held (at worst it expires by
 // its TTL and a shard waits that long).
 func (c *CassandraCoordinator) cas(ctx context.Context, op string, shard int, instance uuid.UUID, at time.Time, take bool, stmt string, args ...any) (bool, error) {
-	applied, err := c.s.Query(stmt, args...).MapScanCASContext(ctx, map[string]any{})
+	applied, err := c.s.Query(stmt, args...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
 	if err == nil {
 		return applied, nil
 	}
@@ -143,7 +143,7 @@ func (c *CassandraCoordinator) cas(ctx context.Context, op string, shard int, in
 		owner    gocql.UUID
 		acquired time.Time
 	)
-	rerr := c.s.Query(leaseCQL, shard).Consistency(gocql.LocalSerial).ScanContext(ctx, &owner, &acquired)
+	rerr := c.s.Query(leaseCQL, shard).Consistency(c.s.Serial()).ScanContext(ctx, &owner, &acquired)
 	switch {
 	case errors.Is(rerr, gocql.ErrNotFound):
 		return !take, nil

@@ -6,11 +6,17 @@
 // Driver policy, deliberately:
 //   - Token-aware routing over DC-aware round robin (replicas of the local DC
 //     first, shuffled), so a coordinator is usually a replica.
-//   - LOCAL_QUORUM for reads and plain writes, LOCAL_SERIAL for LWTs; both are
-//     set on the session so no statement falls back to the server's SERIAL.
+//   - LOCAL_QUORUM for reads and plain writes. Every Paxos round (the
+//     serial phase of an LWT, and the serial reads that settle one) runs at
+//     one serial consistency, Config.Serial: LOCAL_SERIAL by default (a
+//     round within the local DC), SERIAL for claims that hold across data
+//     centres (ORDERD_SERIAL_CONSISTENCY, docs/operations.md "Multi-DC").
+//     This package owns that level: it is set on the session, so no
+//     statement falls back to the server's default, and Session.Serial
+//     hands it to the stores, which never name a serial level themselves.
 //   - The driver retries only statements marked idempotent (projection upserts
 //     with pinned timestamps). LWTs are never marked idempotent: an unknown
-//     LWT outcome is settled with a LOCAL_SERIAL read, not a blind retry.
+//     LWT outcome is settled with a serial read, not a blind retry.
 //   - No speculative execution.
 //   - Timeouts are ordered: server write timeout (2 s) < CAS contention
 //     (1 s) + write < driver timeout (Config.Timeout, 5 s) < handler deadline.
@@ -53,6 +59,23 @@ type Config struct {
 	Username, Password string
 	// TLS, if set, encrypts every connection to the cluster.
 	TLS *TLS
+	// Serial is the consistency of every Paxos round: gocql.LocalSerial
+	// (default; linearizable within the local DC) or gocql.Serial
+	// (linearizable across every DC, at a cross-DC round trip per phase).
+	// See ParseSerial.
+	Serial gocql.Consistency
+}
+
+// ParseSerial reads a serial consistency setting: "local_serial" or
+// "serial" (any case; "" is local_serial).
+func ParseSerial(name string) (gocql.Consistency, error) {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "", "local_serial":
+		return gocql.LocalSerial, nil
+	case "serial":
+		return gocql.Serial, nil
+	}
+	return 0, fmt.Errorf("serial consistency %q: use local_serial or serial", name)
 }
 
 // TLS is client encryption to the cluster.
@@ -84,17 +107,38 @@ func (c Config) WithDefaults() Config {
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = 5 * time.Second
 	}
+	if c.Serial == gocql.Any { // the zero value: unset
+		c.Serial = gocql.LocalSerial
+	}
 	return c
 }
 
 // NewSession connects to the cluster.
 func NewSession(cfg Config) (*gocql.Session, error) {
+	cluster, err := clusterConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	session, err := cluster.CreateSession()
+	if err != nil {
+		return nil, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("connect to %s: %w", strings.Join(cluster.Hosts, ","), err))
+	}
+	return session, nil
+}
+
+// clusterConfig is the driver configuration of cfg.
+func clusterConfig(cfg Config) (*gocql.ClusterConfig, error) {
 	cfg = cfg.WithDefaults()
+	if cfg.Serial != gocql.LocalSerial && cfg.Serial != gocql.Serial {
+		return nil, fmt.Errorf("serial consistency %s: want LOCAL_SERIAL or SERIAL", cfg.Serial)
+	}
 	cluster := gocql.NewCluster(cfg.Hosts...)
 	cluster.Port = cfg.Port
 	cluster.Keyspace = cfg.Keyspace
 	cluster.Consistency = gocql.LocalQuorum
-	cluster.SerialConsistency = gocql.LocalSerial
+	// Wrap reads this back, so the stores' serial reads use the level of
+	// the session's LWTs.
+	cluster.SerialConsistency = cfg.Serial
 	cluster.Timeout = cfg.Timeout
 	cluster.ConnectTimeout = cfg.ConnectTimeout
 	// Token-aware, replicas in ring order, never shuffled: every statement
@@ -135,11 +179,7 @@ func NewSession(cfg Config) (*gocql.Session, error) {
 			EnableHostVerification: !cfg.TLS.SkipHostVerification,
 		}
 	}
-	session, err := cluster.CreateSession()
-	if err != nil {
-		return nil, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("connect to %s: %w", strings.Join(cfg.Hosts, ","), err))
-	}
-	return session, nil
+	return cluster, nil
 }
 
 // WriteError converts an error from a write. It keeps "definitely not

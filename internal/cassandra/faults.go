@@ -170,6 +170,9 @@ func (s *FaultSession) AwaitSchemaAgreement(ctx context.Context) error {
 	return nil
 }
 
+// Serial implements Session: the wrapped session's.
+func (s *FaultSession) Serial() gocql.Consistency { return s.inner.Serial() }
+
 // Query implements Session.
 func (s *FaultSession) Query(stmt string, values ...any) Query {
 	return &faultQuery{s: s, stmt: stmt, q: s.inner.Query(stmt, values...)}

@@ -13,6 +13,7 @@ import (
 type countingSession struct{ ran map[string]int }
 
 func (c *countingSession) Query(stmt string, _ ...any) Query { return &countingQuery{c, stmt} }
+func (c *countingSession) Serial() gocql.Consistency         { return gocql.LocalSerial }
 
 func (c *countingSession) ExecBatch(_ context.Context, stmt string, rows [][]any) error {
 	c.ran[StatementName(stmt)] += len(rows)

@@ -21,6 +21,12 @@ type Session interface {
 	// a batch across partitions only moves work to the coordinator). Only
 	// for idempotent plain writes.
 	ExecBatch(ctx context.Context, stmt string, rows [][]any) error
+	// Serial is the serial consistency of this session's Paxos rounds
+	// (Config.Serial: LOCAL_SERIAL or SERIAL). A store sets it on each
+	// conditional statement (Query.SerialConsistency) and on each read
+	// that must see the outcome of one (Query.Consistency), so that
+	// settling reads and the LWTs they settle always run at one level.
+	Serial() gocql.Consistency
 }
 
 // Query is one statement with its values, as the driver's *gocql.Query.
@@ -48,11 +54,26 @@ type Iter interface {
 	Close() error
 }
 
-// Wrap adapts a driver session to Session.
-func Wrap(s *gocql.Session) DriverSession { return DriverSession{s} }
+// Wrap adapts a driver session to Session. Its Serial is the serial
+// consistency the driver session was configured with (NewSession:
+// Config.Serial), which is also what a conditional statement runs at if
+// nothing sets one; SERIAL, the server's default, if none was configured.
+func Wrap(s *gocql.Session) DriverSession {
+	serial, ok := s.Query("").GetSerialConsistency()
+	if !ok {
+		serial = gocql.Serial
+	}
+	return DriverSession{s: s, serial: serial}
+}
 
 // DriverSession is the driver's session behind the Session seam.
-type DriverSession struct{ s *gocql.Session }
+type DriverSession struct {
+	s      *gocql.Session
+	serial gocql.Consistency
+}
+
+// Serial implements Session.
+func (d DriverSession) Serial() gocql.Consistency { return d.serial }
 
 // AwaitSchemaAgreement waits until every node reports the same schema (the migrator needs it).
 func (d DriverSession) AwaitSchemaAgreement(ctx context.Context) error {

@@ -92,7 +92,7 @@ func (c *CassandraStore) apply(ctx context.Context, ch order.Change) (cur int64,
 		stmt, args = applyNextCQL, append(args, ch.Version-1)
 	}
 	row := map[string]any{}
-	applied, err = c.s.Query(stmt, args...).SerialConsistency(gocql.LocalSerial).MapScanCASContext(ctx, row)
+	applied, err = c.s.Query(stmt, args...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, row)
 	if err != nil {
 		return 0, "", false, cassandra.WriteError("version check of an order change", err)
 	}
@@ -111,10 +111,11 @@ func stateOf(row map[string]any) (int64, string) {
 	return cur, status
 }
 
-// state reads the order's version at LOCAL_SERIAL (settling an unknown outcome).
+// state reads the order's version at the session's serial consistency
+// (settling an unknown outcome).
 func (c *CassandraStore) state(ctx context.Context, ch order.Change) (int64, string, error) {
 	row := map[string]any{}
-	err := c.s.Query(stateCQL, ch.Tenant, ch.OrderID.String()).Consistency(gocql.LocalSerial).MapScanContext(ctx, row)
+	err := c.s.Query(stateCQL, ch.Tenant, ch.OrderID.String()).Consistency(c.s.Serial()).MapScanContext(ctx, row)
 	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
 		return 0, "", cassandra.ReadError("read an order's version", err)
 	}

@@ -1,0 +1,71 @@
+package ledger
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/cassandra/cassandratest"
+)
+
+// TestSerialConsistencyReachesEveryStatement: the session's serial
+// consistency (cassandra.Config.Serial, ORDERD_SERIAL_CONSISTENCY) is the
+// serial phase of every ledger LWT and the level of every read that settles
+// one, with either setting; Peek stays LOCAL_QUORUM.
+func TestSerialConsistencyReachesEveryStatement(t *testing.T) {
+	for _, serial := range []gocql.Consistency{gocql.LocalSerial, gocql.Serial} {
+		t.Run(serial.String(), func(t *testing.T) {
+			rec := cassandratest.NewRecorder(serial)
+			fs := cassandra.NewFaultSession(rec)
+			// The claim applies but its answer is lost: a serial read settles it.
+			fs.Arm("ledger.claim", cassandra.FaultLoseResponse, 1)
+			store, err := NewCassandraStore(fs, Config{ReleaseWindow: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			r := Record{Key: Key{Tenant: "t", Operation: "CREATE_ORDER", RequestID: uuid.New()},
+				EntityID: uuid.New(), Fingerprint: "sha256:v1:00", Command: []byte("{}"),
+				CreatedAt: time.Now().UTC(), ClaimToken: uuid.New()}
+			if won, _, err := store.Claim(ctx, r, nil); err != nil || !won {
+				t.Fatalf("Claim = %v, %v; want won", won, err)
+			}
+			if err := store.RecordAttempt(ctx, r, "CLUSTER_UNAVAILABLE"); err != nil {
+				t.Fatalf("RecordAttempt: %v", err)
+			}
+			if _, err := store.Get(ctx, r.Key); err != ErrNotFound {
+				t.Fatalf("Get: %v, want ErrNotFound from the recorder", err)
+			}
+			before := len(rec.Runs())
+			_, _ = store.Peek(ctx, r.Key)
+
+			var cas, serialReads int
+			for k, run := range rec.Runs() {
+				switch {
+				case run.CAS:
+					cas++
+					if run.Serial != serial {
+						t.Errorf("%s (an LWT) ran with serial consistency %v, want %v", run.Name, run.Serial, serial)
+					}
+				case run.Name == "ledger.get" && k < before:
+					serialReads++
+					if run.Consistency != serial {
+						t.Errorf("%s (a settling read) ran at %v, want %v", run.Name, run.Consistency, serial)
+					}
+				case run.Name == "ledger.get":
+					if run.Consistency != gocql.LocalQuorum {
+						t.Errorf("Peek ran at %v, want LOCAL_QUORUM", run.Consistency)
+					}
+				}
+			}
+			// claim (lost), claim again, the attempt note; the settling read and Get.
+			if cas != 3 || serialReads != 2 {
+				t.Errorf("%d LWTs and %d serial reads, want 3 and 2: %+v", cas, serialReads, rec.Runs())
+			}
+		})
+	}
+}

@@ -1,0 +1,49 @@
+package reconciler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/cassandra/cassandratest"
+)
+
+// TestLeaseSerialConsistency: every shard lease LWT runs its Paxos round at
+// the session's serial consistency, and so does the read that settles one
+// whose answer was lost.
+func TestLeaseSerialConsistency(t *testing.T) {
+	for _, serial := range []gocql.Consistency{gocql.LocalSerial, gocql.Serial} {
+		t.Run(serial.String(), func(t *testing.T) {
+			rec := cassandratest.NewRecorder(serial)
+			fs := cassandra.NewFaultSession(rec)
+			fs.Arm("coord.acquire", cassandra.FaultLoseResponse, 1)
+			c := NewCassandraCoordinator(fs)
+			ctx, me := context.Background(), uuid.New()
+			_, _ = c.Acquire(ctx, 3, me, 15*time.Second) // settled by coord.lease
+			_, _ = c.Renew(ctx, 3, me, 15*time.Second)
+			_ = c.Release(ctx, 3, me)
+			var cas, reads int
+			for _, run := range rec.Runs() {
+				switch {
+				case run.CAS:
+					cas++
+					if run.Serial != serial {
+						t.Errorf("%s ran with serial consistency %v, want %v", run.Name, run.Serial, serial)
+					}
+				case run.Name == "coord.lease":
+					reads++
+					if run.Consistency != serial {
+						t.Errorf("%s ran at %v, want %v", run.Name, run.Consistency, serial)
+					}
+				}
+			}
+			if cas != 3 || reads != 1 {
+				t.Errorf("%d lease LWTs and %d settling reads, want 3 and 1: %+v", cas, reads, rec.Runs())
+			}
+		})
+	}
+}
