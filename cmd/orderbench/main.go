@@ -6,6 +6,10 @@
 //	orderbench run -phases lwt -label v1 -json bin/bench-lwt-v1.json
 //	orderbench run -phases soak -soak 5m -json bin/bench-soak.json
 //	orderbench report -out docs/benchmarks.md -plot docs/benchmark-latency.svg bin/bench-*.json
+//	orderbench serial -contact-points 127.0.0.4,127.0.0.5,127.0.0.6,127.0.0.7 -replication dc1:2,dc2:2
+//
+// `serial` times the claim at LOCAL_SERIAL and at SERIAL side by side on a
+// cluster of two DCs (serial.go; docs/operations.md, Multi-DC).
 //
 // `run` starts the orderd binary itself (so it can read the process's CPU
 // time and memory) on a fresh keyspace of the running cluster. Phases:
@@ -49,7 +53,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: orderbench run|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: orderbench run|report|serial [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -58,8 +62,10 @@ func main() {
 		err = runCmd(os.Args[2:])
 	case "report":
 		err = reportCmd(os.Args[2:])
+	case "serial":
+		err = serialCmd(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: use run or report", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use run, report or serial", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "orderbench:", err)
