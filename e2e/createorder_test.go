@@ -20,8 +20,6 @@ import (
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
-const tenant = "default"
-
 // server is the orderd with default settings that TestMain started for the
 // whole run.
 func server(t *testing.T) *orderdProcess {

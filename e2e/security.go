@@ -25,6 +25,10 @@ const (
 	jwtAudience = "orderd"
 )
 
+// tenant is the tenant of the run's default credentials: every test acts
+// for it unless it says otherwise.
+const tenant = "default"
+
 // runSecurity is how every orderd of the run is secured, as in production:
 // TLS with a server certificate of a run-local CA, client certificates of
 // that CA, an API key file and a JWKS file (docs/security.md).
