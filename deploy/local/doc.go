@@ -12,6 +12,13 @@
 // lives under one state folder that survives restarts of the launcher; a pid
 // file left by a killed run is recognised as stale and ignored.
 //
+// The nodes form one data centre (dc1, a rack per node) unless Config.DCs
+// splits them into several (dc1, dc2, ...: consecutive nodes, a rack per
+// node within its DC, each DC's tokens balanced on their own). With
+// FirstAddress past the main cluster's nodes and a StateDir of its own, a
+// second cluster (say two DCs on 127.0.0.4-7, JMX ports 7400-7700) runs
+// beside the main one without sharing a port or a file with it.
+//
 // Each node logs once, to logs/system.log, rolled at 20 MB and capped at
 // 200 MB of rolled files; logs/stdout.log holds only what the JVM prints
 // outside logging (a failed start). The settings are chosen so that a node
