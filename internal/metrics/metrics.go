@@ -88,7 +88,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"operation", "outcome"}),
 		unknownOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "unknown_outcomes_total",
-			Help: "Ledger writes whose outcome was unknown, by operation and how a LOCAL_SERIAL read settled them (applied, not_applied, unsettled).",
+			Help: "Ledger writes whose outcome was unknown, by operation and how a serial read (LOCAL_SERIAL or SERIAL, ORDERD_SERIAL_CONSISTENCY) settled them (applied, not_applied, unsettled).",
 		}, []string{"op", "settled"}),
 		cqlDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "cql_duration_seconds",
