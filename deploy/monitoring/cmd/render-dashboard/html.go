@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ type page struct {
 }
 
 // renderHTML lays the panels out by their gridPos on a page width px wide.
-func renderHTML(d *dashboard.Dashboard, panels []panelData, start, end time.Time, width int, targets targetsFlag) page {
+func renderHTML(d *dashboard.Dashboard, panels []panelData, start, end time.Time, width int, instances []string) page {
 	colPx := float64(width-gap) / 24
 	bottom := 0
 	for _, p := range panels {
@@ -56,12 +57,8 @@ body{margin:0;background:%s;color:%s;font-family:Inter,"Helvetica Neue",Arial,sa
 .legend span{margin-right:12px;white-space:nowrap}
 svg text{font-size:10px;fill:%s}
 </style></head><body>`, background, text, headerPx, border, dimText, text, border, panelBg, border, border, text, dimText)
-	var names []string
-	for _, t := range targets {
-		names = append(names, t.instance)
-	}
 	fmt.Fprintf(&b, `<div class="hdr"><h1>%s</h1><span>datasource <b>prometheus</b></span><span>instance <b>All (%s)</b></span><span>%s to %s UTC (%s)</span><span>rendered by deploy/monitoring/cmd/render-dashboard with the PromQL engine; not Grafana</span></div>`,
-		html.EscapeString(d.Title), html.EscapeString(strings.Join(names, ", ")),
+		html.EscapeString(d.Title), html.EscapeString(strings.Join(instances, ", ")),
 		start.UTC().Format("2006-01-02 15:04:05"), end.UTC().Format("15:04:05"), end.Sub(start).Truncate(time.Second))
 
 	for _, p := range panels {
@@ -89,7 +86,7 @@ func chart(p panelData, w, h int) string {
 	// The legend takes up to three lines; the rest is said as "+N more".
 	legendLines := min(3, max(1, estimateLegendLines(p.series, w)))
 	plotH := h - titlePx - legendLines*legendLine - 8
-	left, right, top, bottomAx := 56, 10, 6, 18
+	left, right, top, bottomAx := 60, 10, 10, 18
 	pw, ph := w-left-right, plotH-top-bottomAx
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg width="%d" height="%d" style="display:block">`, w, plotH)
@@ -127,7 +124,12 @@ func chart(p panelData, w, h int) string {
 	if hi <= lo {
 		hi = lo + 1
 	}
-	ticks := niceTicks(lo, hi, max(2, ph/40))
+	// Round ticks in the unit the labels use (minutes, MiB, ...).
+	f := unitScale(hi, p.FieldConfig.Defaults.Unit)
+	ticks := niceTicks(lo/f, hi/f, max(2, ph/40))
+	for i := range ticks {
+		ticks[i] *= f
+	}
 	lo, hi = ticks[0], ticks[len(ticks)-1]
 	sy := func(v float64) float64 { return float64(top) + float64(ph)*(1-(v-lo)/(hi-lo)) }
 	n := len(p.times)
@@ -139,12 +141,13 @@ func chart(p panelData, w, h int) string {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1"/>`, left, left+pw, y, y, gridLine)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, left-4, y+3, html.EscapeString(formatValue(t, unit, hi-lo)))
 	}
-	for k := 0; k <= 4; k++ {
-		i := k * (n - 1) / 4
+	xticks := max(2, min(4, pw/110)) // a time label is about 50 px wide
+	for k := 0; k <= xticks; k++ {
+		i := k * (n - 1) / xticks
 		anchor := "middle"
 		if k == 0 {
 			anchor = "start"
-		} else if k == 4 {
+		} else if k == xticks {
 			anchor = "end"
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="%s">%s</text>`, sx(i), top+ph+13, anchor, p.times[i].UTC().Format("15:04:05"))
@@ -301,6 +304,27 @@ func niceTicks(lo, hi float64, n int) []float64 {
 	return ticks
 }
 
+// unitScale is the factor of the unit formatValue writes values near max
+// in: 60 for seconds shown as minutes, 1024 for KiB, ...
+func unitScale(maxV float64, unit string) float64 {
+	switch unit {
+	case "s":
+		switch {
+		case maxV >= 3600:
+			return 3600
+		case maxV >= 60:
+			return 60
+		}
+	case "bytes":
+		f := 1.0
+		for maxV/f >= 1024 {
+			f *= 1024
+		}
+		return f
+	}
+	return 1
+}
+
 // formatValue writes v in the panel's unit, as Grafana's value formats do.
 func formatValue(v float64, unit string, span float64) string {
 	switch unit {
@@ -351,11 +375,13 @@ func short(v, span float64) string {
 	return trim(v, span)
 }
 
-// trim writes v with as many decimals as the axis span needs.
+// trim writes v with up to three decimals and no trailing zeros (2.5, 0.25,
+// 10); span is the axis span, which decides how small a value still counts.
 func trim(v, span float64) string {
-	decimals := 0
-	if span > 0 {
-		decimals = max(0, int(math.Ceil(-math.Log10(span/5))))
+	if span > 0 && math.Abs(v) < span*1e-9 {
+		v = 0
 	}
-	return fmt.Sprintf("%.*f", min(decimals, 3), v)
+	out := strconv.FormatFloat(v, 'f', 3, 64)
+	out = strings.TrimRight(out, "0")
+	return strings.TrimSuffix(out, ".")
 }

@@ -125,7 +125,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	page := renderHTML(d, panels, start, end, c.width, c.targets)
+	instances, err := instancesIn(ctx, db)
+	if err != nil {
+		return err
+	}
+	page := renderHTML(d, panels, start, end, c.width, instances)
 	htmlPath := c.html
 	if htmlPath == "" {
 		f, err := os.CreateTemp("", "render-dashboard-*.html")

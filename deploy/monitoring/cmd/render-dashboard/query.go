@@ -127,3 +127,15 @@ func legend(format string, l labels.Labels) string {
 		out = out[:i] + l.Get(name) + out[j+2:]
 	}
 }
+
+// instancesIn returns the instance label values the TSDB holds (what
+// $instance at "All" stands for).
+func instancesIn(ctx context.Context, db *tsdb.DB) ([]string, error) {
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	vals, _, err := q.LabelValues(ctx, "instance", nil)
+	return vals, err
+}
