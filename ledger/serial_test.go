@@ -43,23 +43,11 @@ func TestSerialConsistencyReachesEveryStatement(t *testing.T) {
 			before := len(rec.Runs())
 			_, _ = store.Peek(ctx, r.Key)
 
-			var cas, serialReads int
-			for k, run := range rec.Runs() {
-				switch {
-				case run.CAS:
-					cas++
-					if run.Serial != serial {
-						t.Errorf("%s (an LWT) ran with serial consistency %v, want %v", run.Name, run.Serial, serial)
-					}
-				case run.Name == "ledger.get" && k < before:
-					serialReads++
-					if run.Consistency != serial {
-						t.Errorf("%s (a settling read) ran at %v, want %v", run.Name, run.Consistency, serial)
-					}
-				case run.Name == "ledger.get":
-					if run.Consistency != gocql.LocalQuorum {
-						t.Errorf("Peek ran at %v, want LOCAL_QUORUM", run.Consistency)
-					}
+			runs := rec.Runs()
+			cas, serialReads := cassandratest.CheckSerial(t, runs[:before], serial, "ledger.get")
+			for _, run := range runs[before:] {
+				if run.Name == "ledger.get" && run.Consistency != gocql.LocalQuorum {
+					t.Errorf("Peek ran at %v, want LOCAL_QUORUM", run.Consistency)
 				}
 			}
 			// claim (lost), claim again, the attempt note; the settling read and Get.

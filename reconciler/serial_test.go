@@ -26,21 +26,7 @@ func TestLeaseSerialConsistency(t *testing.T) {
 			_, _ = c.Acquire(ctx, 3, me, 15*time.Second) // settled by coord.lease
 			_, _ = c.Renew(ctx, 3, me, 15*time.Second)
 			_ = c.Release(ctx, 3, me)
-			var cas, reads int
-			for _, run := range rec.Runs() {
-				switch {
-				case run.CAS:
-					cas++
-					if run.Serial != serial {
-						t.Errorf("%s ran with serial consistency %v, want %v", run.Name, run.Serial, serial)
-					}
-				case run.Name == "coord.lease":
-					reads++
-					if run.Consistency != serial {
-						t.Errorf("%s ran at %v, want %v", run.Name, run.Consistency, serial)
-					}
-				}
-			}
+			cas, reads := cassandratest.CheckSerial(t, rec.Runs(), serial, "coord.lease")
 			if cas != 3 || reads != 1 {
 				t.Errorf("%d lease LWTs and %d settling reads, want 3 and 1: %+v", cas, reads, rec.Runs())
 			}

@@ -24,21 +24,7 @@ func TestSerialConsistency(t *testing.T) {
 			ch := order.Change{ID: uuid.New(), Tenant: "t", OrderID: uuid.New(), Operation: "CANCEL_ORDER",
 				RequestID: uuid.New(), Fingerprint: "sha256:v1:00", Version: 2, Status: "CANCELLED", At: time.Now().UTC()}
 			_, _ = NewCassandraStore(fs).Apply(context.Background(), ch)
-			var cas, reads int
-			for _, run := range rec.Runs() {
-				switch {
-				case run.CAS:
-					cas++
-					if run.Serial != serial {
-						t.Errorf("%s ran with serial consistency %v, want %v", run.Name, run.Serial, serial)
-					}
-				case run.Name == "versions.state":
-					reads++
-					if run.Consistency != serial {
-						t.Errorf("%s ran at %v, want %v", run.Name, run.Consistency, serial)
-					}
-				}
-			}
+			cas, reads := cassandratest.CheckSerial(t, rec.Runs(), serial, "versions.state")
 			if cas == 0 || reads == 0 {
 				t.Errorf("%d LWTs and %d settling reads, want both: %+v", cas, reads, rec.Runs())
 			}

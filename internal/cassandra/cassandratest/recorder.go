@@ -10,6 +10,7 @@ package cassandratest
 import (
 	"context"
 	"sync"
+	"testing"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
@@ -110,3 +111,26 @@ type emptyIter struct{}
 func (emptyIter) Scan(...any) bool  { return false }
 func (emptyIter) PageState() []byte { return nil }
 func (emptyIter) Close() error      { return nil }
+
+// CheckSerial reports (t.Errorf) every LWT among runs whose Paxos round was
+// not given serial, and every run of the settling read named settle that was
+// not read at serial; it returns how many of each it saw, for the caller to
+// hold to what its scenario runs.
+func CheckSerial(t testing.TB, runs []Run, serial gocql.Consistency, settle string) (lwts, reads int) {
+	t.Helper()
+	for _, run := range runs {
+		switch {
+		case run.CAS:
+			lwts++
+			if run.Serial != serial {
+				t.Errorf("%s (an LWT) ran with serial consistency %v, want %v", run.Name, run.Serial, serial)
+			}
+		case run.Name == settle:
+			reads++
+			if run.Consistency != serial {
+				t.Errorf("%s (a settling read) ran at %v, want %v", run.Name, run.Consistency, serial)
+			}
+		}
+	}
+	return lwts, reads
+}
