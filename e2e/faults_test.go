@@ -196,8 +196,9 @@ func TestTwoNodesDownFailsFastThenRecovers(t *testing.T) {
 
 // TestAmbiguousClaimIsSettledAsApplied: the claim LWT applies but its
 // response is lost (CQL fault ledger.claim=lose-response), so the handler sees an
-// unknown outcome. The LOCAL_SERIAL read finds this attempt's claim token:
-// the request is reported as applied and completed, not failed.
+// unknown outcome. The serial read (LOCAL_SERIAL, the default) finds this
+// attempt's claim token: the request is reported as applied and completed,
+// not failed, and the log line names the level that settled it.
 func TestAmbiguousClaimIsSettledAsApplied(t *testing.T) {
 	p := startOrderd(t, "ORDERD_CQL_FAULTS=ledger.claim=lose-response")
 	req := newRequest("64.00")
@@ -210,7 +211,8 @@ func TestAmbiguousClaimIsSettledAsApplied(t *testing.T) {
 	}
 	assertExactlyOneOrder(t, req, resp.Order, "64.00")
 	log := p.output.String()
-	if !strings.Contains(log, "settled by a LOCAL_SERIAL read") || !strings.Contains(log, "op=claim settled=applied") {
+	if !strings.Contains(log, "settled by a serial read") || !strings.Contains(log, "op=claim settled=applied") ||
+		!strings.Contains(log, "serial=LOCAL_SERIAL") {
 		t.Errorf("orderd did not report settling the unknown claim outcome as applied:\n%s", log)
 	}
 	verifyKeyspace(t, nil, 30*time.Second)

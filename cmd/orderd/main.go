@@ -177,7 +177,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	store, err := ledger.NewCassandraStore(stmts, ledger.Config{
 		Retention: cfg.retention, DueAfter: cfg.reconcileGrace,
 		OnSettle: func(op string, outcome ledger.SettleOutcome, cause error) {
-			log.Warn("write outcome was unknown; settled by a serial read (ORDERD_SERIAL_CONSISTENCY)", "op", op, "settled", string(outcome), "cause", cause)
+			log.Warn("write outcome was unknown; settled by a serial read (ORDERD_SERIAL_CONSISTENCY)", "op", op, "settled", string(outcome), "cause", cause, "serial", driver.Serial().String())
 			m.UnknownOutcome(op, outcome)
 		},
 	})
