@@ -12,6 +12,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/atlasmart/orderd/internal/freeport"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -44,7 +45,7 @@ func waitHealth(t *testing.T, p *orderdProcess, want healthpb.HealthCheckRespons
 // readiness ("") and liveness from the second listener, which serves nothing
 // else, while the main port stays TLS-only; after SIGTERM the listener goes.
 func TestHealthPortAnswersPlaintextProbes(t *testing.T) {
-	healthAddr, err := freeAddr()
+	healthAddr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

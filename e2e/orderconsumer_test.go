@@ -19,6 +19,7 @@ import (
 	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
 	"github.com/atlasmart/orderd/cmd/orderconsumer/store/storetest"
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/freeport"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/orderpb"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
@@ -293,7 +294,7 @@ type consumerProcess struct {
 // test's end stops it (SIGKILL if SIGTERM does not within 30 s).
 func startConsumer(t *testing.T, bin string, args ...string) *consumerProcess {
 	t.Helper()
-	metricsAddr, err := freeAddr()
+	metricsAddr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

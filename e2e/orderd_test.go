@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/freeport"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -53,7 +53,7 @@ func (s *syncBuffer) String() string {
 // run's keyspace, with extra ORDERD_* settings, and waits until its health
 // service says SERVING.
 func launchOrderd(env ...string) (*orderdProcess, error) {
-	addr, err := freeAddr()
+	addr, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func launchOrderd(env ...string) (*orderdProcess, error) {
 // launchOrderdAt is launchOrderd on a given address (to replace a process
 // that died, behind the same address its clients use).
 func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
-	metricsAddr, err := freeAddr()
+	metricsAddr, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
@@ -165,15 +165,6 @@ func (p *orderdProcess) waitExit(t *testing.T, within time.Duration) int {
 		t.Fatalf("orderd still running after %s", within)
 		return -1
 	}
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // freshSession opens a new session on this run's keyspace, so row checks see

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/clientcreds"
 	"github.com/atlasmart/orderd/internal/devsetup"
+	"github.com/atlasmart/orderd/internal/freeport"
 	"github.com/atlasmart/orderd/internal/loadgen"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/ledger"
@@ -718,12 +718,10 @@ type orderdProc struct {
 }
 
 func startOrderd(bin string, env []string, creds clientcreds.Options) (*orderdProc, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(env, "ORDERD_GRPC_ADDR="+addr, "ORDERD_METRICS_ADDR=")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
