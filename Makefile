@@ -128,7 +128,7 @@ model-check:
 # About 17 minutes on a quiet machine; the timeout leaves room for a busy one.
 test-e2e:
 	$(GO) test -count=1 -p 1 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
-		exit $${PIPESTATUS[0]}
+		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e.log; exit $$rc
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=60s ./internal/order/
