@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,10 +31,7 @@ func (w testLog) Write(p []byte) (int, error) {
 // launcher beside the run's main cluster.
 func TestOrderdLogsInToASecuredClusterOverTLS(t *testing.T) {
 	if _, ok := cluster.(*localCluster); !ok {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the secured cluster needs the local launcher (this run uses " + cluster.Describe() + ")")
-		}
-		t.Skip("the secured cluster needs the local launcher; this run uses " + cluster.Describe())
+		failInCIElseSkip(t, "the secured cluster needs the local launcher; this run uses "+cluster.Describe())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

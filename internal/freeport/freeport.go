@@ -13,7 +13,6 @@
 package freeport
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -39,7 +38,7 @@ var (
 func Addr() (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	for range high - low {
+	for range high - low + 1 {
 		port := next
 		next++
 		if next > high {
@@ -59,5 +58,5 @@ func Addr() (string, error) {
 		issued[port] = true
 		return addr, nil
 	}
-	return "", errors.New("no free loopback port between 20000 and 32767")
+	return "", fmt.Errorf("no free loopback port between %d and %d", low, high)
 }
