@@ -169,6 +169,9 @@ type fakeFinisher struct {
 	orders map[ledger.Key]int // times the order was recorded (at most 1)
 	// before, if set, runs at the start of every call (outside the lock).
 	before func(rec ledger.Record)
+	// another: the request id already has another order, so every call
+	// withdraws the claim and answers REQUEST_ID_REUSED, as Finish does.
+	another bool
 }
 
 func newFakeFinisher(l *ledgertest.Memory, now func() time.Time) *fakeFinisher {
@@ -183,7 +186,14 @@ func (f *fakeFinisher) Finish(ctx context.Context, rec ledger.Record) error {
 	}
 	f.mu.Lock()
 	f.calls[rec.RequestID]++
-	n, failN, ferr := f.calls[rec.RequestID], f.failN, f.err
+	n, failN, ferr, another := f.calls[rec.RequestID], f.failN, f.err, f.another
+	if another && !(failN < 0 || n <= failN) {
+		f.mu.Unlock()
+		if _, err := f.l.Withdraw(ctx, rec); !errors.Is(err, ledger.ErrNotFound) {
+			return fmt.Errorf("withdraw: %v", err)
+		}
+		return fault.New(fault.ReasonRequestIDReused, nil)
+	}
 	if failN < 0 || n <= failN {
 		f.mu.Unlock()
 		return fmt.Errorf("request %s: %w", rec.RequestID, ferr)
@@ -200,6 +210,14 @@ func (f *fakeFinisher) Recorded(key ledger.Key) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.orders[key]
+}
+
+// SetAnother makes the finisher find another order under every request id
+// from now on (after any failures SetFail asked for).
+func (f *fakeFinisher) SetAnother() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.another = true
 }
 
 // SetErr makes failing calls return err.

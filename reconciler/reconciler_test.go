@@ -530,6 +530,61 @@ func TestUnfinishableRequestIsDeadLettered(t *testing.T) {
 	}
 }
 
+// A claim whose request id already has another order is withdrawn by its
+// finisher (REQUEST_ID_REUSED): nothing of it is left, neither the claim nor
+// a due entry, and it is neither finished, retried, dropped nor set aside.
+// The claim's own entry goes with the withdrawal; an entry a failed attempt
+// rescheduled is another row, which the loop removes itself.
+func TestWithdrawnClaimLeavesNoEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		failedFirst bool // an earlier attempt failed: the entry was rescheduled
+		removes     int  // RemoveEntry calls the withdrawing pass makes
+	}{
+		{"its claim's entry", false, 0},
+		{"a rescheduled entry", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t0.Add(30 * time.Second))
+			const shard = 9
+			rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+			l := h.loop(Config{MaxAttempts: 5, BackoffBase: time.Minute, BackoffMax: time.Hour})
+			if tc.failedFirst {
+				h.fin.SetFail(1)
+				if res := mustPass(t, l, shard); res.Retried != 1 {
+					t.Fatalf("setup: first pass %+v, want 1 retried", res)
+				}
+				h.clock.Set(nextDue(t, h.ledger, rec.Key).Add(time.Second))
+			}
+			h.fin.SetAnother()
+			removes := h.ledger.Calls("RemoveEntry")
+
+			res := mustPass(t, l, shard)
+
+			if res.Pending != 1 || res.Finished != 0 || res.Retried != 0 || res.DeadLettered != 0 || res.Dropped != 0 {
+				t.Errorf("PassResult = %+v, want 1 pending and nothing finished, retried, dropped or dead-lettered", res)
+			}
+			if _, ok := h.ledger.Record(rec.Key); ok {
+				t.Errorf("the withdrawn claim is still in the ledger")
+			}
+			wantNoEntries(t, h, rec.Key)
+			if n := h.ledger.Calls("RemoveEntry") - removes; n != tc.removes {
+				t.Errorf("RemoveEntry called %d times, want %d", n, tc.removes)
+			}
+			if h.fin.Recorded(rec.Key) != 0 {
+				t.Errorf("an order was recorded for the withdrawn claim")
+			}
+
+			// Nothing more happens to it.
+			calls := h.fin.Calls(rec.RequestID)
+			h.clock.Advance(2 * time.Hour)
+			if res := mustPass(t, l, shard); res.Entries != 0 || h.fin.Calls(rec.RequestID) != calls {
+				t.Errorf("later pass %+v, finisher calls %d; want nothing done", res, h.fin.Calls(rec.RequestID)-calls)
+			}
+		})
+	}
+}
+
 func TestRequestFailingTwiceThenSucceeding(t *testing.T) {
 	h := newHarness(t0.Add(30 * time.Second))
 	h.fin.SetFail(2)
