@@ -131,6 +131,56 @@ func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
 	}
 }
 
+// A finisher whose withdrawal is not applied because the claim changed
+// under it answers what the ledger now says, as a fault its callers act on
+// (the client retries, the reconciler reschedules or drops the entry),
+// never as an unclassified error; it writes nothing and leaves the newer
+// row as it is.
+func TestFinishWhoseWithdrawalFindsTheClaimChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*ledger.Record)
+		reason fault.Reason
+	}{
+		{"a takeover's newer claim", func(r *ledger.Record) { r.ClaimToken = uuid.New() }, fault.ReasonRequestInProgress},
+		{"set aside as FAILED", func(r *ledger.Record) { r.State = ledger.Failed }, fault.ReasonRequestFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Config{}, nil)
+			if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
+				t.Fatal(err)
+			}
+			f.clock.Advance(8 * 24 * time.Hour)
+			other := baseInput()
+			other.Total = "1.00"
+			other.Lines = nil
+			rec := recordFor(t, f.svc, other, f.clock.Now(), ledger.Pending)
+			rec.ClaimToken = uuid.New()
+			if won, _, err := f.led.Claim(context.Background(), rec, nil); err != nil || !won {
+				t.Fatalf("seed the late claim: %v %v", won, err)
+			}
+			changed := rec
+			tc.change(&changed)
+			f.led.Put(changed)
+			writes := len(f.proj.Writes())
+
+			_, err := f.svc.Finish(context.Background(), rec)
+
+			fe, ok := fault.As(err)
+			if !ok || fe.Reason != tc.reason {
+				t.Fatalf("Finish = %v (%T), want a %s fault", err, err, tc.reason)
+			}
+			now, ok := f.led.Record(rec.Key)
+			if !ok || now.ClaimToken != changed.ClaimToken || now.State != changed.State {
+				t.Errorf("ledger row now %+v (present %v), want the changed row kept", now, ok)
+			}
+			if n := len(f.proj.Writes()) - writes; n != 0 {
+				t.Errorf("%d orders written, want none", n)
+			}
+		})
+	}
+}
+
 // Model finding 2 (model/README.md): a dead letter must never contradict
 // rows. These failed before the fix (the winner built its order from the
 // command in memory; Finish decoded before it read the order row).

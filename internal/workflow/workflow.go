@@ -486,7 +486,8 @@ func (s *Service) await(ctx context.Context, cur ledger.Record, p pendingRequest
 // REQUEST_ID_REUSED, with nothing written.
 //
 // Errors: a *fault.Error of kind Unavailable or OutcomeUnknown (retry;
-// projections may exist), Conflict (the claim was withdrawn), or one
+// projections may exist), Conflict (the claim was withdrawn), InProgress or
+// Failed (withdrawing found the claim replaced or set aside), or one
 // wrapping ledger.ErrUnfinishable (the stored command cannot be read;
 // nothing was written).
 func (s *Service) Finish(ctx context.Context, rec ledger.Record) (order.Order, error) {
@@ -638,7 +639,12 @@ func (s *Service) release(rec ledger.Record) {
 func (s *Service) Wait() { s.settling.Wait() }
 
 // withdraw removes a claim whose command differs from the order its request
-// id already has, and answers REQUEST_ID_REUSED.
+// id already has, and answers REQUEST_ID_REUSED. Not applied, the claim
+// changed under it: set aside (REQUEST_FAILED), or replaced by a takeover's
+// claim, which withdraws itself once it reads the same order row, or
+// completed by a version before the one-LWT protocol. This attempt no
+// longer decides the request: REQUEST_IN_PROGRESS (the client retries, the
+// reconciler reschedules the entry and drops it once the row settles).
 func (s *Service) withdraw(ctx context.Context, rec ledger.Record) error {
 	cur, err := s.ledger.Withdraw(ctx, rec)
 	switch {
@@ -646,8 +652,11 @@ func (s *Service) withdraw(ctx context.Context, rec ledger.Record) error {
 		return fault.New(fault.ReasonRequestIDReused, nil)
 	case err != nil:
 		return err
+	case cur.State == ledger.Failed:
+		return fault.New(fault.ReasonRequestFailed, nil)
 	}
-	return fmt.Errorf("request %s: withdrawing a conflicting claim found it %s", rec.RequestID, cur.State)
+	return fault.New(fault.ReasonRequestInProgress,
+		fmt.Errorf("request %s: withdrawing a conflicting claim found it %s under claim %s", rec.RequestID, cur.State, cur.ClaimToken))
 }
 
 // note records on the ledger, best effort, a handler's attempt that failed
