@@ -434,6 +434,38 @@ func TestCreateOrderAfterClaimFailureLeavesPendingForTakeover(t *testing.T) {
 	}
 }
 
+// The claim not applied because an earlier attempt with another command
+// holds it, before that attempt recorded its order: REQUEST_ID_REUSED at
+// once (no waiting, no takeover, however old the claim), nothing written,
+// the earlier claim unchanged and this attempt's due entry removed.
+func TestConflictingCommandWhileTheFirstIsPendingIsRejected(t *testing.T) {
+	for _, age := range []time.Duration{time.Second, time.Hour} { // young; past TakeoverAfter
+		t.Run(age.String(), func(t *testing.T) {
+			f := newFixture(t, Config{}, nil)
+			seeded := recordFor(t, f.svc, baseInput(), claimTime.Add(-age), ledger.Pending)
+			f.led.Put(seeded)
+			other := baseInput()
+			other.Total = "1.00"
+			other.Lines = nil
+
+			_, err := f.svc.CreateOrder(context.Background(), testTenant, other)
+
+			if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
+				t.Fatalf("reason %s, want REQUEST_ID_REUSED", fe.Reason)
+			}
+			if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
+				t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
+			}
+			if got := f.proj.Calls("Write"); got != 0 {
+				t.Errorf("projection writes = %d, want 0", got)
+			}
+			if es := f.led.AllEntries(); len(es) != 0 {
+				t.Errorf("due entries left: %+v, want none (the seeded claim has none; the rejected attempt's is removed)", es)
+			}
+		})
+	}
+}
+
 func TestDuplicateOfYoungPendingIsInProgress(t *testing.T) {
 	// Real clock: the wait is bounded by the context's deadline.
 	f := newFixture(t, Config{}, nil)
