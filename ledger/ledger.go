@@ -95,7 +95,9 @@ type Store interface {
 	// LOCAL_SERIAL, or SERIAL when so configured), settling any write in
 	// flight. ErrNotFound if there is none.
 	Get(ctx context.Context, key Key) (Record, error)
-	// Peek reads a record at LOCAL_QUORUM: cheap, may miss a write in flight.
+	// Peek reads a record at LOCAL_QUORUM: cheap, may miss a write in flight,
+	// and a claim committed at ANY whose commit has not landed yet. Read it
+	// through Read unless "not found" is an answer the caller can take back.
 	Peek(ctx context.Context, key Key) (Record, error)
 	// Release says that rec's work is done (its order is recorded where it
 	// is read from): the claim's due entry is no longer needed and goes. The
@@ -122,4 +124,24 @@ type Store interface {
 	// It returns ErrNotFound when the claim is gone (withdrawn already or
 	// expired) and the current record when it is no longer PENDING.
 	Withdraw(ctx context.Context, rec Record) (Record, error)
+}
+
+// Reader is the part of Store that Read needs.
+type Reader interface {
+	Get(ctx context.Context, key Key) (Record, error)
+	Peek(ctx context.Context, key Key) (Record, error)
+}
+
+// Read reads key's record at LOCAL_QUORUM (no Paxos round) and confirms
+// only "not found" linearizably (Get), which settles a claim still in
+// flight or committed at ANY and not yet visible to a quorum read. A row the
+// quorum read returns is committed; it may be stale already, so whatever a
+// caller does with it must be safe on a stale row (every ledger write is
+// conditional on the state and the claim token).
+func Read(ctx context.Context, s Reader, key Key) (Record, error) {
+	rec, err := s.Peek(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return s.Get(ctx, key)
+	}
+	return rec, err
 }

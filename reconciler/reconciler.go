@@ -558,19 +558,14 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 	return l.retryLater(ctx, e, rec, ferr, now, res)
 }
 
-// read reads a due entry's request: at LOCAL_QUORUM first, which is no
-// Paxos round; only "not found" is confirmed at LOCAL_SERIAL, which settles
-// a claim still in flight (the entry is written before its claim, so
-// dropping it on a quorum read that missed the claim could strand the
-// request). A row the quorum read returns is committed; if it is already
+// read reads a due entry's request (ledger.Read): only "not found" is
+// confirmed at LOCAL_SERIAL, which settles a claim still in flight (the
+// entry is written before its claim, so dropping it on a quorum read that
+// missed the claim could strand the request). If the row read is already
 // stale, every write Finish makes is idempotent and every ledger write is
 // conditional on the state and the claim token, so acting on it is safe.
 func (l *Loop) read(ctx context.Context, key ledger.Key) (ledger.Record, error) {
-	rec, err := l.ledger.Peek(ctx, key)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return l.ledger.Get(ctx, key)
-	}
-	return rec, err
+	return ledger.Read(ctx, l.ledger, key)
 }
 
 // retryLater notes a failed attempt and reschedules the entry with backoff.

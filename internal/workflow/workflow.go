@@ -463,7 +463,7 @@ func (s *Service) await(ctx context.Context, cur ledger.Record, p pendingRequest
 		if done, err := p.recorded(ctx); err != nil || done {
 			return err
 		}
-		next, err := s.ledger.Peek(ctx, cur.Key)
+		next, err := ledger.Read(ctx, s.ledger, cur.Key)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -493,6 +494,43 @@ func TestDuplicateOfYoungPendingIsInProgress(t *testing.T) {
 	}
 	if got := f.proj.Calls("Write"); got != 0 {
 		t.Errorf("projection calls = %d, want 0", got)
+	}
+	if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
+		t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
+	}
+}
+
+// quorumMisses is a ledger whose LOCAL_QUORUM reads do not see the claim
+// yet, as when its Paxos commit ran at ANY and has not landed on a quorum
+// (ledger.Config.ClaimCommitAny).
+type quorumMisses struct {
+	*ledgertest.Memory
+	peeks atomic.Int64
+}
+
+func (q *quorumMisses) Peek(context.Context, ledger.Key) (ledger.Record, error) {
+	q.peeks.Add(1)
+	return ledger.Record{}, ledger.ErrNotFound
+}
+
+// A duplicate waiting on a claim its quorum reads cannot see yet confirms
+// "not found" linearizably and goes on waiting: REQUEST_IN_PROGRESS, never
+// REQUEST_NOT_FOUND for a request that exists.
+func TestDuplicateWaitingOnAClaimAQuorumReadMisses(t *testing.T) {
+	f := newFixture(t, Config{TakeoverAfter: time.Minute, PollInterval: 5 * time.Millisecond, MaxWait: 200 * time.Millisecond}, nil)
+	f.svc.now = time.Now
+	misses := &quorumMisses{Memory: f.led}
+	f.svc.ledger = misses
+	seeded := recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending)
+	f.led.Put(seeded)
+
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()) // waits up to MaxWait
+
+	if fe := wantFault(t, err, fault.InProgress); fe.Reason != fault.ReasonRequestInProgress {
+		t.Fatalf("reason %s, want REQUEST_IN_PROGRESS", fe.Reason)
+	}
+	if misses.peeks.Load() == 0 {
+		t.Fatal("the duplicate never polled the ledger: the test shows nothing")
 	}
 	if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
 		t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
