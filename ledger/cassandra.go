@@ -73,6 +73,15 @@ type Config struct {
 	// its due-queue partition to share one write with (release.go);
 	// default 1 s, negative for none (every Release writes at once).
 	ReleaseWindow time.Duration
+	// ClaimCommitAny: the claim's Paxos commit runs at ANY instead of
+	// LOCAL_QUORUM. The claim is answered once its proposal is accepted by a
+	// quorum, and the commit is sent without waiting for it: one round trip
+	// less (docs/architecture.md, "Claim commit at ANY"). Safe only on a
+	// cluster whose every node runs paxos_state_purging: repaired with paxos
+	// repair (cassandra.CheckAnyCommit). Until the commit lands, a
+	// LOCAL_QUORUM read may not see the claim, so every reader confirms a
+	// missing row at the serial level (Read).
+	ClaimCommitAny bool
 	// OnSettle, if set, is told how every write with an unknown outcome was
 	// settled (for logs and metrics); cause is the error that made it unknown.
 	OnSettle func(op string, outcome SettleOutcome, cause error)
@@ -175,12 +184,20 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(conte
 	return won, cur, err
 }
 
+// claimCommit is the consistency of the claim's Paxos commit.
+func (c *CassandraStore) claimCommit() gocql.Consistency {
+	if c.cfg.ClaimCommitAny {
+		return gocql.Any
+	}
+	return gocql.LocalQuorum
+}
+
 func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, error) {
 	for attempt := 1; ; attempt++ {
 		existing := map[string]any{}
 		applied, err := c.s.Query(claimCQL, args(keyArgs(rec.Key),
 			[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), c.ttl(rec)})...,
-		).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, existing)
+		).Consistency(c.claimCommit()).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, existing)
 		if err == nil {
 			if applied {
 				return true, rec, nil

@@ -57,3 +57,47 @@ func TestSerialConsistencyReachesEveryStatement(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimCommitConsistency: the claim's Paxos commit runs at LOCAL_QUORUM,
+// or at ANY with Config.ClaimCommitAny; every other conditional write of the
+// ledger commits at the session's LOCAL_QUORUM either way (ANY is for the
+// claim alone: docs/architecture.md, "Claim commit at ANY").
+func TestClaimCommitConsistency(t *testing.T) {
+	for _, tc := range []struct {
+		any  bool
+		want gocql.Consistency
+	}{{false, gocql.LocalQuorum}, {true, gocql.Any}} {
+		t.Run(tc.want.String(), func(t *testing.T) {
+			rec := cassandratest.NewRecorder(gocql.LocalSerial)
+			store, err := NewCassandraStore(rec, Config{ReleaseWindow: -1, ClaimCommitAny: tc.any})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			r := Record{Key: Key{Tenant: "t", Operation: "CREATE_ORDER", RequestID: uuid.New()},
+				EntityID: uuid.New(), Fingerprint: "sha256:v1:00", Command: []byte("{}"),
+				CreatedAt: time.Now().UTC(), ClaimToken: uuid.New()}
+			if won, _, err := store.Claim(ctx, r, nil); err != nil || !won {
+				t.Fatalf("Claim = %v, %v; want won", won, err)
+			}
+			if err := store.RecordAttempt(ctx, r, "CLUSTER_UNAVAILABLE"); err != nil {
+				t.Fatalf("RecordAttempt: %v", err)
+			}
+			claims := 0
+			for _, run := range rec.Runs() {
+				switch {
+				case run.Name == "ledger.claim":
+					claims++
+					if !run.ConsistencyGiven || run.Consistency != tc.want {
+						t.Errorf("claim committed at %v (given %v), want %v", run.Consistency, run.ConsistencyGiven, tc.want)
+					}
+				case run.CAS && run.ConsistencyGiven && run.Consistency != gocql.LocalQuorum:
+					t.Errorf("%s committed at %v, want the session's LOCAL_QUORUM", run.Name, run.Consistency)
+				}
+			}
+			if claims != 1 {
+				t.Errorf("%d claims sent, want 1: %+v", claims, rec.Runs())
+			}
+		})
+	}
+}

@@ -25,6 +25,9 @@ type Run struct {
 	// Consistency and Serial are the levels the statement was given;
 	// gocql.Any (0) when it was given none (the session's defaults apply).
 	Consistency, Serial gocql.Consistency
+	// ConsistencyGiven: Consistency was set (it may be gocql.Any, which a
+	// conditional write's commit may run at).
+	ConsistencyGiven bool
 	// CAS: the statement ran as a conditional write (MapScanCASContext).
 	CAS bool
 }
@@ -83,7 +86,10 @@ func (q *query) record() {
 	q.r.runs = append(q.r.runs, q.run)
 }
 
-func (q *query) Consistency(c gocql.Consistency) cassandra.Query       { q.run.Consistency = c; return q }
+func (q *query) Consistency(c gocql.Consistency) cassandra.Query {
+	q.run.Consistency, q.run.ConsistencyGiven = c, true
+	return q
+}
 func (q *query) SerialConsistency(c gocql.Consistency) cassandra.Query { q.run.Serial = c; return q }
 func (q *query) WithTimestamp(int64) cassandra.Query                   { return q }
 func (q *query) Idempotent(bool) cassandra.Query                       { return q }
