@@ -21,6 +21,7 @@ type config struct {
 	contactPointsCSV  string
 	localDC           string
 	serialConsistency string
+	claimCommit       string
 	keyspace          string
 	replicationFactor int
 	cqlTimeout        time.Duration
@@ -132,6 +133,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.BoolVar(&c.pprof, "pprof", c.envBool("ORDERD_PPROF", false), "serve Go profiles at /debug/pprof/ on the metrics listener")
 	}
 	if cmd == "serve" {
+		fs.StringVar(&c.claimCommit, "claim-commit", env("ORDERD_CLAIM_COMMIT", "local_quorum"), "consistency of the claim LWT's Paxos commit: local_quorum, or any (one round trip less per new order; needs paxos_state_purging: repaired and paxos repair on every node, checked at start: docs/operations.md, \"Claim commit at ANY\")")
 		fs.StringVar(&c.tracing, "tracing", env("ORDERD_TRACING", "off"), "OpenTelemetry tracing: off, stdout (spans on stderr) or otlp (OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT)")
 		fs.BoolVar(&c.reconcilerOn, "reconciler", c.envBool("ORDERD_RECONCILER", true), "run the reconciler inside serve")
 		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
@@ -149,6 +151,18 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 }
 
 func (c *config) contactPoints() []string { return splitList(c.contactPointsCSV) }
+
+// claimCommitAny reports whether claims commit at ANY (-claim-commit any);
+// commands without the flag commit at LOCAL_QUORUM (they claim nothing).
+func (c *config) claimCommitAny() (bool, error) {
+	switch strings.ToLower(c.claimCommit) {
+	case "", "local_quorum":
+		return false, nil
+	case "any":
+		return true, nil
+	}
+	return false, fmt.Errorf("claim-commit %q: use local_quorum or any", c.claimCommit)
+}
 
 // cassandraConfig is the driver configuration for keyspace ("" for none),
 // with the login and TLS settings; the password is read from its file now.
@@ -264,6 +278,9 @@ func (c *config) validate(cmd string) error {
 	}
 	if c.reconcileGrace > 0 && c.requestTimeout > 0 && c.reconcileGrace <= c.requestTimeout {
 		return fmt.Errorf("reconcile-grace (%s) must exceed request-timeout (%s): the reconciler would race requests still in their handler", c.reconcileGrace, c.requestTimeout)
+	}
+	if _, err := c.claimCommitAny(); err != nil {
+		return err
 	}
 	switch c.tracing {
 	case "", "off", "stdout", "otlp":

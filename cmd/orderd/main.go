@@ -146,6 +146,22 @@ func (a *app) close() {
 	a.session.Close()
 }
 
+// claimCommit reports whether claims commit at ANY: only when asked for, and
+// only once every node has said it purges Paxos state as `repaired` needs
+// (cassandra.CheckAnyCommit); otherwise orderd does not start.
+func claimCommit(ctx context.Context, cfg *config, session *gocql.Session, log *slog.Logger) (bool, error) {
+	claimAny, err := cfg.claimCommitAny()
+	if err != nil || !claimAny {
+		return false, err
+	}
+	nodes := cassandra.ReadPaxosSettings(ctx, session)
+	if err := cassandra.CheckAnyCommit(nodes); err != nil {
+		return false, fmt.Errorf("%w; or set ORDERD_CLAIM_COMMIT=local_quorum", err)
+	}
+	log.Info("claims commit at ANY: every node purges Paxos state only once repaired", "nodes", len(nodes))
+	return true, nil
+}
+
 // newApp wires the core; obs (nil for none) observes the session, the
 // workflow and the ledger's unknown outcomes.
 func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observability) (*app, error) {
@@ -174,9 +190,14 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		session.Close()
 		return nil, err
 	}
+	claimAny, err := claimCommit(ctx, cfg, session, log)
+	if err != nil {
+		session.Close()
+		return nil, err
+	}
 	serial := driver.Serial().String()
 	store, err := ledger.NewCassandraStore(stmts, ledger.Config{
-		Retention: cfg.retention, DueAfter: cfg.reconcileGrace,
+		Retention: cfg.retention, DueAfter: cfg.reconcileGrace, ClaimCommitAny: claimAny,
 		OnSettle: func(op string, outcome ledger.SettleOutcome, cause error) {
 			log.Warn("write outcome was unknown; settled by a serial read (ORDERD_SERIAL_CONSISTENCY)", "op", op, "settled", string(outcome), "cause", cause, "serial", serial)
 			m.UnknownOutcome(op, outcome)

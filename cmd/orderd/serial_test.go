@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -41,5 +42,46 @@ func TestSerialConsistencySetting(t *testing.T) {
 	}
 	if _, err := cfg.cassandraConfig("orderd", nil); err == nil {
 		t.Error("ORDERD_SERIAL_CONSISTENCY=quorum accepted, want an error")
+	}
+}
+
+// TestClaimCommitSetting: -claim-commit / ORDERD_CLAIM_COMMIT is
+// local_quorum by default, any when asked, and anything else is refused
+// before connecting; commands that claim nothing do not take it.
+func TestClaimCommitSetting(t *testing.T) {
+	for _, tc := range []struct {
+		env     string
+		args    []string
+		want    bool
+		refused bool
+	}{
+		{"", nil, false, false},
+		{"any", nil, true, false},
+		{"ANY", nil, true, false},
+		{"local_quorum", nil, false, false},
+		{"", []string{"-claim-commit", "any"}, true, false},
+		{"quorum", nil, false, true},
+	} {
+		t.Setenv("ORDERD_CLAIM_COMMIT", tc.env)
+		t.Setenv("ORDERD_INSECURE", "true") // validate checks the security settings of serve too
+		var cfg config
+		if err := cfg.flags("serve").Parse(tc.args); err != nil {
+			t.Fatalf("%q %v: %v", tc.env, tc.args, err)
+		}
+		err := cfg.validate("serve")
+		if tc.refused {
+			if err == nil || !strings.Contains(err.Error(), "claim-commit") {
+				t.Errorf("%q %v: validate = %v, want claim-commit refused", tc.env, tc.args, err)
+			}
+			continue
+		}
+		got, cerr := cfg.claimCommitAny()
+		if err != nil || cerr != nil || got != tc.want {
+			t.Errorf("%q %v: any %v (validate %v, %v), want %v", tc.env, tc.args, got, err, cerr, tc.want)
+		}
+	}
+	var cfg config
+	if err := cfg.flags("reconcile").Parse([]string{"-claim-commit", "any"}); err == nil {
+		t.Error("reconcile took -claim-commit; it claims nothing")
 	}
 }

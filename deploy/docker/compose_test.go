@@ -63,6 +63,9 @@ func TestComposeFile(t *testing.T) {
 		if !strings.Contains(strings.Join(c.Entrypoint, "\n"), "paxos_variant: v2") {
 			t.Errorf("%s does not set paxos_variant: v2", name)
 		}
+		if !strings.Contains(strings.Join(c.Entrypoint, "\n"), "paxos_state_purging: repaired") {
+			t.Errorf("%s does not set paxos_state_purging: repaired", name)
+		}
 		racks[envValue(c, "CASSANDRA_RACK")] = true
 		if len(c.Volumes) != 1 || c.Volumes[0].Target != "/var/lib/cassandra" {
 			t.Errorf("%s: want its data in a volume at /var/lib/cassandra", name)

@@ -196,6 +196,7 @@ func TestWriteConfig(t *testing.T) {
 			"listen_address: 127.0.0.2",
 			"rpc_address: 127.0.0.2",
 			"paxos_variant: v2",
+			"paxos_state_purging: repaired",
 			"num_tokens: 1",
 			fmt.Sprintf("initial_token: %q", initialToken(2, 3)),
 			seeds,
