@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"gopkg.in/inf.v0"
 
+	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/order"
 )
 
@@ -64,7 +65,10 @@ func (a Ack) IsChange() bool { return a.Operation != "" && a.Operation != order.
 
 // Report is what the check found.
 type Report struct {
-	Requests, Complete, Pending, Failed      int
+	Requests, Complete, Pending, Failed int
+	// ReadAgain: requests the quorum scan missed and a serial read found
+	// (claims committed at ANY whose commit had not landed).
+	ReadAgain                                int
 	OrdersByID, OrdersByCustomerTime, Events int
 	AcksChecked                              int
 	DeliveriesChecked, AppliesChecked        int
@@ -79,6 +83,9 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "requests: %d (COMPLETE %d, PENDING %d, FAILED %d)\n", r.Requests, r.Complete, r.Pending, r.Failed)
+	if r.ReadAgain > 0 {
+		fmt.Fprintf(&b, "requests the quorum scan missed, found by a serial read: %d\n", r.ReadAgain)
+	}
 	fmt.Fprintf(&b, "orders_by_id: %d, orders_by_customer_time: %d, events: %d\n", r.OrdersByID, r.OrdersByCustomerTime, r.Events)
 	fmt.Fprintf(&b, "acknowledged outcomes checked: %d\n", r.AcksChecked)
 	if r.ChangeRequests > 0 || r.Changes > 0 {
@@ -118,6 +125,7 @@ type key struct {
 
 const (
 	selectRequests  = `SELECT tenant, operation, request_id, entity_id, command, state, created_at, last_error, claim_token FROM write_requests_by_id`
+	selectRequest   = selectRequests + ` WHERE tenant = ? AND operation = ? AND request_id = ?`
 	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at, version FROM orders_by_id`
 	selectByCust    = `SELECT tenant, customer_id, order_month, created_at, order_id, total, request_id FROM orders_by_customer_time`
 	selectEvents    = `SELECT tenant, order_id, event_id, event_type FROM order_events_by_order`
@@ -148,14 +156,14 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 		cmdBytes        []byte
 	)
 	var changeReqs []changeRequest
-	for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr, &token) {
+	addRequest := func() {
 		switch op {
 		case createOperation:
 		case order.OperationCancel, order.OperationAmend:
 			changeReqs = append(changeReqs, newChangeRequest(r, op, uuid.UUID(reqID), uuid.UUID(entityID), cmdBytes))
-			continue
+			return
 		default:
-			continue // another operation's rows (tests of the ledger alone): not orderd's
+			return // another operation's rows (tests of the ledger alone): not orderd's
 		}
 		r.requestID, r.orderID, r.claimToken = uuid.UUID(reqID), uuid.UUID(entityID), uuid.UUID(token)
 		r.cmd, r.cmdErr = order.DecodeCommand(cmdBytes)
@@ -173,15 +181,12 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 			v = append(v, fmt.Sprintf("request %s maps to order %s, want the derived id %s", r.requestID, r.orderID, want))
 		}
 	}
+	for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr, &token) {
+		addRequest()
+	}
 	if err := iter.Close(); err != nil {
 		return rep, fmt.Errorf("read write_requests_by_id: %w", err)
 	}
-	for k, ids := range byOrder {
-		if len(ids) > 1 {
-			v = append(v, fmt.Sprintf("order %s is claimed by %d requests: %v", k.id, len(ids), ids))
-		}
-	}
-
 	// orders_by_id.
 	orders := map[key]orderRow{}
 	iter = s.Query(selectByID).PageSize(1000).IterContext(ctx)
@@ -204,6 +209,28 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 	}
 	if err := iter.Close(); err != nil {
 		return rep, fmt.Errorf("read orders_by_id: %w", err)
+	}
+
+	// The scan reads at LOCAL_QUORUM, which can miss a claim whose Paxos
+	// commit ran at ANY and has not landed yet (ORDERD_CLAIM_COMMIT=any):
+	// every create request an order or an acknowledgement names that the
+	// scan did not return is read again, linearizably, before it counts as
+	// missing.
+	serial := cassandra.Wrap(s).Serial() // LOCAL_SERIAL, or SERIAL under ORDERD_SERIAL_CONSISTENCY=serial
+	for k := range unscanned(requests, orders, cfg.Acks) {
+		iter := s.Query(selectRequest, k.tenant, createOperation, gocql.UUID(k.id)).Consistency(serial).IterContext(ctx)
+		for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr, &token) {
+			addRequest()
+			rep.ReadAgain++
+		}
+		if err := iter.Close(); err != nil {
+			return rep, fmt.Errorf("read request %s again: %w", k.id, err)
+		}
+	}
+	for k, ids := range byOrder {
+		if len(ids) > 1 {
+			v = append(v, fmt.Sprintf("order %s is claimed by %d requests: %v", k.id, len(ids), ids))
+		}
 	}
 
 	// orders_by_customer_time (the listing; orders_by_customer, its
@@ -375,4 +402,29 @@ func inScope(requests map[key]request, acks []Ack) []request {
 		}
 	}
 	return out
+}
+
+// unscanned is every create request that an order or an acknowledgement
+// names and the ledger scan did not return.
+func unscanned(requests map[key]request, orders map[key]orderRow, acks []Ack) map[key]bool {
+	out := map[key]bool{}
+	for _, o := range orders {
+		if k := (key{o.tenant, o.requestID}); !hasKey(requests, k) {
+			out[k] = true
+		}
+	}
+	for _, a := range acks {
+		if a.IsChange() {
+			continue
+		}
+		if id, err := uuid.Parse(a.RequestID); err == nil && !hasKey(requests, key{a.Tenant, id}) {
+			out[key{a.Tenant, id}] = true
+		}
+	}
+	return out
+}
+
+func hasKey(requests map[key]request, k key) bool {
+	_, ok := requests[k]
+	return ok
 }
