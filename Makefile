@@ -163,13 +163,14 @@ bench-reconciler:
 # naive) at concurrency 1 to 64, a replay storm on one request id, the
 # replay path, a mixed load, event delivery on against off (with the latency
 # from the answer to a consumer's receipt and to the reference consumer's
-# apply), and the claim LWT with paxos v1 against v2 (the local cluster is
+# apply), claims committed at LOCAL_QUORUM against ANY, AmendOrder against
+# CreateOrder, and the claim LWT with paxos v1 against v2 (the local cluster is
 # restarted between them). Writes docs/benchmarks.md and
 # docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
 BENCH_REQUESTS ?= 2000
 bench: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
 	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up

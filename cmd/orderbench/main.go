@@ -38,6 +38,12 @@
 //	replay   the replay path's latency against a new request's, through orderd
 //	mix      orderd under a mix of new requests, duplicate retries and
 //	         conflicting reuses (per-outcome latency)
+//	outbox   event delivery on against off (two orderd processes), and the
+//	         latency from the answer to a consumer's receipt and apply
+//	commit   claims committed at LOCAL_QUORUM against ANY
+//	         (ORDERD_CLAIM_COMMIT): two orderd processes taking turns at
+//	         1, 16 and 64 streams
+//	changes  AmendOrder against CreateOrder through orderd
 //	lwt      the claim LWT alone (run once per paxos_variant)
 //	soak     orderd at 64 streams for -soak; RSS at the start and the end
 //

@@ -182,6 +182,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 			mix[0].Throughput, mix[0].OrderdCPUPer1k, mix[0].ClusterCPUPer1k, ratio(mix[0].OrderdCPUPer1k, mix[0].ClusterCPUPer1k))
 	}
 	writeOutbox(b, all(runs, func(r Result) bool { return r.Phase == "outbox" }))
+	writeCommit(b, all(runs, func(r Result) bool { return r.Phase == "commit" }))
 	lwt := all(runs, func(r Result) bool { return r.Phase == "lwt" })
 	if len(lwt) > 0 {
 		fmt.Fprintf(b, "\n## Claim LWT latency: paxos_variant v1 against v2\n\nThe cluster was restarted with `CASSANDRA_PAXOS_VARIANT` between the phases.\n\n")

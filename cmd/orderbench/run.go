@@ -82,7 +82,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("orderbench run", flag.ContinueOnError)
 	fs.StringVar(&f.orderd, "orderd", "bin/orderd", "orderd binary to start")
 	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
-	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, lwt, changes, soak")
+	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, commit, lwt, changes, soak")
 	fs.StringVar(&f.concurrency, "concurrency", "1,8,16,32,64", "concurrency levels of the compare phase")
 	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1); the storm's replays and new requests")
 	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
@@ -183,6 +183,8 @@ func runCmd(args []string) error {
 		case "outbox":
 			rs, err = b.outboxPhase(ctx, outboxSetup{levels: []int{16, 64}, requests: f.requests, orderd: f.orderd, consumer: f.consumer,
 				env: env, creds: creds, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
+		case "commit":
+			rs, err = b.commitPhase(ctx, []int{1, 16, 64}, f.requests, f.orderd, env, creds)
 		case "soak":
 			rs, err = b.soakRun(ctx, 64, f.soak)
 		default:
