@@ -17,7 +17,8 @@
 //	compare  new requests at each -concurrency level through five drivers,
 //	         each warmed up first, taking turns in rounds:
 //	           orderd   CreateOrder through orderd (gRPC), the one-LWT
-//	                    protocol (issue 10)
+//	                    protocol (issue 10), in a process of its own with
+//	                    event delivery off: no plan below publishes
 //	           two-lwt  the plan before issue 10 issued from this process
 //	                    in that handler's order: due-queue entry, claim
 //	                    LWT, read of orders_by_id, orders_by_id then the
