@@ -13,11 +13,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/loadgen"
 	"github.com/atlasmart/orderd/ledger"
-	"github.com/atlasmart/orderd/ledger/ledgertest"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -75,43 +73,7 @@ func TestClaimCommitAtAny(t *testing.T) {
 	})
 
 	t.Run("32 identical attempts at once: one order", func(t *testing.T) {
-		req := newRequest("5.00")
-		const n = 32
-		var (
-			wg    sync.WaitGroup
-			resps [n]*ordersv1.CreateOrderResponse
-			errs  [n]error
-			start = make(chan struct{})
-		)
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				resps[i], errs[i] = p.client.CreateOrder(callCtx(t), req)
-			})
-		}
-		close(start)
-		wg.Wait()
-		fresh := 0
-		var ref *ordersv1.Order
-		for i := range n {
-			switch {
-			case errs[i] != nil:
-				t.Errorf("attempt %d: %v", i, errs[i])
-			case ref != nil && !proto.Equal(ref, resps[i].Order):
-				t.Errorf("attempt %d disagrees:\n%v\n%v", i, resps[i].Order, ref)
-			default:
-				ref = resps[i].Order
-			}
-			if errs[i] == nil && !resps[i].Replayed {
-				fresh++
-			}
-		}
-		if fresh != 1 {
-			t.Errorf("%d attempts answered replayed=false, want exactly 1", fresh)
-		}
-		if ref != nil {
-			assertExactlyOneOrder(t, req, ref, "5.00")
-		}
+		assertIdenticalAttemptsMakeOneOrder(t, p.client, 32)
 	})
 	verifyKeyspace(t, nil, 30*time.Second)
 }
@@ -120,16 +82,7 @@ func TestClaimCommitAtAny(t *testing.T) {
 // contract as with LOCAL_QUORUM commits (every branch of every LWT), on the
 // real cluster.
 func TestLedgerContractClaimCommitAny(t *testing.T) {
-	s := ledgerSession(t)
-	ledgertest.Run(t, func(t *testing.T) ledgertest.Subject {
-		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
-		store, err := ledger.NewCassandraStore(fs, ledger.Config{ClaimCommitAny: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ledgertest.Subject{Store: store, Arm: fs.Arm, Pending: fs.Pending,
-			Legacy: func(ctx context.Context, rec ledger.Record) error { return writeLegacyComplete(ctx, s, rec) }}
-	})
+	runLedgerContract(t, ledger.Config{ClaimCommitAny: true})
 }
 
 // TestLoadWithOneNodeKilledClaimCommitAny is the node-kill load test on

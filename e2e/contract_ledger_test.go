@@ -33,10 +33,16 @@ func ledgerSession(t *testing.T) *gocql.Session {
 // subtest gets its own FaultSession over one shared session, so faults
 // armed by one never reach another.
 func TestLedgerContract(t *testing.T) {
+	runLedgerContract(t, ledger.Config{})
+}
+
+// runLedgerContract runs the ledger contract on a CassandraStore with cfg
+// on the real cluster, its statements through a FaultSession.
+func runLedgerContract(t *testing.T, cfg ledger.Config) {
 	s := ledgerSession(t)
 	ledgertest.Run(t, func(t *testing.T) ledgertest.Subject {
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
-		store, err := ledger.NewCassandraStore(fs, ledger.Config{})
+		store, err := ledger.NewCassandraStore(fs, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

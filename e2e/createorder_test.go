@@ -237,22 +237,26 @@ func TestCreateOrderReusedRequestIDIsRejected(t *testing.T) {
 }
 
 func TestCreateOrder32ConcurrentIdenticalAttempts(t *testing.T) {
-	p := server(t)
+	assertIdenticalAttemptsMakeOneOrder(t, server(t).client, 32)
+}
+
+// assertIdenticalAttemptsMakeOneOrder sends n copies of one new request at
+// once: every copy is answered with the same order, exactly one of them as
+// new, and the rows hold that one order.
+func assertIdenticalAttemptsMakeOneOrder(t *testing.T, c ordersv1.OrderServiceClient, n int) {
+	t.Helper()
 	req := newRequest("5.00")
-	const n = 32
 	var (
 		wg    sync.WaitGroup
-		resps [n]*ordersv1.CreateOrderResponse
-		errs  [n]error
+		resps = make([]*ordersv1.CreateOrderResponse, n)
+		errs  = make([]error, n)
 		start = make(chan struct{})
 	)
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
-			resps[i], errs[i] = p.client.CreateOrder(callCtx(t), req)
-		}()
+			resps[i], errs[i] = c.CreateOrder(callCtx(t), req)
+		})
 	}
 	close(start)
 	wg.Wait()

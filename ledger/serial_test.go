@@ -28,9 +28,7 @@ func TestSerialConsistencyReachesEveryStatement(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			r := Record{Key: Key{Tenant: "t", Operation: "CREATE_ORDER", RequestID: uuid.New()},
-				EntityID: uuid.New(), Fingerprint: "sha256:v1:00", Command: []byte("{}"),
-				CreatedAt: time.Now().UTC(), ClaimToken: uuid.New()}
+			r := testClaim()
 			if won, _, err := store.Claim(ctx, r, nil); err != nil || !won {
 				t.Fatalf("Claim = %v, %v; want won", won, err)
 			}
@@ -74,9 +72,7 @@ func TestClaimCommitConsistency(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			r := Record{Key: Key{Tenant: "t", Operation: "CREATE_ORDER", RequestID: uuid.New()},
-				EntityID: uuid.New(), Fingerprint: "sha256:v1:00", Command: []byte("{}"),
-				CreatedAt: time.Now().UTC(), ClaimToken: uuid.New()}
+			r := testClaim()
 			if won, _, err := store.Claim(ctx, r, nil); err != nil || !won {
 				t.Fatalf("Claim = %v, %v; want won", won, err)
 			}
@@ -100,4 +96,11 @@ func TestClaimCommitConsistency(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testClaim is a claim of a fresh request.
+func testClaim() Record {
+	return Record{Key: Key{Tenant: "t", Operation: "CREATE_ORDER", RequestID: uuid.New()},
+		EntityID: uuid.New(), Fingerprint: "sha256:v1:00", Command: []byte("{}"),
+		CreatedAt: time.Now().UTC(), ClaimToken: uuid.New()}
 }

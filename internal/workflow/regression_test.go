@@ -107,10 +107,12 @@ func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
 	}
 }
 
-// A claim withdrawn by one finisher is answered as a conflict by the
-// finishers racing it, never as an error of the cluster.
-func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
-	f := newFixture(t, Config{}, nil)
+// seedLateConflictingClaim records an order, lets its claim expire (past
+// the retention) and claims its request id again with another command: a
+// PENDING claim whose finisher finds the id's order carrying another
+// command and must withdraw it.
+func seedLateConflictingClaim(t *testing.T, f *fixture) ledger.Record {
+	t.Helper()
 	if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +125,14 @@ func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
 	if won, _, err := f.led.Claim(context.Background(), rec, nil); err != nil || !won {
 		t.Fatalf("seed the late claim: %v %v", won, err)
 	}
+	return rec
+}
+
+// A claim withdrawn by one finisher is answered as a conflict by the
+// finishers racing it, never as an error of the cluster.
+func TestFinishOfAWithdrawnClaimIsAConflict(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	rec := seedLateConflictingClaim(t, f)
 	for i := range 2 { // the first withdraws, the second finds it gone
 		_, err := f.svc.Finish(context.Background(), rec)
 		if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
@@ -147,18 +157,7 @@ func TestFinishWhoseWithdrawalFindsTheClaimChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, Config{}, nil)
-			if _, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput()); err != nil {
-				t.Fatal(err)
-			}
-			f.clock.Advance(8 * 24 * time.Hour)
-			other := baseInput()
-			other.Total = "1.00"
-			other.Lines = nil
-			rec := recordFor(t, f.svc, other, f.clock.Now(), ledger.Pending)
-			rec.ClaimToken = uuid.New()
-			if won, _, err := f.led.Claim(context.Background(), rec, nil); err != nil || !won {
-				t.Fatalf("seed the late claim: %v %v", won, err)
-			}
+			rec := seedLateConflictingClaim(t, f)
 			changed := rec
 			tc.change(&changed)
 			f.led.Put(changed)
