@@ -191,7 +191,7 @@ func TestUnreadableCommandIsDeadLetteredThenRequeued(t *testing.T) {
 	now := time.Now().UTC()
 	if err := s.Query(`INSERT INTO due_requests (shard, due_bucket, tenant, operation, request_id, claim_token, created_at, not_before)
 		VALUES (?, ?, ?, 'CREATE_ORDER', ?, ?, ?, ?) USING TTL 3600`,
-		ledger.ShardOf(id), ledger.BucketOf(now), tenant, id.String(), token.String(), created, now).ExecContext(ctx); err != nil {
+		ledger.ShardOf(created), ledger.BucketOf(now), tenant, id.String(), token.String(), created, now).ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rec := startOrderd(t, fastReconciler...)

@@ -73,6 +73,11 @@ type Config struct {
 	// its due-queue partition to share one write with (release.go);
 	// default 1 s, negative for none (every Release writes at once).
 	ReleaseWindow time.Duration
+	// EntriesAlone: every claim's due entry, and every RemoveEntry, is a
+	// request of its own instead of sharing a write with the concurrent
+	// ones of its partition (groupcommit.go). Only orderbench's baseline,
+	// the plan before issue 10, sets it.
+	EntriesAlone bool
 	// ClaimCommitAny: the claim's Paxos commit runs at ANY instead of
 	// LOCAL_QUORUM. The claim is answered once its proposal is accepted by a
 	// quorum, and the commit is sent without waiting for it: one round trip
@@ -104,7 +109,9 @@ type CassandraStore struct {
 	s        cassandra.Session
 	cfg      Config
 	now      func() time.Time
-	releases *releaseBatcher
+	entries  *groupCommit // claims' entries: no window; nil with EntriesAlone
+	removals *groupCommit // RemoveEntry: no window; nil with EntriesAlone
+	releases *groupCommit // releases: ReleaseWindow
 }
 
 var _ Store = (*CassandraStore)(nil)
@@ -136,7 +143,11 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 		cfg.ReleaseWindow = 0
 	}
 	c := &CassandraStore{s: s, cfg: cfg, now: cfg.Now}
-	c.releases = newReleaseBatcher(cfg.ReleaseWindow, c.removeEntries)
+	if !cfg.EntriesAlone {
+		c.entries = newGroupCommit(0, c.enqueueEntries)
+		c.removals = newGroupCommit(0, c.removeEntries)
+	}
+	c.releases = newGroupCommit(cfg.ReleaseWindow, c.removeEntries)
 	return c, nil
 }
 
@@ -173,7 +184,14 @@ func args(parts ...[]any) []any {
 func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(context.Context) error) (bool, Record, error) {
 	rec.State, rec.Attempts = Pending, 0
 	entry := c.entryFor(rec)
-	if err := Alongside(ctx, check, func() error { return c.enqueue(ctx, entry) }); err != nil {
+	// The entry shares a write with the other claims' entries of its
+	// partition (groupcommit.go), so its write is not this call's alone: a
+	// client that gives up must not fail the others' entries.
+	enqueue := func() error { return c.entries.add(context.WithoutCancel(ctx), entry) }
+	if c.entries == nil {
+		enqueue = func() error { return c.enqueue(ctx, entry) }
+	}
+	if err := Alongside(ctx, check, enqueue); err != nil {
 		return false, Record{}, err
 	}
 	won, cur, err := c.claim(ctx, rec)
@@ -354,7 +372,7 @@ func pendingClaim(rec Record) func(Record) bool {
 // Release implements Store. It may wait up to ReleaseWindow to share one
 // write with the other releases of the entry's partition (release.go).
 func (c *CassandraStore) Release(ctx context.Context, rec Record) error {
-	return c.releases.remove(ctx, c.entryFor(rec))
+	return c.releases.add(ctx, c.entryFor(rec))
 }
 
 // RecordAttempt implements Store.

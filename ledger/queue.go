@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -70,11 +69,23 @@ func (e DueEntry) SameRow(o DueEntry) bool {
 // ClaimEntry is the entry rec's claim wrote (the one Release removes).
 func (c *CassandraStore) ClaimEntry(rec Record) DueEntry { return c.entryFor(rec) }
 
-// ShardOf is the due-queue shard of a request.
-func ShardOf(requestID uuid.UUID) int {
-	h := fnv.New32a()
-	h.Write(requestID[:])
-	return int(h.Sum32() % PendingShards)
+// ShardSlot is how long the claims of every instance put their entries in
+// one shard before moving on to the next: an entry's shard is that of its
+// claim's time (ShardOf). Concurrent claims therefore write to one
+// partition, and their entries and releases share batches
+// (groupcommit.go); over a minute every shard takes its turns, so each
+// holds 1/PendingShards of the entries, as the hash of the request id
+// (before) gave. A short slot keeps any one replica set from taking the
+// queue's writes for long on a cluster larger than the replication factor.
+const ShardSlot = 100 * time.Millisecond
+
+// ShardOf is the due-queue shard of a claim made at claimedAt (the claim
+// time a Record carries, so every finisher finds the same entry). Entries
+// written before the shard came from the claim time (a request id's hash)
+// are matched to their claims by claim token, never by shard: the
+// reconciler settles them all the same.
+func ShardOf(claimedAt time.Time) int {
+	return int(claimedAt.UnixMilli()/ShardSlot.Milliseconds()) % PendingShards
 }
 
 // BucketOf is the due-queue bucket holding time t.
@@ -85,7 +96,7 @@ func (c *CassandraStore) entryFor(rec Record) DueEntry {
 	due := rec.CreatedAt.Add(c.cfg.DueAfter)
 	return DueEntry{
 		Key:        rec.Key,
-		Shard:      ShardOf(rec.RequestID),
+		Shard:      ShardOf(rec.CreatedAt),
 		Due:        BucketOf(due),
 		ClaimToken: rec.ClaimToken,
 		CreatedAt:  rec.CreatedAt,
@@ -116,15 +127,40 @@ func Alongside(ctx context.Context, check func(context.Context) error, enqueue f
 }
 
 func (c *CassandraStore) enqueue(ctx context.Context, e DueEntry) error {
-	err := c.s.Query(enqueueCQL, e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
-		e.CreatedAt, c.ttlFrom(e.CreatedAt)).Idempotent(true).ExecContext(ctx)
+	err := c.s.Query(enqueueCQL, c.enqueueValues(e)...).Idempotent(true).ExecContext(ctx)
 	return cassandra.WriteError("enqueue pending request", err)
+}
+
+// enqueueEntries writes entries of one partition in one write.
+func (c *CassandraStore) enqueueEntries(ctx context.Context, entries []DueEntry) error {
+	if len(entries) == 1 {
+		return c.enqueue(ctx, entries[0])
+	}
+	rows := make([][]any, len(entries))
+	for i, e := range entries {
+		rows[i] = c.enqueueValues(e)
+	}
+	return cassandra.WriteError("enqueue pending requests", c.s.ExecBatch(ctx, enqueueCQL, rows))
+}
+
+func (c *CassandraStore) enqueueValues(e DueEntry) []any {
+	return []any{e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
+		e.CreatedAt, c.ttlFrom(e.CreatedAt)}
 }
 
 // RemoveEntry takes an entry out of the queue: it is marked done, and no
 // read lists it again. Removing an entry that was never written leaves a
-// done row that no read lists either.
+// done row that no read lists either. Removals of one partition that meet
+// share a write, as entries do (groupcommit.go): the reconciler finishes
+// a minute's entries of a shard many at once.
 func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
+	if c.removals == nil {
+		return c.removeEntry(ctx, e)
+	}
+	return c.removals.add(ctx, e)
+}
+
+func (c *CassandraStore) removeEntry(ctx context.Context, e DueEntry) error {
 	err := c.s.Query(dequeueCQL, c.ttlFrom(e.CreatedAt), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
 		e.RequestID.String(), e.ClaimToken.String()).Idempotent(true).ExecContext(ctx)
 	return cassandra.WriteError("remove pending entry", err)
@@ -133,7 +169,7 @@ func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
 // removeEntries removes entries of one partition in one write.
 func (c *CassandraStore) removeEntries(ctx context.Context, entries []DueEntry) error {
 	if len(entries) == 1 {
-		return c.RemoveEntry(ctx, entries[0])
+		return c.removeEntry(ctx, entries[0])
 	}
 	rows := make([][]any, len(entries))
 	for i, e := range entries {

@@ -59,14 +59,15 @@ func newLedger(now func() time.Time) *ledgertest.Memory {
 	return ledgertest.NewMemory(ledgertest.Config{Config: ledger.Config{DueAfter: testDueAfter}, Now: now})
 }
 
-// keyInShard returns a fresh request key whose due-queue shard is shard.
-func keyInShard(shard int) ledger.Key {
-	for {
-		id := uuid.New()
-		if ledger.ShardOf(id) == shard {
-			return ledger.Key{Tenant: "t1", Operation: "CreateOrder", RequestID: id}
-		}
+// claimedInShard is the latest claim time not after t whose due-queue
+// shard is shard (at most one cycle of the shards earlier).
+func claimedInShard(shard int, t time.Time) time.Time {
+	cycle := ledger.PendingShards * ledger.ShardSlot
+	at := t.Truncate(cycle).Add(time.Duration(shard) * ledger.ShardSlot)
+	if at.After(t) {
+		at = at.Add(-cycle)
 	}
+	return at
 }
 
 // addPending claims a request in shard at created, as a handler does: a
@@ -74,11 +75,11 @@ func keyInShard(shard int) ledger.Key {
 func (h *harness) addPending(t *testing.T, shard int, created time.Time) (ledger.Record, ledger.DueEntry) {
 	t.Helper()
 	rec := ledger.Record{
-		Key:         keyInShard(shard),
+		Key:         ledger.Key{Tenant: "t1", Operation: "CreateOrder", RequestID: uuid.New()},
 		EntityID:    uuid.New(),
 		Fingerprint: "sha256:v1:fake",
 		Command:     []byte(`{"v":1}`),
-		CreatedAt:   created.UTC().Truncate(time.Millisecond),
+		CreatedAt:   claimedInShard(shard, created.UTC().Truncate(time.Millisecond)),
 		ClaimToken:  uuid.New(),
 	}
 	won, rec, err := h.ledger.Claim(context.Background(), rec, nil)

@@ -900,9 +900,11 @@ func TestStatsPendingAndOldest(t *testing.T) {
 	h := newHarness(now)
 	h.fin.SetFail(-1)
 	const shard = 4
-	oldest := t0.Add(-5 * time.Minute)
-	for _, c := range []time.Time{t0.Add(-3 * time.Minute), oldest, t0.Add(-2 * time.Minute)} {
-		h.addPending(t, shard, c)
+	var oldest time.Time // the claim time of the oldest, as claimed in the shard
+	for _, c := range []time.Time{t0.Add(-3 * time.Minute), t0.Add(-5 * time.Minute), t0.Add(-2 * time.Minute)} {
+		if r, _ := h.addPending(t, shard, c); oldest.IsZero() || r.CreatedAt.Before(oldest) {
+			oldest = r.CreatedAt
+		}
 	}
 	young, _ := h.addPending(t, shard, now.Add(-10*time.Second)) // not due yet
 	l := h.loop(Config{MaxAttempts: 10, BackoffBase: time.Minute, BackoffMax: 2 * time.Minute})
@@ -1127,9 +1129,9 @@ func TestPassCoversOwnedShards(t *testing.T) {
 		t.Errorf("a's pass = %+v, want 8 shards, 8 finished", ra)
 	}
 	for _, r := range recs {
-		mine := slices.Contains(ownedShards(a), ledger.ShardOf(r.RequestID))
+		mine := slices.Contains(ownedShards(a), ledger.ShardOf(r.CreatedAt))
 		if finished := h.fin.Recorded(r.Key) > 0; mine != finished {
-			t.Errorf("request in shard %d (a's: %v): finished %v", ledger.ShardOf(r.RequestID), mine, finished)
+			t.Errorf("request in shard %d (a's: %v): finished %v", ledger.ShardOf(r.CreatedAt), mine, finished)
 		}
 	}
 	if _, err := b.Pass(context.Background()); err != nil {
@@ -1340,8 +1342,8 @@ func TestUndeliveredEventIsBacklogThenParkedNeverDropped(t *testing.T) {
 	h.fin.SetFail(-1)
 	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
 	const shard = 3
-	created := t0.Add(-10 * time.Minute)
-	rec, _ := h.addPending(t, shard, created)
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	created := rec.CreatedAt
 	cfg := Config{MaxAttempts: 3, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour}
 	l := h.loop(cfg)
 	for pass := 1; pass <= 4; pass++ {
@@ -1357,7 +1359,7 @@ func TestUndeliveredEventIsBacklogThenParkedNeverDropped(t *testing.T) {
 		if st.Stuck != 0 || st.Pending != 0 {
 			t.Fatalf("pass %d: Stats = %+v; an undelivered event is neither a stuck nor a pending request", pass, st)
 		}
-		if st.Undelivered != 1 || st.Parked != int64(wantParked) || st.OldestUndelivered != h.clock.Now().Sub(created.UTC().Truncate(time.Millisecond)) {
+		if st.Undelivered != 1 || st.Parked != int64(wantParked) || st.OldestUndelivered != h.clock.Now().Sub(created) {
 			t.Fatalf("pass %d: Stats = %+v; want 1 undelivered aged since %s, %d parked", pass, st, created, wantParked)
 		}
 		got := wantState(t, h, rec.Key, ledger.Pending)

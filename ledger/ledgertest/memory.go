@@ -701,7 +701,7 @@ func (m *Memory) entryFor(rec ledger.Record) ledger.DueEntry {
 	due := rec.CreatedAt.Add(m.cfg.DueAfter)
 	return ledger.DueEntry{
 		Key:        rec.Key,
-		Shard:      ledger.ShardOf(rec.RequestID),
+		Shard:      ledger.ShardOf(rec.CreatedAt),
 		Due:        ledger.BucketOf(due),
 		ClaimToken: rec.ClaimToken,
 		CreatedAt:  rec.CreatedAt,

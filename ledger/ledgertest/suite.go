@@ -131,21 +131,34 @@ func (s *suite) claimed(t *testing.T) ledger.Record {
 	return s.mustClaim(t, s.record())
 }
 
-// claimedInOneShard claims n fresh requests whose entries share a shard
-// (and, unless a minute turns meanwhile, a partition of the due queue).
+// claimedInOneShard claims n fresh requests at one claim time, so their
+// entries share a partition of the due queue.
 func (s *suite) claimedInOneShard(t *testing.T, n int) []ledger.Record {
 	t.Helper()
 	var recs []ledger.Record
-	shard := -1
-	for len(recs) < n {
-		key := s.key()
-		if shard >= 0 && ledger.ShardOf(key.RequestID) != shard {
-			continue
-		}
-		shard = ledger.ShardOf(key.RequestID)
-		recs = append(recs, s.mustClaim(t, s.recordFor(key)))
+	at := s.Now().UTC().Truncate(time.Millisecond)
+	for range n {
+		rec := s.record()
+		rec.CreatedAt = at
+		recs = append(recs, s.mustClaim(t, rec))
 	}
 	return recs
+}
+
+// claimAllInOneShard claims n fresh requests at once, all at one claim
+// time (so their entries share a partition and may share a write), and
+// returns the records and each Claim's answer.
+func (s *suite) claimAllInOneShard(n int) (recs []ledger.Record, won []bool, errs []error) {
+	at := s.Now().UTC().Truncate(time.Millisecond)
+	recs, won, errs = make([]ledger.Record, n), make([]bool, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		recs[i] = s.record()
+		recs[i].CreatedAt = at
+		wg.Go(func() { won[i], _, errs[i] = s.Store.Claim(s.ctx, recs[i], nil) })
+	}
+	wg.Wait()
+	return recs, won, errs
 }
 
 // releaseAll releases recs at once and returns each Release's error.
@@ -295,7 +308,7 @@ func (s *suite) wantRequeueEntry(t *testing.T, rec ledger.Record, lo, hi time.Ti
 	t.Helper()
 	lo, hi = lo.Add(ledger.RequeueLead-2*time.Second), hi.Add(ledger.RequeueLead+2*time.Second)
 	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
-		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.RequestID), b) {
+		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.CreatedAt), b) {
 			if e.ClaimToken == rec.ClaimToken && !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
 				if !e.CreatedAt.Equal(ms(rec.CreatedAt)) {
 					t.Errorf("entry due now of %s: created_at %s, want the claim's %s", rec.RequestID, e.CreatedAt, ms(rec.CreatedAt))
@@ -315,7 +328,7 @@ func (s *suite) requeueEntries(t *testing.T, rec ledger.Record, lo, hi time.Time
 	lo, hi = lo.Add(ledger.RequeueLead-2*time.Second), hi.Add(ledger.RequeueLead+2*time.Second)
 	due := map[int64]bool{}
 	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
-		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.RequestID), b) {
+		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.CreatedAt), b) {
 			if e.ClaimToken == rec.ClaimToken && !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
 				n++
 				due[e.NotBefore.UnixMilli()] = true
@@ -332,13 +345,13 @@ func (s *suite) requeueEntries(t *testing.T, rec ledger.Record, lo, hi time.Time
 
 // wantNoRequeueEntry checks no entry of key falls due as a requeue between
 // lo and hi would make it.
-func (s *suite) wantNoRequeueEntry(t *testing.T, key ledger.Key, lo, hi time.Time) {
+func (s *suite) wantNoRequeueEntry(t *testing.T, rec ledger.Record, lo, hi time.Time) {
 	t.Helper()
 	lo, hi = lo.Add(ledger.RequeueLead-2*time.Second), hi.Add(ledger.RequeueLead+2*time.Second)
 	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
-		for _, e := range s.entriesOf(t, key, ledger.ShardOf(key.RequestID), b) {
+		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.CreatedAt), b) {
 			if !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
-				t.Errorf("entry of %s due at %s, want none due now", key.RequestID, e.NotBefore.Format(time.StampMilli))
+				t.Errorf("entry of %s due at %s, want none due now", rec.RequestID, e.NotBefore.Format(time.StampMilli))
 			}
 		}
 	}
@@ -448,6 +461,38 @@ var claimCases = []testCase{
 		s.wantRow(t, first)
 		s.wantEntry(t, s.Store.ClaimEntry(first))
 		s.wantNoEntry(t, s.Store.ClaimEntry(dup))
+	}},
+	{"Claim/concurrent, one partition: every claim wins, each with its entry (a store may write the entries as one batch)", func(t *testing.T, s *suite) {
+		recs, won, errs := s.claimAllInOneShard(8)
+		for i, rec := range recs {
+			if errs[i] != nil || !won[i] {
+				t.Errorf("Claim %d = won %v, %v; want won", i, won[i], errs[i])
+				continue
+			}
+			s.wantRow(t, pending(rec))
+			s.wantEntry(t, s.Store.ClaimEntry(rec))
+		}
+	}},
+	{"Claim/concurrent, one partition, entry write refused: a claim whose entry failed is Unavailable and never sent", func(t *testing.T, s *suite) {
+		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		recs, won, errs := s.claimAllInOneShard(8)
+		failed := 0
+		for i, rec := range recs {
+			switch {
+			case errs[i] == nil && won[i]:
+				s.wantRow(t, pending(rec))
+				s.wantEntry(t, s.Store.ClaimEntry(rec))
+			case errs[i] == nil:
+				t.Errorf("Claim %d of a fresh key not won", i)
+			default:
+				failed++
+				wantKind(t, "Claim", errs[i], fault.Unavailable)
+				s.wantNoRow(t, rec.Key)
+			}
+		}
+		if failed == 0 {
+			t.Error("every Claim succeeded with a refused entry write armed")
+		}
 	}},
 	{"Claim/concurrent: exactly one wins, every other gets its record", func(t *testing.T, s *suite) {
 		key := s.key()
@@ -1161,7 +1206,7 @@ var requeueCases = []testCase{
 			t.Errorf("Requeue returned: %s", d)
 		}
 		s.wantRow(t, done)
-		s.wantNoRequeueEntry(t, rec.Key, lo, hi)
+		s.wantNoRequeueEntry(t, rec, lo, hi)
 		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
 	}},
 	{"Requeue/no row: ErrNotFound", func(t *testing.T, s *suite) {
@@ -1218,7 +1263,7 @@ var requeueCases = []testCase{
 		hi := s.Now()
 		wantKind(t, "Requeue", err, fault.Unavailable)
 		s.wantRow(t, failed)
-		s.wantNoRequeueEntry(t, failed.Key, lo, hi)
+		s.wantNoRequeueEntry(t, failed, lo, hi)
 	}},
 	{"Requeue/unknown, lose-response: settled, PENDING", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
@@ -1267,33 +1312,31 @@ var requeueCases = []testCase{
 
 // ---------------------------------------------------------------- due queue
 
-// keyInOtherShard is a fresh key whose shard is not shard.
-func (s *suite) keyInOtherShard(shard int) ledger.Key {
-	for {
-		if k := s.key(); ledger.ShardOf(k.RequestID) != shard {
-			return k
-		}
-	}
+// laterInShard is a fresh record claimed a whole number of shard cycles
+// (so in a's shard) at least d after a; laterInOtherShard one slot later
+// than that (the next shard).
+func (s *suite) laterInShard(a ledger.Record, d time.Duration) ledger.Record {
+	cycle := ledger.PendingShards * ledger.ShardSlot
+	b := s.record()
+	b.CreatedAt = a.CreatedAt.Add((d + cycle - 1) / cycle * cycle)
+	return b
 }
 
-// keyInShard is a fresh key whose request falls in shard.
-func (s *suite) keyInShard(shard int) ledger.Key {
-	for {
-		if k := s.key(); ledger.ShardOf(k.RequestID) == shard {
-			return k
-		}
-	}
+func (s *suite) laterInOtherShard(a ledger.Record, d time.Duration) ledger.Record {
+	b := s.laterInShard(a, d)
+	b.CreatedAt = b.CreatedAt.Add(ledger.ShardSlot)
+	return b
 }
 
 var queueCases = []testCase{
-	{"Queue/claim entry: shard of the request id, due DueAfter after the claim", func(t *testing.T, s *suite) {
+	{"Queue/claim entry: shard of the claim time, due DueAfter after the claim", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
 		e := s.Store.ClaimEntry(rec)
 		due := rec.CreatedAt.Add(s.Store.DueAfter())
-		if e.Key != rec.Key || e.Shard != ledger.ShardOf(rec.RequestID) || !e.Due.Equal(ledger.BucketOf(due)) ||
+		if e.Key != rec.Key || e.Shard != ledger.ShardOf(rec.CreatedAt) || !e.Due.Equal(ledger.BucketOf(due)) ||
 			!e.NotBefore.Equal(due) || !e.CreatedAt.Equal(rec.CreatedAt) || e.ClaimToken != rec.ClaimToken {
 			t.Errorf("ClaimEntry = %+v, want shard %d, due %s (bucket %s), the claim's time and token",
-				e, ledger.ShardOf(rec.RequestID), due, ledger.BucketOf(due))
+				e, ledger.ShardOf(rec.CreatedAt), due, ledger.BucketOf(due))
 		}
 		if got := s.entriesOf(t, rec.Key, e.Shard, e.Due); len(got) != 1 {
 			t.Errorf("entries of the request in its bucket = %+v, want the claim's alone", got)
@@ -1302,9 +1345,7 @@ var queueCases = []testCase{
 	}},
 	{"Queue/DueEntries lists one shard's minute", func(t *testing.T, s *suite) {
 		a := s.claimed(t)
-		b := s.recordFor(s.keyInOtherShard(ledger.ShardOf(a.RequestID)))
-		b.CreatedAt = b.CreatedAt.Add(2 * time.Minute)
-		b = s.mustClaim(t, b)
+		b := s.mustClaim(t, s.laterInOtherShard(a, 2*time.Minute))
 		ea, eb := s.Store.ClaimEntry(a), s.Store.ClaimEntry(b)
 		s.wantEntry(t, ea)
 		s.wantEntry(t, eb)
@@ -1431,9 +1472,7 @@ var queueCases = []testCase{
 	}},
 	{"Queue/DropBucket: the minute's entries go, other minutes stay", func(t *testing.T, s *suite) {
 		a := s.claimed(t)
-		b := s.recordFor(s.keyInShard(ledger.ShardOf(a.RequestID))) // same shard, a later minute
-		b.CreatedAt = b.CreatedAt.Add(2 * time.Minute)
-		b = s.mustClaim(t, b)
+		b := s.mustClaim(t, s.laterInShard(a, 2*time.Minute)) // same shard, a later minute
 		ea, eb := s.Store.ClaimEntry(a), s.Store.ClaimEntry(b)
 		if err := s.Store.DropBucket(s.ctx, ea.Shard, ea.Due); err != nil {
 			t.Fatalf("DropBucket: %v", err)
