@@ -153,6 +153,12 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The baselines issue the plan before issue 10, whose claims wrote
+	// their due entries one request each.
+	legacyStore, err := ledger.NewCassandraStore(cassandra.Wrap(session), ledger.Config{EntriesAlone: true})
+	if err != nil {
+		return err
+	}
 	proj := projection.NewStore(cassandra.Wrap(session), nil)
 
 	od, err := startOrderd(f.orderd, env, creds)
@@ -164,7 +170,7 @@ func runCmd(args []string) error {
 	logs := watchNodeLogs(f.nodeLogs)
 	run := Run{Command: "orderbench run " + strings.Join(args, " "), Machine: machine(), Cassandra: version(ctx, session),
 		Started: time.Now().UTC(), NodeLogs: len(logs.start)}
-	b := &bench{od: od, cql: session, store: store, lwtStore: lwtStore, proj: proj, label: f.label}
+	b := &bench{od: od, cql: session, store: store, legacy: legacyStore, lwtStore: lwtStore, proj: proj, label: f.label}
 	for _, phase := range strings.Split(f.phases, ",") {
 		var rs []Result
 		switch phase {
@@ -212,6 +218,7 @@ type bench struct {
 	od       *orderdProc
 	cql      *gocql.Session
 	store    *ledger.CassandraStore
+	legacy   *ledger.CassandraStore // the two-lwt and naive plans': every entry its own write
 	lwtStore *ledger.CassandraStore // the lwt phase's: its entries fall due after the run
 	proj     *projection.Store
 	label    string
@@ -376,10 +383,10 @@ var (
 	benchFingerprint = benchCommand.Fingerprint()
 )
 
-// claim is Store.Claim (due-queue entry alongside check, if any, then the
+// claim is store.Claim (due-queue entry alongside check, if any, then the
 // claim LWT) of a new request, which must win.
-func (b *bench) claim(ctx context.Context, rec ledger.Record, check func(context.Context) error) (ledger.Record, error) {
-	won, cur, err := b.store.Claim(ctx, rec, check)
+func claim(ctx context.Context, store *ledger.CassandraStore, rec ledger.Record, check func(context.Context) error) (ledger.Record, error) {
+	won, cur, err := store.Claim(ctx, rec, check)
 	switch {
 	case err != nil:
 		return ledger.Record{}, fmt.Errorf("claim request %s: %w", rec.RequestID, err)
@@ -425,7 +432,7 @@ func (b *bench) complete(ctx context.Context, rec ledger.Record, o order.Order) 
 		return fmt.Errorf("complete request %s: not applied", rec.RequestID)
 	}
 	// The old plan removed its entry at once, with one statement of its own.
-	if err := b.store.RemoveEntry(ctx, b.store.ClaimEntry(rec)); err != nil {
+	if err := b.legacy.RemoveEntry(ctx, b.legacy.ClaimEntry(rec)); err != nil {
 		return fmt.Errorf("remove the entry of request %s: %w", rec.RequestID, err)
 	}
 	return nil
@@ -447,7 +454,7 @@ func (b *bench) writeConcurrently(ctx context.Context, o order.Order, tables ...
 // the COMPLETE LWT and the entry delete. It is orderd with zero overhead of
 // its own.
 func (b *bench) twoLWT(ctx context.Context, _ int) error {
-	rec, err := b.claim(ctx, claimRecord(), nil)
+	rec, err := claim(ctx, b.legacy, claimRecord(), nil)
 	if err != nil {
 		return err
 	}
@@ -470,7 +477,7 @@ func (b *bench) twoLWT(ctx context.Context, _ int) error {
 func (b *bench) oneLWT(ctx context.Context, _ int) error {
 	rec := claimRecord()
 	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
-	rec, err := b.claim(ctx, rec, func(ctx context.Context) error { return b.orderAbsent(ctx, o) })
+	rec, err := claim(ctx, b.store, rec, func(ctx context.Context) error { return b.orderAbsent(ctx, o) })
 	if err != nil {
 		return err
 	}
@@ -493,7 +500,7 @@ func (b *bench) floor(ctx context.Context, _ int) error {
 
 // naive issues twoLWT's statements one after another (design doc 000 §2).
 func (b *bench) naive(ctx context.Context, _ int) error {
-	rec, err := b.claim(ctx, claimRecord(), nil)
+	rec, err := claim(ctx, b.legacy, claimRecord(), nil)
 	if err != nil {
 		return err
 	}
@@ -522,13 +529,18 @@ func (b *bench) warmUp(ctx context.Context, drivers []driver) error {
 
 // inTurns measures n ops of every driver at concurrency c. The drivers take
 // turns in rounds, so drift on a shared, noisy machine falls on all of them
-// alike; each driver's rounds are pooled into one result.
+// alike; each driver's rounds are pooled into one result. Each round starts
+// with the next driver: the cluster's own periodic work (memtable flushes,
+// compactions) comes at the same points of a run that writes the same
+// rows, and would otherwise fall on the same driver's turn every time.
 func (b *bench) inTurns(ctx context.Context, phase string, c, n int, drivers []driver) ([]Result, error) {
-	const rounds = 3
+	rounds := max(len(drivers), 3)
 	results := make([][]Result, len(drivers))
 	lats := make([][][]time.Duration, len(drivers))
-	for range rounds {
-		for k, d := range drivers {
+	for round := range rounds {
+		for i := range drivers {
+			k := (round + i) % len(drivers)
+			d := drivers[k]
 			r, lat, err := b.measureRaw(ctx, phase, d, c, max(n/rounds, 1))
 			if err != nil {
 				return nil, err
