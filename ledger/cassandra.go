@@ -70,7 +70,7 @@ type Config struct {
 	// reconciler acts on entries when they fall due.
 	DueAfter time.Duration
 	// ReleaseWindow is how long a Release may wait for other releases of
-	// its due-queue partition to share one write with (release.go);
+	// its due-queue partition to share one write with (groupcommit.go);
 	// default 1 s, negative for none (every Release writes at once).
 	ReleaseWindow time.Duration
 	// EntriesAlone: every claim's due entry, and every RemoveEntry, is a
@@ -193,6 +193,13 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(conte
 	}
 	if err := Alongside(ctx, check, enqueue); err != nil {
 		return false, Record{}, err
+	}
+	// The shared entry write outlives this call's context (above): a call
+	// that ended meanwhile sends no claim, so no claim goes out after its
+	// deadline (and so after the reconciler's grace). Its entry, if
+	// written, is one without a claim.
+	if err := ctx.Err(); err != nil {
+		return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("claim not sent: %w", err))
 	}
 	won, cur, err := c.claim(ctx, rec)
 	if err == nil && !won {
@@ -370,7 +377,7 @@ func pendingClaim(rec Record) func(Record) bool {
 }
 
 // Release implements Store. It may wait up to ReleaseWindow to share one
-// write with the other releases of the entry's partition (release.go).
+// write with the other releases of the entry's partition (groupcommit.go).
 func (c *CassandraStore) Release(ctx context.Context, rec Record) error {
 	return c.releases.add(ctx, c.entryFor(rec))
 }
