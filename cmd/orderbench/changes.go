@@ -21,11 +21,10 @@ import (
 //   - amend-replay: the same AmendOrder requests sent again, every answer a
 //     replay from the change's recorded row (no Paxos round).
 func (b *bench) changesPhase(ctx context.Context, levels []int, n int) ([]Result, error) {
-	const rounds = 3 // as inTurns
-	per := max(n/rounds, 1)
+	per := max(n/fixedRounds, 1)
 	var out []Result
 	for _, c := range levels {
-		amends := make([]*ordersv1.AmendOrderRequest, 0, per*rounds+200)
+		amends := make([]*ordersv1.AmendOrderRequest, 0, per*fixedRounds+200)
 		// Orders to change: one per amend of this level and of the warm-up.
 		for i := range cap(amends) {
 			resp, err := b.od.client.CreateOrder(ctx, newRequest(i))
@@ -60,7 +59,7 @@ func (b *bench) changesPhase(ctx context.Context, levels []int, n int) ([]Result
 		if err := b.warmUp(ctx, drivers); err != nil {
 			return nil, err
 		}
-		rs, err := b.inTurns(ctx, "changes", c, n, drivers)
+		rs, err := b.inFixedTurns(ctx, "changes", c, n, drivers)
 		if err != nil {
 			return nil, err
 		}

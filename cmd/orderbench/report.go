@@ -99,7 +99,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 	cmp := all(runs, func(r Result) bool { return r.Phase == "compare" })
 	if len(cmp) > 0 {
 		fmt.Fprintf(b, "\n## New requests: orderd against statement plans\n\n")
-		fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency; each driver's rounds are pooled.\n\n")
+		fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency, one round per driver, each round starting with the next driver (so the cluster's periodic work, which comes at the same points of every run, falls on each in turn); each driver's rounds are pooled. Every driver spreads its orders over the same 100 customers.\n\n")
 		fmt.Fprintf(b, "- *orderd*: CreateOrder through orderd (gRPC), which runs the one-LWT protocol (issue 10), with event delivery off (`ORDERD_DELIVERY=false`): none of the plans below publishes an event, so orderd is measured on the same work; what delivery adds is measured in its own section below.\n")
 		fmt.Fprintf(b, "- *two-lwt*: the protocol before issue 10, issued by the benchmark itself, in that handler's order: due-queue entry (its own write, as then), claim LWT, LOCAL_QUORUM read of orders_by_id, the three projections, COMPLETE LWT, entry removal (the due queue of migration 0003 marks it done where 0002 deleted it: one write either way) — the baseline.\n")
 		fmt.Fprintf(b, "- *one-lwt*: orderd's protocol issued by the benchmark itself (orderd with zero overhead of its own): LOCAL_QUORUM read of orders_by_id at the same time as the due-queue entry (group-committed with the entries of the claims made while one is being written, as orderd writes it), claim LWT, orders_by_customer_time and order_events_by_order concurrently, then orders_by_id; the entry is released after the answer, in the background, as orderd releases it (group-committed per due-queue partition); no COMPLETE LWT.\n")
@@ -287,7 +287,7 @@ func writeChanges(b *strings.Builder, rs []Result) {
 		return
 	}
 	fmt.Fprintf(b, "\n## Changes (issue 13): AmendOrder against CreateOrder, through orderd\n\n")
-	fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency. *create*: a new order (one Paxos round, the claim; `order_versions` is not written). ")
+	fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency, always in this order (the replays need the amends of their round). *create*: a new order (one Paxos round, the claim; `order_versions` is not written). ")
 	fmt.Fprintf(b, "*amend*: a change of an order at version 1 (two Paxos rounds: the claim and the version check on `order_versions`, after the order and history reads; then the projections). ")
 	fmt.Fprintf(b, "*amend-replay*: the same changes again, answered from the change's recorded row (reads only).\n\n")
 	fmt.Fprintf(b, "| concurrency | request | n | errors | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k |\n|---|---|---|---|---|---|---|---|---|---|\n")

@@ -352,8 +352,12 @@ func merge(rounds []Result, lats [][]time.Duration) Result {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// benchCustomer is request i's customer: requests spread over 100
+// customers' listing partitions, through orderd and in every plan alike.
+func benchCustomer(i int) string { return fmt.Sprintf("bench-%03d", i%100) }
+
 func newRequest(i int) *ordersv1.CreateOrderRequest {
-	return &ordersv1.CreateOrderRequest{RequestId: uuid.NewString(), CustomerId: fmt.Sprintf("bench-%03d", i%100), Total: "12.34", Currency: "EUR"}
+	return &ordersv1.CreateOrderRequest{RequestId: uuid.NewString(), CustomerId: benchCustomer(i), Total: "12.34", Currency: "EUR"}
 }
 
 // viaOrderd creates one order through orderd.
@@ -362,26 +366,25 @@ func (b *bench) viaOrderd(ctx context.Context, i int) error {
 	return err
 }
 
-var benchCommand = order.Command{CustomerID: "bench-000", Total: "12.34", Currency: "EUR"}
+// benchCommand is the command of request i, as newRequest(i) is through
+// orderd.
+func benchCommand(i int) order.Command {
+	return order.Command{CustomerID: benchCustomer(i), Total: "12.34", Currency: "EUR"}
+}
 
-// claimRecord is the claim the handler would write for a new request.
-func claimRecord() ledger.Record {
-	id := uuid.New()
+// claimRecord is the claim the handler would write for new request i.
+func claimRecord(i int) ledger.Record {
+	id, encoded := uuid.New(), benchCommand(i).Encode()
 	return ledger.Record{
 		Key:         ledger.Key{Tenant: "default", Operation: order.Operation, RequestID: id},
 		EntityID:    order.ID("default", id),
-		Fingerprint: benchFingerprint,
-		Command:     benchEncoded,
+		Fingerprint: order.Fingerprint(encoded),
+		Command:     encoded,
 		CreatedAt:   time.Now().UTC().Truncate(time.Millisecond),
 		Attempts:    1,
 		ClaimToken:  uuid.New(),
 	}
 }
-
-var (
-	benchEncoded     = benchCommand.Encode()
-	benchFingerprint = benchCommand.Fingerprint()
-)
 
 // claim is store.Claim (due-queue entry alongside check, if any, then the
 // claim LWT) of a new request, which must win.
@@ -453,12 +456,12 @@ func (b *bench) writeConcurrently(ctx context.Context, o order.Order, tables ...
 // (projection.Store.Write: orders_by_id, then the other two concurrently),
 // the COMPLETE LWT and the entry delete. It is orderd with zero overhead of
 // its own.
-func (b *bench) twoLWT(ctx context.Context, _ int) error {
-	rec, err := claim(ctx, b.legacy, claimRecord(), nil)
+func (b *bench) twoLWT(ctx context.Context, i int) error {
+	rec, err := claim(ctx, b.legacy, claimRecord(i), nil)
 	if err != nil {
 		return err
 	}
-	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+	o := order.New(rec.Tenant, rec.RequestID, benchCommand(i), rec.CreatedAt)
 	if err := b.orderAbsent(ctx, o); err != nil {
 		return err
 	}
@@ -474,9 +477,9 @@ func (b *bench) twoLWT(ctx context.Context, _ int) error {
 // is released after the answer, in the background, as orderd releases it
 // (Store.Release: group-committed per due-queue partition). There is no COMPLETE LWT: the request stays PENDING in the
 // ledger, and with its entry gone the reconciler never looks at it.
-func (b *bench) oneLWT(ctx context.Context, _ int) error {
-	rec := claimRecord()
-	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+func (b *bench) oneLWT(ctx context.Context, i int) error {
+	rec := claimRecord(i)
+	o := order.New(rec.Tenant, rec.RequestID, benchCommand(i), rec.CreatedAt)
 	rec, err := claim(ctx, b.store, rec, func(ctx context.Context) error { return b.orderAbsent(ctx, o) })
 	if err != nil {
 		return err
@@ -493,18 +496,18 @@ func (b *bench) oneLWT(ctx context.Context, _ int) error {
 
 // floor writes the three projections concurrently and nothing else (no
 // ledger, no idempotency): the least a create can cost.
-func (b *bench) floor(ctx context.Context, _ int) error {
-	o := order.New("default", uuid.New(), benchCommand, time.Now().UTC().Truncate(time.Millisecond))
+func (b *bench) floor(ctx context.Context, i int) error {
+	o := order.New("default", uuid.New(), benchCommand(i), time.Now().UTC().Truncate(time.Millisecond))
 	return b.writeConcurrently(ctx, o, projection.Tables...)
 }
 
 // naive issues twoLWT's statements one after another (design doc 000 §2).
-func (b *bench) naive(ctx context.Context, _ int) error {
-	rec, err := claim(ctx, b.legacy, claimRecord(), nil)
+func (b *bench) naive(ctx context.Context, i int) error {
+	rec, err := claim(ctx, b.legacy, claimRecord(i), nil)
 	if err != nil {
 		return err
 	}
-	o := order.New(rec.Tenant, rec.RequestID, benchCommand, rec.CreatedAt)
+	o := order.New(rec.Tenant, rec.RequestID, benchCommand(i), rec.CreatedAt)
 	if err := b.orderAbsent(ctx, o); err != nil {
 		return err
 	}
@@ -534,12 +537,30 @@ func (b *bench) warmUp(ctx context.Context, drivers []driver) error {
 // compactions) comes at the same points of a run that writes the same
 // rows, and would otherwise fall on the same driver's turn every time.
 func (b *bench) inTurns(ctx context.Context, phase string, c, n int, drivers []driver) ([]Result, error) {
-	rounds := max(len(drivers), 3)
+	return b.turns(ctx, phase, c, n, drivers, true)
+}
+
+// fixedRounds is how many rounds inFixedTurns runs.
+const fixedRounds = 3
+
+// inFixedTurns is inTurns with every round running the drivers in the
+// order given, fixedRounds rounds: for drivers that use what an earlier
+// one made in the same round (the changes phase replays the amends made
+// before it).
+func (b *bench) inFixedTurns(ctx context.Context, phase string, c, n int, drivers []driver) ([]Result, error) {
+	return b.turns(ctx, phase, c, n, drivers, false)
+}
+
+func (b *bench) turns(ctx context.Context, phase string, c, n int, drivers []driver, rotate bool) ([]Result, error) {
+	rounds, step := fixedRounds, 0
+	if rotate {
+		rounds, step = max(len(drivers), fixedRounds), 1
+	}
 	results := make([][]Result, len(drivers))
 	lats := make([][][]time.Duration, len(drivers))
 	for round := range rounds {
 		for i := range drivers {
-			k := (round + i) % len(drivers)
+			k := (round*step + i) % len(drivers)
 			d := drivers[k]
 			r, lat, err := b.measureRaw(ctx, phase, d, c, max(n/rounds, 1))
 			if err != nil {
@@ -701,8 +722,8 @@ func (b *bench) lwt(ctx context.Context, levels []int, n int) ([]Result, error) 
 	return out, nil
 }
 
-func (b *bench) claimOnly(ctx context.Context, _ int) error {
-	won, _, err := b.lwtStore.Claim(ctx, claimRecord(), nil)
+func (b *bench) claimOnly(ctx context.Context, i int) error {
+	won, _, err := b.lwtStore.Claim(ctx, claimRecord(i), nil)
 	if err == nil && !won {
 		err = errors.New("claim not won")
 	}
