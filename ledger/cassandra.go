@@ -109,8 +109,8 @@ type CassandraStore struct {
 	s        cassandra.Session
 	cfg      Config
 	now      func() time.Time
-	entries  *groupCommit // claims' entries: no window; nil with EntriesAlone
-	removals *groupCommit // RemoveEntry: no window; nil with EntriesAlone
+	entries  *groupCommit // claims' entries: no window
+	removals *groupCommit // RemoveEntry: no window
 	releases *groupCommit // releases: ReleaseWindow
 }
 
@@ -143,11 +143,13 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 		cfg.ReleaseWindow = 0
 	}
 	c := &CassandraStore{s: s, cfg: cfg, now: cfg.Now}
-	if !cfg.EntriesAlone {
-		c.entries = newGroupCommit(0, c.enqueueEntries)
-		c.removals = newGroupCommit(0, c.removeEntries)
+	perBatch := maxBatch
+	if cfg.EntriesAlone {
+		perBatch = 1
 	}
-	c.releases = newGroupCommit(cfg.ReleaseWindow, c.removeEntries)
+	c.entries = newGroupCommit(0, perBatch, c.enqueueEntries)
+	c.removals = newGroupCommit(0, perBatch, c.removeEntries)
+	c.releases = newGroupCommit(cfg.ReleaseWindow, maxBatch, c.removeEntries)
 	return c, nil
 }
 
@@ -188,9 +190,6 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(conte
 	// partition (groupcommit.go), so its write is not this call's alone: a
 	// client that gives up must not fail the others' entries.
 	enqueue := func() error { return c.entries.add(context.WithoutCancel(ctx), entry) }
-	if c.entries == nil {
-		enqueue = func() error { return c.enqueue(ctx, entry) }
-	}
 	if err := Alongside(ctx, check, enqueue); err != nil {
 		return false, Record{}, err
 	}

@@ -33,6 +33,7 @@ const maxBatch = 32
 // groupCommit groups concurrent writes of due entries by partition.
 type groupCommit struct {
 	window time.Duration
+	limit  int                                                 // entries per batch; 1: every write alone
 	write  func(ctx context.Context, entries []DueEntry) error // one batch, one partition
 
 	mu    sync.Mutex
@@ -56,13 +57,13 @@ type partitionState struct {
 
 type batch struct {
 	entries []DueEntry
-	full    chan struct{} // closed when it holds maxBatch entries
+	full    chan struct{} // closed when it holds limit entries
 	done    chan struct{} // closed once written (or failed)
 	err     error
 }
 
-func newGroupCommit(window time.Duration, write func(context.Context, []DueEntry) error) *groupCommit {
-	return &groupCommit{window: window, write: write, parts: map[partitionOf]*partitionState{}}
+func newGroupCommit(window time.Duration, limit int, write func(context.Context, []DueEntry) error) *groupCommit {
+	return &groupCommit{window: window, limit: limit, write: write, parts: map[partitionOf]*partitionState{}}
 }
 
 // add writes e with whatever else of its partition meets it, and returns
@@ -98,7 +99,7 @@ func (g *groupCommit) join(p partitionOf, e DueEntry) (*batch, bool) {
 		ps.batches++
 	}
 	b.entries = append(b.entries, e)
-	if len(b.entries) == maxBatch {
+	if len(b.entries) == g.limit {
 		ps.open = nil // later writes start the next batch
 		close(b.full)
 	}
@@ -137,7 +138,7 @@ func (g *groupCommit) await(ctx context.Context, p partitionOf, b *batch) []DueE
 	for {
 		g.mu.Lock()
 		ps := g.parts[p]
-		if ps.inFlight == 0 || len(b.entries) == maxBatch || ctx.Err() != nil {
+		if ps.inFlight == 0 || len(b.entries) == g.limit || ctx.Err() != nil {
 			if ps.open == b {
 				ps.open = nil
 			}

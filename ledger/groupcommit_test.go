@@ -59,7 +59,7 @@ var minute = time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 
 func TestWritesOfOnePartitionWithinTheWindowShareOneWrite(t *testing.T) {
 	w := &recordingWrites{}
-	r := newGroupCommit(200*time.Millisecond, w.write)
+	r := newGroupCommit(200*time.Millisecond, maxBatch, w.write)
 	var entries []DueEntry
 	for range 5 {
 		entries = append(entries, entryIn(3, minute))
@@ -100,7 +100,7 @@ func (w *gatedWrites) write(ctx context.Context, entries []DueEntry) error {
 // arrive while it is in flight wait for it and then share the next write.
 func TestWritesArrivingWhileOneIsInFlightShareTheNextWrite(t *testing.T) {
 	w := newGatedWrites()
-	g := newGroupCommit(0, w.write)
+	g := newGroupCommit(0, maxBatch, w.write)
 	first := make(chan error, 1)
 	go func() { first <- g.add(context.Background(), entryIn(5, minute)) }()
 	if n := <-w.started; n != 1 {
@@ -151,7 +151,7 @@ func TestWritesArrivingWhileOneIsInFlightShareTheNextWrite(t *testing.T) {
 // A full batch does not wait for the partition's write in flight.
 func TestAFullBatchDoesNotWaitForTheWriteInFlight(t *testing.T) {
 	w := newGatedWrites()
-	g := newGroupCommit(0, w.write)
+	g := newGroupCommit(0, maxBatch, w.write)
 	first := make(chan error, 1)
 	go func() { first <- g.add(context.Background(), entryIn(6, minute)) }()
 	<-w.started
@@ -173,7 +173,7 @@ func TestAFullBatchDoesNotWaitForTheWriteInFlight(t *testing.T) {
 
 func TestAFullBatchIsWrittenWithoutWaitingForTheWindow(t *testing.T) {
 	w := &recordingWrites{}
-	r := newGroupCommit(time.Hour, w.write)
+	r := newGroupCommit(time.Hour, maxBatch, w.write)
 	var entries []DueEntry
 	for range 2 * maxBatch {
 		entries = append(entries, entryIn(1, minute))
@@ -196,7 +196,7 @@ func TestAFullBatchIsWrittenWithoutWaitingForTheWindow(t *testing.T) {
 func TestAFailedBatchFailsEveryWriteInIt(t *testing.T) {
 	refused := errors.New("unavailable")
 	w := &recordingWrites{err: refused}
-	r := newGroupCommit(100*time.Millisecond, w.write)
+	r := newGroupCommit(100*time.Millisecond, maxBatch, w.write)
 	entries := []DueEntry{entryIn(2, minute), entryIn(2, minute), entryIn(2, minute)}
 	for i, err := range addAll(r, entries) {
 		if !errors.Is(err, refused) {
@@ -207,7 +207,7 @@ func TestAFailedBatchFailsEveryWriteInIt(t *testing.T) {
 
 func TestACallerThatStopsWaitingReturnsItsContextError(t *testing.T) {
 	w := &recordingWrites{}
-	r := newGroupCommit(time.Hour, w.write)
+	r := newGroupCommit(time.Hour, maxBatch, w.write)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := r.add(ctx, entryIn(0, minute)); !errors.Is(err, context.DeadlineExceeded) {

@@ -81,9 +81,9 @@ const ShardSlot = 100 * time.Millisecond
 
 // ShardOf is the due-queue shard of a claim made at claimedAt (the claim
 // time a Record carries, so every finisher finds the same entry). Entries
-// written before the shard came from the claim time (a request id's hash)
-// are matched to their claims by claim token, never by shard: the
-// reconciler settles them all the same.
+// written when the shard was the request id's hash are matched to their
+// claims by claim token, never by shard: the reconciler settles them all
+// the same.
 func ShardOf(claimedAt time.Time) int {
 	return int(claimedAt.UnixMilli()/ShardSlot.Milliseconds()) % PendingShards
 }
@@ -127,25 +127,28 @@ func Alongside(ctx context.Context, check func(context.Context) error, enqueue f
 }
 
 func (c *CassandraStore) enqueue(ctx context.Context, e DueEntry) error {
-	err := c.s.Query(enqueueCQL, c.enqueueValues(e)...).Idempotent(true).ExecContext(ctx)
-	return cassandra.WriteError("enqueue pending request", err)
+	return c.enqueueEntries(ctx, []DueEntry{e})
 }
 
 // enqueueEntries writes entries of one partition in one write.
 func (c *CassandraStore) enqueueEntries(ctx context.Context, entries []DueEntry) error {
+	return c.writeEntries(ctx, "enqueue pending requests", enqueueCQL, entries, func(e DueEntry) []any {
+		return []any{e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
+			e.CreatedAt, c.ttlFrom(e.CreatedAt)}
+	})
+}
+
+// writeEntries runs stmt with values(e) for each of entries, all of one
+// partition: one statement, or one unlogged single-partition batch.
+func (c *CassandraStore) writeEntries(ctx context.Context, op, stmt string, entries []DueEntry, values func(DueEntry) []any) error {
 	if len(entries) == 1 {
-		return c.enqueue(ctx, entries[0])
+		return cassandra.WriteError(op, c.s.Query(stmt, values(entries[0])...).Idempotent(true).ExecContext(ctx))
 	}
 	rows := make([][]any, len(entries))
 	for i, e := range entries {
-		rows[i] = c.enqueueValues(e)
+		rows[i] = values(e)
 	}
-	return cassandra.WriteError("enqueue pending requests", c.s.ExecBatch(ctx, enqueueCQL, rows))
-}
-
-func (c *CassandraStore) enqueueValues(e DueEntry) []any {
-	return []any{e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
-		e.CreatedAt, c.ttlFrom(e.CreatedAt)}
+	return cassandra.WriteError(op, c.s.ExecBatch(ctx, stmt, rows))
 }
 
 // RemoveEntry takes an entry out of the queue: it is marked done, and no
@@ -154,29 +157,15 @@ func (c *CassandraStore) enqueueValues(e DueEntry) []any {
 // share a write, as entries do (groupcommit.go): the reconciler finishes
 // a minute's entries of a shard many at once.
 func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
-	if c.removals == nil {
-		return c.removeEntry(ctx, e)
-	}
 	return c.removals.add(ctx, e)
-}
-
-func (c *CassandraStore) removeEntry(ctx context.Context, e DueEntry) error {
-	err := c.s.Query(dequeueCQL, c.ttlFrom(e.CreatedAt), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
-		e.RequestID.String(), e.ClaimToken.String()).Idempotent(true).ExecContext(ctx)
-	return cassandra.WriteError("remove pending entry", err)
 }
 
 // removeEntries removes entries of one partition in one write.
 func (c *CassandraStore) removeEntries(ctx context.Context, entries []DueEntry) error {
-	if len(entries) == 1 {
-		return c.removeEntry(ctx, entries[0])
-	}
-	rows := make([][]any, len(entries))
-	for i, e := range entries {
-		rows[i] = []any{c.ttlFrom(e.CreatedAt), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
+	return c.writeEntries(ctx, "remove pending entries", dequeueCQL, entries, func(e DueEntry) []any {
+		return []any{c.ttlFrom(e.CreatedAt), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
 			e.RequestID.String(), e.ClaimToken.String()}
-	}
-	return cassandra.WriteError("remove pending entries", c.s.ExecBatch(ctx, dequeueCQL, rows))
+	})
 }
 
 // Reschedule moves an entry to fall due at due (its next attempt): the new

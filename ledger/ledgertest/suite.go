@@ -131,30 +131,34 @@ func (s *suite) claimed(t *testing.T) ledger.Record {
 	return s.mustClaim(t, s.record())
 }
 
-// claimedInOneShard claims n fresh requests at one claim time, so their
-// entries share a partition of the due queue.
+// recordsInOneShard is n fresh claims of fresh keys at one claim time, so
+// their entries share a partition of the due queue.
+func (s *suite) recordsInOneShard(n int) []ledger.Record {
+	at := s.Now().UTC().Truncate(time.Millisecond)
+	recs := make([]ledger.Record, n)
+	for i := range recs {
+		recs[i] = s.record()
+		recs[i].CreatedAt = at
+	}
+	return recs
+}
+
+// claimedInOneShard claims n such requests, one after another.
 func (s *suite) claimedInOneShard(t *testing.T, n int) []ledger.Record {
 	t.Helper()
 	var recs []ledger.Record
-	at := s.Now().UTC().Truncate(time.Millisecond)
-	for range n {
-		rec := s.record()
-		rec.CreatedAt = at
+	for _, rec := range s.recordsInOneShard(n) {
 		recs = append(recs, s.mustClaim(t, rec))
 	}
 	return recs
 }
 
-// claimAllInOneShard claims n fresh requests at once, all at one claim
-// time (so their entries share a partition and may share a write), and
-// returns the records and each Claim's answer.
+// claimAllInOneShard claims n such requests at once (so their entries may
+// share a write), and returns the records and each Claim's answer.
 func (s *suite) claimAllInOneShard(n int) (recs []ledger.Record, won []bool, errs []error) {
-	at := s.Now().UTC().Truncate(time.Millisecond)
-	recs, won, errs = make([]ledger.Record, n), make([]bool, n), make([]error, n)
+	recs, won, errs = s.recordsInOneShard(n), make([]bool, n), make([]error, n)
 	var wg sync.WaitGroup
-	for i := range n {
-		recs[i] = s.record()
-		recs[i].CreatedAt = at
+	for i := range recs {
 		wg.Go(func() { won[i], _, errs[i] = s.Store.Claim(s.ctx, recs[i], nil) })
 	}
 	wg.Wait()
