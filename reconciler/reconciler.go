@@ -143,6 +143,10 @@ type Loop struct {
 
 	mu    sync.Mutex
 	owned map[int]bool
+	// renewed is, per held shard, when its lease was last taken or renewed
+	// (before the statement was sent, so the lease lives at least LeaseTTL
+	// from then): coordinate renews it only once half the TTL has passed.
+	renewed map[int]time.Time
 	// readTo is, per shard, how far this instance has read the due queue:
 	// every entry due at or before it was listed by an earlier pass (or is
 	// one written late, which the final sweep of its minute finds). Only
@@ -158,7 +162,7 @@ type Loop struct {
 func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
-		now: time.Now, owned: map[int]bool{}, readTo: map[int]time.Time{}}
+		now: time.Now, owned: map[int]bool{}, renewed: map[int]time.Time{}, readTo: map[int]time.Time{}}
 }
 
 // Stats returns a snapshot of the counters.
@@ -210,13 +214,23 @@ func (l *Loop) leave() {
 		}
 	}
 	l.owned = map[int]bool{}
+	l.renewed = map[int]time.Time{}
 	if err := l.coord.Leave(ctx, l.cfg.Instance); err != nil {
 		l.log.Warn("could not leave the reconciler group", "error", err)
 	}
 }
 
-// coordinate renews this instance's leases and takes or gives back shards
-// until it holds its fair share of the live instances.
+// coordinate renews this instance's leases once half their TTL has passed
+// and takes or gives back shards until it holds its fair share of the live
+// instances.
+//
+// A lease is renewed every LeaseTTL/2 or so (about 7.5 s by default), not at
+// every coordinate (every Interval, 2 s): each renewal is a Paxos round, and
+// renewing all 16 leases at every pass cost the cluster 8 LWTs a second with
+// no traffic at all. Half the TTL is left as slack for a coordinate delayed
+// by a long pass or a renewal whose outcome is unknown. Leases only keep
+// instances from doing the same work twice (every step on a request is safe
+// to race), so a lease that lapses costs duplicate work, never a wrong row.
 func (l *Loop) coordinate(ctx context.Context) error {
 	members, err := l.coord.Heartbeat(ctx, l.cfg.Instance, l.cfg.LeaseTTL)
 	if err != nil {
@@ -225,17 +239,8 @@ func (l *Loop) coordinate(ctx context.Context) error {
 	fair := (ledger.PendingShards + max(members, 1) - 1) / max(members, 1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for s := range l.owned {
-		ok, err := l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
-		if ctx.Err() != nil {
-			// Stopping, not a lost lease: keep the shard, so that leave
-			// releases it rather than leaving it held until its TTL.
-			return ctx.Err()
-		}
-		if err != nil || !ok {
-			delete(l.owned, s)
-			l.log.Info("lost shard lease", "shard", s, "error", err)
-		}
+	if err := l.renewLocked(ctx); err != nil {
+		return err
 	}
 	for s := range l.owned {
 		if len(l.owned) <= fair {
@@ -244,7 +249,7 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
 			return fmt.Errorf("release shard %d: %w", s, err)
 		}
-		delete(l.owned, s)
+		l.forgetLocked(s)
 	}
 	if len(l.owned) >= fair {
 		return nil
@@ -253,6 +258,7 @@ func (l *Loop) coordinate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read leases: %w", err)
 	}
+	now := l.now()
 	for _, s := range rand.Perm(ledger.PendingShards) {
 		if len(l.owned) >= fair {
 			break
@@ -280,11 +286,42 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		}
 		if ok {
 			l.owned[s] = true
+			l.renewed[s] = now
 			delete(l.readTo, s)
 			l.log.Info("acquired shard lease", "shard", s, "members", members)
 		}
 	}
 	return nil
+}
+
+// renewLocked renews each held lease that is half its TTL old and forgets
+// the shards whose renewal did not apply or failed.
+func (l *Loop) renewLocked(ctx context.Context) error {
+	now := l.now()
+	for s := range l.owned {
+		if now.Sub(l.renewed[s]) < l.cfg.LeaseTTL/2 {
+			continue
+		}
+		ok, err := l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
+		if ctx.Err() != nil {
+			// Stopping, not a lost lease: keep the shard, so that leave
+			// releases it rather than leaving it held until its TTL.
+			return ctx.Err()
+		}
+		if err != nil || !ok {
+			l.forgetLocked(s)
+			l.log.Info("lost shard lease", "shard", s, "error", err)
+			continue
+		}
+		l.renewed[s] = now
+	}
+	return nil
+}
+
+// forgetLocked drops shard s from the shards this instance holds.
+func (l *Loop) forgetLocked(s int) {
+	delete(l.owned, s)
+	delete(l.renewed, s)
 }
 
 // PassResult says what one pass did.
@@ -435,6 +472,15 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *Pas
 		after := read
 		if final {
 			after = time.Time{}
+		} else if !read.Before(b.Add(ledger.BucketWidth - time.Millisecond)) {
+			// Every entry of this minute falls due by its last millisecond,
+			// which an earlier pass read past: an incremental read of it
+			// lists nothing (an entry written there late waits for the
+			// minute's final sweep either way). Before, each pass read
+			// the two or three minutes between the cursor and now of every
+			// shard, most of them for nothing.
+			advancing = false
+			continue
 		}
 		entries, err := l.ledger.DueEntries(ctx, shard, b, after, now)
 		if err != nil {

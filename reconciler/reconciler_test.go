@@ -264,6 +264,43 @@ func TestMinuteIsReadIncrementallyThenSweptAndDropped(t *testing.T) {
 	}
 }
 
+// A minute that a pass read to its last millisecond is not read again
+// until its final sweep: an incremental read of it could list nothing. An
+// entry written in it late is found by that sweep.
+func TestMinuteReadToItsEndIsNotReadAgainUntilItsSweep(t *testing.T) {
+	now := t0.Add(time.Minute + 10*time.Second) // 12:01:10
+	h := newHarness(now)
+	const shard = 6
+	h.coord.SetCursor(shard, t0)
+	l := h.loop(Config{})
+	mustPass(t, l, shard) // reads 12:00 whole and 12:01 through 12:01:10
+	if n := len(dueReads(h.ledger, shard, t0)); n != 1 {
+		t.Fatalf("first pass read 12:00 %d times, want 1", n)
+	}
+	late, _ := h.addPending(t, shard, t0.Add(-20*time.Second)) // due 12:00:10, written at 12:01:10
+	const passes = 10
+	for range passes {
+		h.clock.Advance(2 * time.Second)
+		if res := mustPass(t, l, shard); res.Entries != 0 {
+			t.Fatalf("incremental pass = %+v, want nothing listed", res)
+		}
+	}
+	if n := len(dueReads(h.ledger, shard, t0)); n != 1 {
+		t.Errorf("12:00, read to its end, was read %d times by %d more passes, want still once", n, passes)
+	}
+	if n := len(dueReads(h.ledger, shard, t0.Add(time.Minute))); n != passes+1 {
+		t.Errorf("12:01 (the current minute) read %d times, want %d (once a pass)", n, passes+1)
+	}
+	h.clock.Set(t0.Add(3*time.Minute + time.Second))
+	if res := mustPass(t, l, shard); res.Finished != 1 || res.Passed != 1 {
+		t.Errorf("sweep = %+v, want the late entry finished and 12:00 passed", res)
+	}
+	wantFinished(t, h, late.Key)
+	if reads := dueReads(h.ledger, shard, t0); len(reads) != 2 || !reads[1][0].IsZero() {
+		t.Errorf("reads of 12:00 = %v, want a second, whole (its sweep)", reads)
+	}
+}
+
 // An entry written behind the read position (its writer's clock lags) is
 // not listed by incremental reads, but the final sweep finds it: its minute
 // is not dropped with it in it.
@@ -1263,8 +1300,9 @@ func TestCoordinateTakesBackALeaseItLostTrackOf(t *testing.T) {
 		t.Fatalf("a alone holds %d shards, want %d", n, ledger.PendingShards)
 	}
 	// Every renew of this round times out unapplied: the leases stay a's.
+	// (A lease is renewed once half its TTL has passed.)
 	h.coord.Arm(reconcilertest.StmtRenew, cassandra.FaultTimeout, ledger.PendingShards)
-	h.clock.Advance(time.Second)
+	h.clock.Advance(testTTL / 2)
 	if err := a.coordinate(context.Background()); err != nil {
 		t.Logf("coordinate with every renew timing out: %v", err)
 	}
@@ -1281,6 +1319,48 @@ func TestCoordinateTakesBackALeaseItLostTrackOf(t *testing.T) {
 	mustCoordinate(t, a)
 	if n := len(ownedShards(a)); n != ledger.PendingShards {
 		t.Fatalf("after the next coordinate a holds %d shards, want all %d back before the TTL", n, ledger.PendingShards)
+	}
+}
+
+// renewCounter counts the lease renewals sent to the coordinator it wraps.
+type renewCounter struct {
+	Coordinator
+	renews int
+}
+
+func (c *renewCounter) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
+	c.renews++
+	return c.Coordinator.Renew(ctx, shard, instance, ttl)
+}
+
+// A held lease is renewed once half its TTL has passed, not at every
+// coordinate: each renewal is a Paxos round. Coordinating every 2 s (the
+// default interval), the instance keeps every lease live throughout and
+// renews each about every TTL/2.
+func TestCoordinateRenewsALeaseOnlyOnceHalfItsTTLHasPassed(t *testing.T) {
+	h := newHarness(t0)
+	counter := &renewCounter{Coordinator: h.coord}
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL}, h.ledger, h.fin.Finish, counter, discardLog())
+	a.now = h.clock.Now
+	mustCoordinate(t, a) // takes all 16
+	const step, span = 2 * time.Second, time.Minute
+	for elapsed := step; elapsed <= span; elapsed += step {
+		h.clock.Advance(step)
+		// Live before this coordinate renews anything: no lease lapsed.
+		if got := h.coord.LeasesOf(a.cfg.Instance); len(got) != ledger.PendingShards {
+			t.Fatalf("at +%s a holds live leases on %d shards, want all %d", elapsed, len(got), ledger.PendingShards)
+		}
+		mustCoordinate(t, a)
+		if elapsed < testTTL/2 && counter.renews != 0 {
+			t.Fatalf("at +%s, before half the TTL, %d renewals were sent, want 0", elapsed, counter.renews)
+		}
+	}
+	// Renewed at the first coordinate at or after each TTL/2 (8 s here):
+	// 7 rounds of 16 in a minute, against 30 rounds when renewing at every
+	// coordinate.
+	rounds := int(span / (4 * step))
+	if want := rounds * ledger.PendingShards; counter.renews != want {
+		t.Errorf("in %s, %d renewals were sent, want %d (each lease every %s)", span, counter.renews, want, 4*step)
 	}
 }
 
