@@ -64,13 +64,11 @@ func TestClaimWhoseCallEndedWhileItsEntryWasWrittenIsNotSent(t *testing.T) {
 	if err := <-answer; fault.KindOf(err) != fault.Unavailable {
 		t.Errorf("Claim = %v, want Unavailable (never sent)", err)
 	}
+	var wrote bool
 	for _, run := range rec.Runs() {
 		if run.Name == "ledger.claim" {
 			t.Errorf("the claim was sent after its call ended: %+v", rec.Runs())
 		}
-	}
-	var wrote bool
-	for _, run := range rec.Runs() {
 		wrote = wrote || run.Name == "queue.enqueue"
 	}
 	if !wrote {

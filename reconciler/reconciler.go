@@ -141,12 +141,12 @@ type Loop struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	mu    sync.Mutex
-	owned map[int]bool
-	// renewed is, per held shard, when its lease was last taken or renewed
-	// (before the statement was sent, so the lease lives at least LeaseTTL
-	// from then): coordinate renews it only once half the TTL has passed.
-	renewed map[int]time.Time
+	mu sync.Mutex
+	// owned is the shards this instance holds, each with when its lease was
+	// last taken or renewed (before the statement was sent, so the lease
+	// lives at least LeaseTTL from then): coordinate renews it only once
+	// half the TTL has passed.
+	owned map[int]time.Time
 	// readTo is, per shard, how far this instance has read the due queue:
 	// every entry due at or before it was listed by an earlier pass (or is
 	// one written late, which the final sweep of its minute finds). Only
@@ -162,7 +162,7 @@ type Loop struct {
 func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
-		now: time.Now, owned: map[int]bool{}, renewed: map[int]time.Time{}, readTo: map[int]time.Time{}}
+		now: time.Now, owned: map[int]time.Time{}, readTo: map[int]time.Time{}}
 }
 
 // Stats returns a snapshot of the counters.
@@ -213,8 +213,7 @@ func (l *Loop) leave() {
 			l.log.Warn("could not release shard lease", "shard", s, "error", err)
 		}
 	}
-	l.owned = map[int]bool{}
-	l.renewed = map[int]time.Time{}
+	l.owned = map[int]time.Time{}
 	if err := l.coord.Leave(ctx, l.cfg.Instance); err != nil {
 		l.log.Warn("could not leave the reconciler group", "error", err)
 	}
@@ -249,7 +248,7 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
 			return fmt.Errorf("release shard %d: %w", s, err)
 		}
-		l.forgetLocked(s)
+		delete(l.owned, s)
 	}
 	if len(l.owned) >= fair {
 		return nil
@@ -268,8 +267,9 @@ func (l *Loop) coordinate(ctx context.Context) error {
 			err error
 		)
 		owner, taken := owners[s]
+		_, held := l.owned[s]
 		switch {
-		case l.owned[s]:
+		case held:
 			continue
 		case taken && owner == l.cfg.Instance:
 			// A lease of ours this loop lost track of (a renew whose outcome
@@ -285,8 +285,7 @@ func (l *Loop) coordinate(ctx context.Context) error {
 			return fmt.Errorf("acquire shard %d: %w", s, err)
 		}
 		if ok {
-			l.owned[s] = true
-			l.renewed[s] = now
+			l.owned[s] = now
 			delete(l.readTo, s)
 			l.log.Info("acquired shard lease", "shard", s, "members", members)
 		}
@@ -298,8 +297,8 @@ func (l *Loop) coordinate(ctx context.Context) error {
 // the shards whose renewal did not apply or failed.
 func (l *Loop) renewLocked(ctx context.Context) error {
 	now := l.now()
-	for s := range l.owned {
-		if now.Sub(l.renewed[s]) < l.cfg.LeaseTTL/2 {
+	for s, renewed := range l.owned {
+		if now.Sub(renewed) < l.cfg.LeaseTTL/2 {
 			continue
 		}
 		ok, err := l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
@@ -309,19 +308,13 @@ func (l *Loop) renewLocked(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if err != nil || !ok {
-			l.forgetLocked(s)
+			delete(l.owned, s)
 			l.log.Info("lost shard lease", "shard", s, "error", err)
 			continue
 		}
-		l.renewed[s] = now
+		l.owned[s] = now
 	}
 	return nil
-}
-
-// forgetLocked drops shard s from the shards this instance holds.
-func (l *Loop) forgetLocked(s int) {
-	delete(l.owned, s)
-	delete(l.renewed, s)
 }
 
 // PassResult says what one pass did.
