@@ -189,7 +189,7 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(conte
 	// The entry shares a write with the other claims' entries of its
 	// partition (groupcommit.go), so its write is not this call's alone: a
 	// client that gives up must not fail the others' entries.
-	enqueue := func() error { return c.entries.add(context.WithoutCancel(ctx), entry) }
+	enqueue := func() error { return c.entries.Add(context.WithoutCancel(ctx), entry) }
 	if err := Alongside(ctx, check, enqueue); err != nil {
 		return false, Record{}, err
 	}
@@ -378,7 +378,7 @@ func pendingClaim(rec Record) func(Record) bool {
 // Release implements Store. It may wait up to ReleaseWindow to share one
 // write with the other releases of the entry's partition (groupcommit.go).
 func (c *CassandraStore) Release(ctx context.Context, rec Record) error {
-	return c.releases.add(ctx, c.entryFor(rec))
+	return c.releases.Add(ctx, c.entryFor(rec))
 }
 
 // RecordAttempt implements Store.

@@ -157,7 +157,7 @@ func (c *CassandraStore) writeEntries(ctx context.Context, op, stmt string, entr
 // share a write, as entries do (groupcommit.go): the reconciler finishes
 // a minute's entries of a shard many at once.
 func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
-	return c.removals.add(ctx, e)
+	return c.removals.Add(ctx, e)
 }
 
 // removeEntries removes entries of one partition in one write.
