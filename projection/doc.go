@@ -12,8 +12,12 @@
 //     overwrites a later change to the same cells (a later status change
 //     carries a later timestamp);
 //   - writes are plain LOCAL_QUORUM upserts marked idempotent (the driver may
-//     retry them), issued concurrently, never one logged batch across
-//     partitions.
+//     retry them), never one logged batch across partitions. The rows of
+//     one table from orders written at the same moment are group-committed
+//     (Config.Batch, internal/groupcommit): an unlogged batch of that
+//     table's upsert, each row with its own write time, which a failure
+//     fails for every order in it (docs/architecture.md, "Group-committed
+//     projection rows").
 //
 // The listing before 0005, orders_by_customer (keyed by order id, so a
 // month's page came back in no useful order), is neither written nor read

@@ -14,6 +14,7 @@ import (
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/groupcommit"
 	"github.com/atlasmart/orderd/internal/order"
 )
 
@@ -34,13 +35,13 @@ const EventOrderCreated = order.EventOrderCreated
 const (
 	upsertByCustomerCQL = `/* projection.orders_by_customer_time */ INSERT INTO orders_by_customer_time
 		(tenant, customer_id, order_month, created_at, order_id, status, total, currency, request_id, updated_at, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	upsertByIDCQL = `/* projection.orders_by_id */ INSERT INTO orders_by_id
 		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 	upsertEventCQL = `/* projection.order_events_by_order */ INSERT INTO order_events_by_order
 		(tenant, order_id, event_id, event_type, detail, event_time, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
+		VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 
 	// A change writes only the cells it changes, USING TIMESTAMP the
 	// order's creation write time + the version it made (changeTimestamp).
@@ -71,16 +72,60 @@ type lineUDT struct {
 	UnitPrice *inf.Dec `cql:"unit_price"`
 }
 
+// Config shapes how a Store writes.
+type Config struct {
+	// Batch is the most orders whose rows of one table share one write (an
+	// unlogged batch of that table's upsert) when their writes meet
+	// (internal/groupcommit); 1: every row alone. Default DefaultBatch.
+	Batch int
+}
+
+const (
+	// DefaultBatch keeps a batch within Cassandra's
+	// unlogged_batch_across_partitions_warn_threshold (10 partitions):
+	// each order's row of a table is in a partition of its own (the
+	// listing's rows of one customer and month share one).
+	DefaultBatch = 8
+	// inFlight is how many writes of one table go at once before the rows
+	// that arrive wait to share the next: a slot is free at low load, so a
+	// row waits for nothing; under load the rows that meet share a write.
+	inFlight = 4
+	// maxBatchBytes bounds a batch's estimated size (rowWeight) below
+	// Cassandra's batch_size_warn_threshold (5 KiB); a larger row goes
+	// alone.
+	maxBatchBytes = 4 << 10
+)
+
 // Store writes and reads the projections.
 type Store struct {
 	s          cassandra.Session
 	failpoints *failpoint.Set
+	upserts    map[string]*groupcommit.Committer[string, row] // by table
 }
 
-// NewStore returns a Store on a session whose keyspace holds the tables.
-// failpoints may be nil.
+// row is one order's upsert into one table.
+type row struct {
+	table, stmt string
+	args        []any
+}
+
+// NewStore returns a Store with the default Config on a session whose
+// keyspace holds the tables. failpoints may be nil.
 func NewStore(s cassandra.Session, failpoints *failpoint.Set) *Store {
-	return &Store{s: s, failpoints: failpoints}
+	return New(Config{}, s, failpoints)
+}
+
+// New returns a Store shaped by cfg.
+func New(cfg Config, s cassandra.Session, failpoints *failpoint.Set) *Store {
+	if cfg.Batch == 0 {
+		cfg.Batch = DefaultBatch
+	}
+	p := &Store{s: s, failpoints: failpoints, upserts: map[string]*groupcommit.Committer[string, row]{}}
+	gc := groupcommit.Config{Limit: cfg.Batch, InFlight: inFlight, MaxWeight: maxBatchBytes}
+	for _, table := range Tables {
+		p.upserts[table] = groupcommit.New(gc, func(r row) string { return r.table }, rowWeight, p.writeRows)
+	}
+	return p
 }
 
 // Tables lists the projection tables in the order design doc 000 §2 writes
@@ -121,16 +166,52 @@ func (p *Store) WriteOne(ctx context.Context, o order.Order, table string) error
 	if err := p.failpoints.Eval(failpoint.ProjectionPrefix + table); err != nil {
 		return err
 	}
-	err = p.s.Query(stmt, args...).WithTimestamp(o.CreatedAt.UnixMicro()).Idempotent(true).ExecContext(ctx)
-	if err != nil {
+	if err := p.upserts[table].Add(ctx, row{table: table, stmt: stmt, args: args}); err != nil {
 		return cassandra.WriteError("write "+table, err)
 	}
 	return p.failpoints.Eval(failpoint.AfterProjectionPrefix + table)
 }
 
+// writeRows writes rows of one table: one statement, or the rows of
+// orders whose writes met, as one unlogged batch (each row keeps its own
+// USING TIMESTAMP). A batch is not atomic and need not be: each row is an
+// idempotent upsert its order may replay, and a failed batch fails every
+// order in it, each of which then settles as any failed write does.
+func (p *Store) writeRows(ctx context.Context, rows []row) error {
+	if len(rows) == 1 {
+		return p.s.Query(rows[0].stmt, rows[0].args...).Idempotent(true).ExecContext(ctx)
+	}
+	values := make([][]any, len(rows))
+	for i, r := range rows {
+		values[i] = r.args
+	}
+	return p.s.ExecBatch(ctx, rows[0].stmt, values)
+}
+
+// rowWeight estimates a row's share of a batch's size in bytes: its text
+// and its lines, with a fixed allowance per value.
+func rowWeight(r row) int {
+	n := 0
+	for _, a := range r.args {
+		switch v := a.(type) {
+		case string:
+			n += len(v) + 8
+		case []lineUDT:
+			for _, l := range v {
+				n += len(l.SKU) + 48
+			}
+		default:
+			n += 16
+		}
+	}
+	return n
+}
+
 // upsertFor is the statement and values that project o into table; every
-// value comes from the order.
+// value comes from the order, and the write time (the last value) is the
+// claim time.
 func upsertFor(o order.Order, table string) (string, []any, error) {
+	ts := o.CreatedAt.UnixMicro()
 	total, err := decimal(o.Total)
 	if err != nil {
 		return "", nil, err
@@ -142,7 +223,7 @@ func upsertFor(o order.Order, table string) (string, []any, error) {
 	switch table {
 	case OrdersByCustomerTime:
 		return upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.CreatedAt, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(),
-			o.CreatedAt, o.Version}, nil
+			o.CreatedAt, o.Version, ts}, nil
 	case OrdersByID:
 		lines := make([]lineUDT, len(o.Lines))
 		for i, l := range o.Lines {
@@ -153,10 +234,10 @@ func upsertFor(o order.Order, table string) (string, []any, error) {
 			lines[i] = lineUDT{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: price}
 		}
 		return upsertByIDCQL, []any{o.Tenant, o.ID.String(), o.CustomerID, month, o.Status, total, o.Currency, o.RequestID.String(), lines,
-			o.CreatedAt, o.CreatedAt, o.Version}, nil
+			o.CreatedAt, o.CreatedAt, o.Version, ts}, nil
 	case EventsByOrder:
 		return upsertEventCQL, []any{o.Tenant, o.ID.String(), o.RequestID.String(), EventOrderCreated, CreatedDetail(o),
-			o.CreatedAt, o.Version}, nil
+			o.CreatedAt, o.Version, ts}, nil
 	}
 	return "", nil, fmt.Errorf("no projection table %q", table)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/outbox"
+	"github.com/atlasmart/orderd/projection"
 )
 
 // config is every setting of orderd. Flags take their defaults from ORDERD_*
@@ -35,6 +36,7 @@ type config struct {
 	retention         time.Duration
 	takeoverAfter     time.Duration
 	replayCacheSize   int
+	projectionBatch   int
 	rateAttempts      float64
 	rateReplays       float64
 	requestTimeout    time.Duration
@@ -100,6 +102,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.Float64Var(&c.rateAttempts, "rate-attempts", c.envFloat("ORDERD_RATE_ATTEMPTS", 2000), "CreateOrder calls per second per tenant that may reach the database (new requests, and duplicates the replay cache cannot answer); over it: RESOURCE_EXHAUSTED; 0: unlimited")
 		fs.Float64Var(&c.rateReplays, "rate-replays", c.envFloat("ORDERD_RATE_REPLAYS", 10000), "duplicates per second per tenant answered from the replay cache; over it: RESOURCE_EXHAUSTED; 0: unlimited")
 		fs.IntVar(&c.replayCacheSize, "replay-cache-size", c.envInt("ORDERD_REPLAY_CACHE_SIZE", 10_000), "recent recorded outcomes kept in memory to answer duplicates without a ledger read (a few hundred bytes each); 0 disables")
+		fs.IntVar(&c.projectionBatch, "projection-batch", c.envInt("ORDERD_PROJECTION_BATCH", projection.DefaultBatch), "most orders whose rows of one projection table share one write (an unlogged batch) when their writes meet under load; 1: every row alone (docs/architecture.md, \"Group-committed projection rows\")")
 		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
 		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/cassandra.FaultSession)")
 		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout)")
@@ -289,6 +292,9 @@ func (c *config) validate(cmd string) error {
 	}
 	if c.deliveryOn && len(c.kafkaBrokers()) == 0 {
 		return fmt.Errorf("delivery is on but no Kafka brokers are set: set ORDERD_KAFKA_BROKERS, or ORDERD_DELIVERY=false")
+	}
+	if c.projectionBatch < 0 || c.projectionBatch > 10 {
+		return fmt.Errorf("projection-batch %d: use 1 to 10 (0: the default, %d): a batch over 10 partitions makes Cassandra warn", c.projectionBatch, projection.DefaultBatch)
 	}
 	if c.rateAttempts < 0 || c.rateReplays < 0 {
 		return fmt.Errorf("rate-attempts and rate-replays must not be negative (0: unlimited)")

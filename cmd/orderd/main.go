@@ -207,7 +207,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		session.Close()
 		return nil, err
 	}
-	projections := projection.NewStore(stmts, failpoints)
+	projections := projection.New(projection.Config{Batch: cfg.projectionBatch}, stmts, failpoints)
 	cacheSize := cfg.replayCacheSize
 	if cacheSize <= 0 {
 		cacheSize = -1 // off; a zero workflow.Config field means the default

@@ -62,13 +62,7 @@ func TestClaimCommitSetting(t *testing.T) {
 		{"", []string{"-claim-commit", "any"}, true, false},
 		{"quorum", nil, false, true},
 	} {
-		t.Setenv("ORDERD_CLAIM_COMMIT", tc.env)
-		t.Setenv("ORDERD_INSECURE", "true") // validate checks the security settings of serve too
-		var cfg config
-		if err := cfg.flags("serve").Parse(tc.args); err != nil {
-			t.Fatalf("%q %v: %v", tc.env, tc.args, err)
-		}
-		err := cfg.validate("serve")
+		cfg, err := serveConfig(t, "ORDERD_CLAIM_COMMIT", tc.env, tc.args)
 		if tc.refused {
 			if err == nil || !strings.Contains(err.Error(), "claim-commit") {
 				t.Errorf("%q %v: validate = %v, want claim-commit refused", tc.env, tc.args, err)

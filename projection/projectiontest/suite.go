@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,6 +88,17 @@ func (s *suite) write(t *testing.T, o order.Order) {
 	if err := s.Store.Write(s.ctx, o); err != nil {
 		t.Fatalf("Write(%s): %v", o.ID, err)
 	}
+}
+
+// writeAll writes the orders at once and returns each one's error.
+func (s *suite) writeAll(orders []order.Order) []error {
+	errs := make([]error, len(orders))
+	var wg sync.WaitGroup
+	for i, o := range orders {
+		wg.Go(func() { errs[i] = s.Store.Write(s.ctx, o) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // wantOrder reads o's id and wants exactly want.
@@ -454,6 +466,68 @@ var cases = []struct {
 			s.write(t, o)
 			s.wantOrder(t, o)
 			s.wantEvents(t, o, createdEvent(o))
+		}
+	}},
+
+	{"concurrent writes: each order lands whole, the newest claim of a request wins", func(t *testing.T, s *suite) {
+		// Writes that meet may share one statement (projection.Config.Batch):
+		// each row keeps its own write time, so two claims of one request
+		// written together still leave the newer one, and orders of one
+		// customer and month (one listing partition) all stay listed.
+		var orders, older []order.Order
+		for i := range 24 {
+			o := s.order(fmt.Sprintf("cust-%d", i%3), base.Add(time.Duration(i)*time.Second), fmt.Sprintf("%d.00", i+1))
+			orders = append(orders, o)
+			if i%4 == 0 {
+				older = append(older, again(o, o.CreatedAt.Add(-time.Millisecond), o.CustomerID, "0.50"))
+			}
+		}
+		errs := s.writeAll(append(slices.Clone(orders), older...))
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("concurrent write %d: %v", i, err)
+			}
+		}
+		for _, o := range orders {
+			s.wantOrder(t, o)
+			s.wantEvents(t, o, createdEvent(o))
+		}
+		for c := range 3 {
+			customer := fmt.Sprintf("cust-%d", c)
+			var want []order.Order
+			for _, o := range append(slices.Clone(orders), older...) {
+				if o.CustomerID == customer {
+					want = append(want, o)
+				}
+			}
+			s.wantListed(t, customer, base, want...)
+		}
+	}},
+
+	{"a failed write among concurrent ones: every order it failed is absent, the rest whole", func(t *testing.T, s *suite) {
+		// The real store may have put several orders' rows in the failed
+		// statement; the fake fails one order. Either way each order's
+		// answer tells the truth about its rows.
+		var orders []order.Order
+		for i := range 16 {
+			orders = append(orders, s.order(fmt.Sprintf("cust-%d", i), base, "42.50"))
+		}
+		s.Arm(StmtOrdersByID, cassandra.FaultUnavailable, 1)
+		errs := s.writeAll(orders)
+		failed := 0
+		for i, err := range errs {
+			if err == nil {
+				s.wantOrder(t, orders[i])
+				continue
+			}
+			failed++
+			wantKind(t, "a concurrent Write with orders_by_id unavailable", err, fault.Unavailable)
+			s.wantNoOrder(t, orders[i].ID)
+			s.write(t, orders[i]) // the retry completes it
+			s.wantOrder(t, orders[i])
+		}
+		if failed == 0 {
+			t.Fatal("no concurrent Write failed, want the writes in the failed statement to")
 		}
 	}},
 
