@@ -160,6 +160,8 @@ func runCmd(args []string) error {
 		return err
 	}
 	proj := projection.NewStore(cassandra.Wrap(session), nil)
+	// ... and wrote every projection row alone.
+	legacyProj := projection.New(projection.Config{Batch: 1}, cassandra.Wrap(session), nil)
 
 	od, err := startOrderd(f.orderd, env, creds)
 	if err != nil {
@@ -170,7 +172,7 @@ func runCmd(args []string) error {
 	logs := watchNodeLogs(f.nodeLogs)
 	run := Run{Command: "orderbench run " + strings.Join(args, " "), Machine: machine(), Cassandra: version(ctx, session),
 		Started: time.Now().UTC(), NodeLogs: len(logs.start)}
-	b := &bench{od: od, cql: session, store: store, legacy: legacyStore, lwtStore: lwtStore, proj: proj, label: f.label}
+	b := &bench{od: od, cql: session, store: store, legacy: legacyStore, lwtStore: lwtStore, proj: proj, legacyProj: legacyProj, label: f.label}
 	for _, phase := range strings.Split(f.phases, ",") {
 		var rs []Result
 		switch phase {
@@ -220,8 +222,10 @@ type bench struct {
 	store    *ledger.CassandraStore
 	legacy   *ledger.CassandraStore // the two-lwt and naive plans': every entry its own write
 	lwtStore *ledger.CassandraStore // the lwt phase's: its entries fall due after the run
-	proj     *projection.Store
-	label    string
+	proj     *projection.Store      // group-committed rows, as orderd writes them
+	// legacyProj: the two-lwt and naive plans', every row its own write.
+	legacyProj *projection.Store
+	label      string
 	// background: the one-lwt driver's entry releases, made after its
 	// answer as orderd makes them.
 	background sync.WaitGroup
@@ -465,7 +469,7 @@ func (b *bench) twoLWT(ctx context.Context, i int) error {
 	if err := b.orderAbsent(ctx, o); err != nil {
 		return err
 	}
-	if err := b.proj.Write(ctx, o); err != nil {
+	if err := b.legacyProj.Write(ctx, o); err != nil {
 		return err
 	}
 	return b.complete(ctx, rec, o)
@@ -512,7 +516,7 @@ func (b *bench) naive(ctx context.Context, i int) error {
 		return err
 	}
 	for _, table := range projection.Tables {
-		if err := b.proj.WriteOne(ctx, o, table); err != nil {
+		if err := b.legacyProj.WriteOne(ctx, o, table); err != nil {
 			return err
 		}
 	}
