@@ -12,6 +12,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/groupcommit"
 )
 
 // Every statement names itself in a leading comment (cassandra.StatementName)
@@ -36,6 +37,11 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL ?`
 	selectCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
+	// The quorum reads of one tenant's and operation's requests that meet
+	// (Peek). Named as the single read: a fault armed on ledger.get, and
+	// its metrics, cover both.
+	selectManyCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
+		WHERE tenant = ? AND operation = ? AND request_id IN ?`
 	attemptCQL = `/* ledger.attempt */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, state = 'PENDING', attempts = ?, last_error = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ? AND attempts = ?`
@@ -78,6 +84,10 @@ type Config struct {
 	// ones of its partition (groupcommit.go). Only orderbench's baseline,
 	// the plan before issue 10, sets it.
 	EntriesAlone bool
+	// ReadsAlone: every Peek is a query of its own instead of sharing one
+	// with the concurrent Peeks of its tenant and operation
+	// (groupcommit.go). Only benchmarks' baselines set it.
+	ReadsAlone bool
 	// ClaimCommitAny: the claim's Paxos commit runs at ANY instead of
 	// LOCAL_QUORUM. The claim is answered once its proposal is accepted by a
 	// quorum, and the commit is sent without waiting for it: one round trip
@@ -112,6 +122,7 @@ type CassandraStore struct {
 	entries  *groupCommit // claims' entries: no window
 	removals *groupCommit // RemoveEntry: no window
 	releases *groupCommit // releases: ReleaseWindow
+	peeks    *groupcommit.Committer[peekGroup, *peek]
 }
 
 var _ Store = (*CassandraStore)(nil)
@@ -150,6 +161,11 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 	c.entries = newGroupCommit(0, perBatch, c.enqueueEntries)
 	c.removals = newGroupCommit(0, perBatch, c.removeEntries)
 	c.releases = newGroupCommit(cfg.ReleaseWindow, maxBatch, c.removeEntries)
+	perRead := maxReads
+	if cfg.ReadsAlone {
+		perRead = 1
+	}
+	c.peeks = newGroupRead(perRead, c.peekMany)
 	return c, nil
 }
 
@@ -280,9 +296,46 @@ func (c *CassandraStore) Get(ctx context.Context, key Key) (Record, error) {
 	return c.read(ctx, key, c.s.Serial())
 }
 
-// Peek implements Store.
+// Peek implements Store. Peeks of one tenant's and operation's requests
+// that meet under load (the reconciler's, finishing a shard's due entries
+// at once) share one query; each gets its own row or ErrNotFound.
 func (c *CassandraStore) Peek(ctx context.Context, key Key) (Record, error) {
-	return c.read(ctx, key, gocql.LocalQuorum)
+	p := &peek{key: key}
+	if err := c.peeks.Add(ctx, p); err != nil {
+		return Record{}, cassandra.ReadError("read request", err)
+	}
+	return p.rec, p.err
+}
+
+// peekMany reads the rows of peeks (of one tenant and operation) at
+// LOCAL_QUORUM: one query, by request id or by ids. It returns an error
+// only when the query failed; each peek's own outcome is on it.
+func (c *CassandraStore) peekMany(ctx context.Context, peeks []*peek) error {
+	if len(peeks) == 1 {
+		peeks[0].rec, peeks[0].err = c.read(ctx, peeks[0].key, gocql.LocalQuorum)
+		return nil
+	}
+	byID := make(map[uuid.UUID][]*peek, len(peeks))
+	ids := make([]string, 0, len(peeks))
+	for _, p := range peeks {
+		if byID[p.key.RequestID] == nil {
+			ids = append(ids, p.key.RequestID.String())
+		}
+		byID[p.key.RequestID] = append(byID[p.key.RequestID], p)
+		p.err = ErrNotFound // until its row comes
+	}
+	k := peeks[0].key
+	iter := c.s.Query(selectManyCQL, k.Tenant, k.Operation, ids).Consistency(gocql.LocalQuorum).IterContext(ctx)
+	for row := map[string]any{}; iter.MapScan(row); row = map[string]any{} {
+		if expiredRemnant(row) {
+			continue
+		}
+		rec, err := fromMap(row)
+		for _, p := range byID[rec.RequestID] {
+			p.rec, p.err = rec, err
+		}
+	}
+	return iter.Close()
 }
 
 func (c *CassandraStore) read(ctx context.Context, key Key, cl gocql.Consistency) (Record, error) {

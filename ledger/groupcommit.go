@@ -31,6 +31,31 @@ import (
 // Cassandra's batch_size_warn_threshold (5 KiB).
 const maxBatch = 32
 
+// Quorum reads of the ledger are grouped the same way (CassandraStore.Peek):
+// the reads of one tenant's and operation's requests that meet share one
+// query (request_id IN ...), at most readsInFlight at once per group, so a
+// read that meets none goes at once.
+const (
+	maxReads      = 16
+	readsInFlight = 4
+)
+
+// peek is one Peek waiting in a grouped read: its key and, once the read
+// ran, its row or its error (ErrNotFound).
+type peek struct {
+	key Key
+	rec Record
+	err error
+}
+
+// peekGroup is the key of a grouped read: rows one query can ask for.
+type peekGroup struct{ tenant, operation string }
+
+func newGroupRead(limit int, read func(context.Context, []*peek) error) *groupcommit.Committer[peekGroup, *peek] {
+	return groupcommit.New(groupcommit.Config{Limit: limit, InFlight: readsInFlight},
+		func(p *peek) peekGroup { return peekGroup{p.key.Tenant, p.key.Operation} }, nil, read)
+}
+
 // partitionOf is the due-queue partition of an entry: its batches' key.
 type partitionOf struct {
 	shard  int

@@ -98,6 +98,53 @@ func TestAFailedBatchFailsEveryOrderInIt(t *testing.T) {
 	s.wantRows(t, OrdersByID, first)
 }
 
+// TestReadsThatMeetShareAQueryPerTenant: while every read slot of a tenant
+// is taken, its reads that arrive wait in one query; another tenant's read
+// has slots of its own and goes at once. Each is answered (here: NotFound,
+// since the session finds nothing).
+func TestReadsThatMeetShareAQueryPerTenant(t *testing.T) {
+	s := newGatedSession()
+	p := New(Config{Batch: 8}, s, nil)
+	results := make(chan error, 32)
+	read := func(tenant string) uuid.UUID {
+		id := uuid.New()
+		go func() { _, err := p.Order(context.Background(), tenant, id); results <- err }()
+		return id
+	}
+	for i := range inFlight {
+		read("a")
+		s.waitBlocked(t, i+1)
+	}
+	var wantA []string
+	for range 5 {
+		wantA = append(wantA, read("a").String())
+	}
+	waitFor(t, func() bool { return p.reads.Open("a") == len(wantA) })
+	read("b")
+	s.waitBlocked(t, inFlight+1)
+	close(s.gate)
+	for i := range inFlight + len(wantA) + 1 {
+		if err := <-results; !errors.Is(err, ErrNotFound) {
+			t.Errorf("read %d: %v, want ErrNotFound", i, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got := s.reads["a"]; len(got) != 1 || !sameSet(got[0], wantA) {
+		t.Errorf("tenant a: grouped reads asked for %v, want one query for %v", got, wantA)
+	}
+	if got := s.reads["b"]; len(got) != 0 {
+		t.Errorf("tenant b: grouped reads %v, want its one read alone", got)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
 func orders(n int) []order.Order {
 	at := time.Date(2026, 3, 14, 10, 30, 0, 0, time.UTC)
 	out := make([]order.Order, n)
@@ -144,12 +191,13 @@ type gatedSession struct {
 
 	mu      sync.Mutex
 	blocked int
-	rows    map[string][][]any // by statement name
-	batches map[string][]int   // by statement name: each batch's rows
+	rows    map[string][][]any    // by statement name
+	batches map[string][]int      // by statement name: each batch's rows
+	reads   map[string][][]string // by tenant: the ids each grouped read asked for
 }
 
 func newGatedSession() *gatedSession {
-	return &gatedSession{gate: make(chan struct{}), rows: map[string][][]any{}, batches: map[string][]int{}}
+	return &gatedSession{gate: make(chan struct{}), rows: map[string][][]any{}, batches: map[string][]int{}, reads: map[string][][]string{}}
 }
 
 func (s *gatedSession) Serial() gocql.Consistency { return gocql.LocalSerial }
@@ -242,14 +290,22 @@ func (q *gatedQuery) Idempotent(bool) cassandra.Query                     { retu
 func (q *gatedQuery) PageSize(int) cassandra.Query                        { return q }
 func (q *gatedQuery) PageState([]byte) cassandra.Query                    { return q }
 
-func (q *gatedQuery) ExecContext(ctx context.Context) error {
+// pass counts the statement as blocked and waits for the gate.
+func (q *gatedQuery) pass(ctx context.Context) error {
 	q.s.mu.Lock()
 	q.s.blocked++
 	q.s.mu.Unlock()
 	select {
 	case <-q.s.gate:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+func (q *gatedQuery) ExecContext(ctx context.Context) error {
+	if err := q.pass(ctx); err != nil {
+		return err
 	}
 	q.s.mu.Lock()
 	defer q.s.mu.Unlock()
@@ -257,8 +313,13 @@ func (q *gatedQuery) ExecContext(ctx context.Context) error {
 	return nil
 }
 
-func (q *gatedQuery) ScanContext(context.Context, ...any) error {
-	return errors.New("gatedSession: no reads")
+// ScanContext is a read of one order: it waits for the gate, and finds
+// nothing.
+func (q *gatedQuery) ScanContext(ctx context.Context, _ ...any) error {
+	if err := q.pass(ctx); err != nil {
+		return err
+	}
+	return gocql.ErrNotFound
 }
 func (q *gatedQuery) MapScanContext(context.Context, map[string]any) error {
 	return errors.New("gatedSession: no reads")
@@ -266,4 +327,20 @@ func (q *gatedQuery) MapScanContext(context.Context, map[string]any) error {
 func (q *gatedQuery) MapScanCASContext(context.Context, map[string]any) (bool, error) {
 	return false, errors.New("gatedSession: no conditional writes")
 }
-func (q *gatedQuery) IterContext(context.Context) cassandra.Iter { return nil }
+
+// IterContext is a read of several orders (order_id IN ?): recorded by
+// tenant, and it finds nothing.
+func (q *gatedQuery) IterContext(context.Context) cassandra.Iter {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	tenant, ids := q.values[0].(string), q.values[1].([]string)
+	q.s.reads[tenant] = append(q.s.reads[tenant], ids)
+	return noRows{}
+}
+
+type noRows struct{}
+
+func (noRows) Scan(...any) bool            { return false }
+func (noRows) MapScan(map[string]any) bool { return false }
+func (noRows) PageState() []byte           { return nil }
+func (noRows) Close() error                { return nil }

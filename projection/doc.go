@@ -17,7 +17,8 @@
 //     (Config.Batch, internal/groupcommit): an unlogged batch of that
 //     table's upsert, each row with its own write time, which a failure
 //     fails for every order in it (docs/architecture.md, "Group-committed
-//     projection rows").
+//     projection rows and grouped reads"). Reads by id that meet share one
+//     query likewise.
 //
 // The listing before 0005, orders_by_customer (keyed by order id, so a
 // month's page came back in no useful order), is neither written nor read

@@ -59,6 +59,12 @@ const (
 	selectByIDCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
 		version, shipping_note, updated_at
 		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
+	// The reads of one tenant's orders that meet (Store.Order). Named as
+	// the single read: a fault armed on get_order, and its metrics, cover
+	// both.
+	selectByIDsCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
+		version, shipping_note, updated_at
+		FROM orders_by_id WHERE tenant = ? AND order_id IN ?`
 	// Newest first: the table's clustering order (created_at DESC, order_id ASC).
 	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
 		version, updated_at
@@ -75,8 +81,10 @@ type lineUDT struct {
 // Config shapes how a Store writes.
 type Config struct {
 	// Batch is the most orders whose rows of one table share one write (an
-	// unlogged batch of that table's upsert) when their writes meet
-	// (internal/groupcommit); 1: every row alone. Default DefaultBatch.
+	// unlogged batch of that table's upsert) when their writes meet, and
+	// the most orders of one tenant whose reads by id share one query
+	// (order_id IN ...) when they meet (internal/groupcommit); 1: every
+	// row and every read alone. Default DefaultBatch.
 	Batch int
 }
 
@@ -101,6 +109,7 @@ type Store struct {
 	s          cassandra.Session
 	failpoints *failpoint.Set
 	upserts    map[string]*groupcommit.Committer[string, row] // by table
+	reads      *groupcommit.Committer[string, *orderRead]     // by tenant
 }
 
 // row is one order's upsert into one table.
@@ -125,6 +134,8 @@ func New(cfg Config, s cassandra.Session, failpoints *failpoint.Set) *Store {
 	for _, table := range Tables {
 		p.upserts[table] = groupcommit.New(gc, func(r row) string { return r.table }, rowWeight, p.writeRows)
 	}
+	p.reads = groupcommit.New(groupcommit.Config{Limit: cfg.Batch, InFlight: inFlight},
+		func(r *orderRead) string { return r.tenant }, nil, p.readOrders)
 	return p
 }
 
@@ -309,37 +320,98 @@ func (p *Store) exec(ctx context.Context, table string, ts int64, stmt string, a
 // (ledger.ErrNotFound), a sentinel *fault.Error of kind NotFound.
 var ErrNotFound error = fault.New(fault.ReasonOrderNotFound, errors.New("projection: no such order"))
 
-// Order reads one order by id.
+// Order reads one order by id. Reads of one tenant's orders that meet
+// under load share one query (Config.Batch); each gets its own order or
+// ErrNotFound, and a failed query fails each of them, as its own read
+// failing would.
 func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
-	var (
-		o        = order.Order{Tenant: tenant}
-		orderID  gocql.UUID
-		reqID    gocql.UUID
-		month    time.Time
-		total    *inf.Dec
-		rawLines []lineUDT
-		version  *int64
-		note     *string
-		updated  time.Time
-	)
-	err := p.s.Query(selectByIDCQL, tenant, id.String()).ScanContext(ctx,
-		&orderID, &o.CustomerID, &month, &o.Status, &total, &o.Currency, &reqID, &rawLines, &o.CreatedAt, &version, &note, &updated)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return order.Order{}, ErrNotFound
-	}
-	if err != nil {
+	r := &orderRead{tenant: tenant, id: id.String()}
+	if err := p.reads.Add(ctx, r); err != nil {
 		return order.Order{}, cassandra.ReadError("read order", err)
 	}
-	o.ID, o.RequestID, o.Month = uuid.UUID(orderID), uuid.UUID(reqID), month.Format(time.DateOnly)
-	o.Total, o.CreatedAt = total.String(), o.CreatedAt.UTC()
-	o.Version, o.UpdatedAt = versionOf(version), updatedOf(updated, o.CreatedAt)
-	if note != nil {
-		o.ShippingNote = *note
+	if !r.found {
+		return order.Order{}, ErrNotFound
 	}
-	for _, l := range rawLines {
+	return r.got, nil
+}
+
+// orderRead is one Order call: what it asks for and, once its query ran,
+// what it found.
+type orderRead struct {
+	tenant, id string
+	found      bool
+	got        order.Order
+}
+
+// readOrders reads the orders of reads (one tenant's): one query, by id or
+// by ids. Every read is answered once it returns nil.
+func (p *Store) readOrders(ctx context.Context, reads []*orderRead) error {
+	tenant := reads[0].tenant
+	if len(reads) == 1 {
+		var sc orderScan
+		err := p.s.Query(selectByIDCQL, tenant, reads[0].id).ScanContext(ctx, sc.dest()...)
+		if errors.Is(err, gocql.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		reads[0].got, reads[0].found = sc.order(tenant), true
+		return nil
+	}
+	byID := make(map[string][]*orderRead, len(reads))
+	ids := make([]string, 0, len(reads))
+	for _, r := range reads {
+		if byID[r.id] == nil {
+			ids = append(ids, r.id)
+		}
+		byID[r.id] = append(byID[r.id], r)
+	}
+	iter := p.s.Query(selectByIDsCQL, tenant, ids).IterContext(ctx)
+	var sc orderScan
+	for iter.Scan(sc.dest()...) {
+		o := sc.order(tenant)
+		for _, r := range byID[o.ID.String()] {
+			r.got, r.found = o, true
+		}
+		sc = orderScan{}
+	}
+	return iter.Close()
+}
+
+// orderScan holds one orders_by_id row as the driver scans it.
+type orderScan struct {
+	o        order.Order
+	orderID  gocql.UUID
+	reqID    gocql.UUID
+	month    time.Time
+	total    *inf.Dec
+	rawLines []lineUDT
+	version  *int64
+	note     *string
+	updated  time.Time
+}
+
+// dest is what to scan selectByIDCQL's columns into.
+func (sc *orderScan) dest() []any {
+	return []any{&sc.orderID, &sc.o.CustomerID, &sc.month, &sc.o.Status, &sc.total, &sc.o.Currency, &sc.reqID, &sc.rawLines,
+		&sc.o.CreatedAt, &sc.version, &sc.note, &sc.updated}
+}
+
+// order is the row scanned, as an order of tenant.
+func (sc *orderScan) order(tenant string) order.Order {
+	o := sc.o
+	o.Tenant = tenant
+	o.ID, o.RequestID, o.Month = uuid.UUID(sc.orderID), uuid.UUID(sc.reqID), sc.month.Format(time.DateOnly)
+	o.Total, o.CreatedAt = sc.total.String(), o.CreatedAt.UTC()
+	o.Version, o.UpdatedAt = versionOf(sc.version), updatedOf(sc.updated, o.CreatedAt)
+	if sc.note != nil {
+		o.ShippingNote = *sc.note
+	}
+	for _, l := range sc.rawLines {
 		o.Lines = append(o.Lines, order.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice.String()})
 	}
-	return o, nil
+	return o
 }
 
 // Page is one page of a customer's orders.

@@ -263,6 +263,7 @@ func (f *faultQuery) IterContext(ctx context.Context) Iter {
 
 type errIter struct{ err error }
 
-func (e errIter) Scan(...any) bool  { return false }
-func (e errIter) PageState() []byte { return nil }
-func (e errIter) Close() error      { return e.err }
+func (e errIter) Scan(...any) bool            { return false }
+func (e errIter) MapScan(map[string]any) bool { return false }
+func (e errIter) PageState() []byte           { return nil }
+func (e errIter) Close() error                { return e.err }

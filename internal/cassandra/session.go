@@ -50,6 +50,8 @@ type Query interface {
 // Iter reads the rows of a query, as the driver's *gocql.Iter.
 type Iter interface {
 	Scan(dest ...any) bool
+	// MapScan reads the next row into m, keyed by column name.
+	MapScan(m map[string]any) bool
 	PageState() []byte
 	Close() error
 }

@@ -75,6 +75,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 	wants := map[string]want{
 		"ledger.claimCQL":      {"insert_write_requests_by_id", true},
 		"ledger.selectCQL":     {"select_write_requests_by_id", false},
+		"ledger.selectManyCQL": {"select_write_requests_by_id", false},
 		"ledger.attemptCQL":    {"update_write_requests_by_id", true},
 		"ledger.failCQL":       {"update_write_requests_by_id", true},
 		"ledger.completeCQL":   {"update_write_requests_by_id", true},
@@ -91,6 +92,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"projection.upsertByIDCQL":       {"insert_orders_by_id", false},
 		"projection.upsertEventCQL":      {"insert_order_events_by_order", false},
 		"projection.selectByIDCQL":       {"select_orders_by_id", false},
+		"projection.selectByIDsCQL":      {"select_orders_by_id", false},
 		"projection.selectByCustomerCQL": {"select_orders_by_customer_time", false},
 		"projection.changeByCustomerCQL": {"update_orders_by_customer_time", false},
 		"projection.changeByIDCQL":       {"update_orders_by_id", false},

@@ -688,6 +688,71 @@ var getCases = []testCase{
 		_, err = s.Store.Peek(s.ctx, rec.Key)
 		wantKind(t, "Peek", err, fault.Unavailable)
 	}},
+	{"Peek/concurrent: each gets its own row, another key's nothing", func(t *testing.T, s *suite) {
+		// Peeks that meet may share one query (CassandraStore.Peek): each
+		// must still get exactly its own row, a key asked for twice
+		// included; the same request id under another operation or tenant
+		// is another request.
+		var recs []ledger.Record
+		for range 10 {
+			recs = append(recs, s.claimed(t))
+		}
+		type peek struct {
+			key  ledger.Key
+			want *ledger.Record // nil: ErrNotFound
+		}
+		var peeks []peek
+		for i := range recs {
+			rec := &recs[i]
+			otherOp, otherTenant := rec.Key, rec.Key
+			otherOp.Operation, otherTenant.Tenant = "CancelOrder", rec.Key.Tenant+"-other"
+			peeks = append(peeks, peek{rec.Key, rec}, peek{rec.Key, rec}, peek{otherOp, nil}, peek{otherTenant, nil}, peek{s.key(), nil})
+		}
+		got := make([]ledger.Record, len(peeks))
+		errs := make([]error, len(peeks))
+		var wg sync.WaitGroup
+		for i, p := range peeks {
+			wg.Go(func() { got[i], errs[i] = s.Store.Peek(s.ctx, p.key) })
+		}
+		wg.Wait()
+		for i, p := range peeks {
+			if p.want == nil {
+				wantNotFound(t, fmt.Sprintf("Peek %d of %+v", i, p.key), errs[i])
+				continue
+			}
+			if errs[i] != nil || diff(got[i], *p.want) != "" {
+				t.Errorf("Peek %d = %+v, %v; want %+v", i, got[i], errs[i], *p.want)
+			}
+		}
+	}},
+	{"Peek/concurrent, one read times out: only the peeks it held fail", func(t *testing.T, s *suite) {
+		var recs []ledger.Record
+		for range 16 {
+			recs = append(recs, s.claimed(t))
+		}
+		s.arm(StmtGet, cassandra.FaultTimeout, 1)
+		got := make([]ledger.Record, len(recs))
+		errs := make([]error, len(recs))
+		var wg sync.WaitGroup
+		for i, rec := range recs {
+			wg.Go(func() { got[i], errs[i] = s.Store.Peek(s.ctx, rec.Key) })
+		}
+		wg.Wait()
+		failed := 0
+		for i, rec := range recs {
+			if errs[i] != nil {
+				failed++
+				wantKind(t, fmt.Sprintf("Peek %d", i), errs[i], fault.Unavailable)
+				continue
+			}
+			if d := diff(got[i], rec); d != "" {
+				t.Errorf("Peek %d: %s", i, d)
+			}
+		}
+		if failed == 0 {
+			t.Error("no concurrent Peek failed, want the peeks in the failed read to")
+		}
+	}},
 }
 
 // ---------------------------------------------------------------- release

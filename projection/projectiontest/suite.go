@@ -531,6 +531,80 @@ var cases = []struct {
 		}
 	}},
 
+	{"concurrent reads: each gets its own order, an unknown one NotFound", func(t *testing.T, s *suite) {
+		// Reads that meet may share one query (projection.Config.Batch):
+		// each must still get exactly its own answer, an id asked for twice
+		// included, and another tenant's read of the same id nothing.
+		var written []order.Order
+		for i := range 10 {
+			o := s.order(fmt.Sprintf("cust-%d", i), base.Add(time.Duration(i)*time.Second), fmt.Sprintf("%d.00", i+1))
+			s.write(t, o)
+			written = append(written, o)
+		}
+		type read struct {
+			tenant string
+			id     uuid.UUID
+			want   *order.Order // nil: NotFound
+		}
+		var reads []read
+		for i := range written {
+			o := &written[i]
+			reads = append(reads, read{s.tenant, o.ID, o}, read{s.tenant, o.ID, o}, read{s.tenant + "-other", o.ID, nil},
+				read{s.tenant, uuid.New(), nil})
+		}
+		got := make([]order.Order, len(reads))
+		errs := make([]error, len(reads))
+		var wg sync.WaitGroup
+		for i, r := range reads {
+			wg.Go(func() { got[i], errs[i] = s.Store.Order(s.ctx, r.tenant, r.id) })
+		}
+		wg.Wait()
+		for i, r := range reads {
+			switch {
+			case r.want == nil && !errors.Is(errs[i], projection.ErrNotFound):
+				t.Errorf("read %d (%s under %s) = %+v, %v; want ErrNotFound", i, r.id, r.tenant, got[i], errs[i])
+			case r.want != nil && errs[i] != nil:
+				t.Errorf("read %d (%s): %v", i, r.id, errs[i])
+			case r.want != nil:
+				if d := diff(got[i], *r.want); d != "" {
+					t.Errorf("read %d (%s): %s", i, r.id, d)
+				}
+			}
+		}
+	}},
+
+	{"a failed read among concurrent ones fails only the reads it held", func(t *testing.T, s *suite) {
+		var written []order.Order
+		for i := range 16 {
+			o := s.order(fmt.Sprintf("cust-%d", i), base, "42.50")
+			s.write(t, o)
+			written = append(written, o)
+		}
+		s.Arm(StmtGetOrder, cassandra.FaultTimeout, 1)
+		got := make([]order.Order, len(written))
+		errs := make([]error, len(written))
+		var wg sync.WaitGroup
+		for i, o := range written {
+			wg.Go(func() { got[i], errs[i] = s.Store.Order(s.ctx, o.Tenant, o.ID) })
+		}
+		wg.Wait()
+		failed := 0
+		for i, o := range written {
+			if errs[i] != nil {
+				failed++
+				wantKind(t, "a concurrent Order with get_order timing out", errs[i], fault.Unavailable)
+				s.wantOrder(t, o) // read again: there
+				continue
+			}
+			if d := diff(got[i], o); d != "" {
+				t.Errorf("read %d: %s", i, d)
+			}
+		}
+		if failed == 0 {
+			t.Fatal("no concurrent Order failed, want the reads in the failed query to")
+		}
+	}},
+
 	{"an unknown order is NotFound", func(t *testing.T, s *suite) {
 		s.wantNoOrder(t, uuid.New())
 		o := s.order("cust-1", base, "42.50")

@@ -114,9 +114,10 @@ func (q *query) IterContext(context.Context) cassandra.Iter { q.record(); return
 
 type emptyIter struct{}
 
-func (emptyIter) Scan(...any) bool  { return false }
-func (emptyIter) PageState() []byte { return nil }
-func (emptyIter) Close() error      { return nil }
+func (emptyIter) Scan(...any) bool            { return false }
+func (emptyIter) MapScan(map[string]any) bool { return false }
+func (emptyIter) PageState() []byte           { return nil }
+func (emptyIter) Close() error                { return nil }
 
 // CheckSerial reports (t.Errorf) every LWT among runs whose Paxos round was
 // not given serial, and every run of the settling read named settle that was
