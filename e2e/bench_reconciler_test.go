@@ -154,24 +154,39 @@ func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool)
 // backlog that a crash left behind: 10,000 requests claimed and left
 // PENDING (nothing projected), finished by the real workflow (projections
 // and COMPLETE) at two bounds of per-bucket concurrency, and a sequential
-// reference on 1,000. Goal (issue 10): 10,000 healed in ≤ 20 s. Run it with
+// reference on 1,000; and, side by side at 64, the same with every read
+// and every projection row its own request (ledger.Config.ReadsAlone,
+// projection.Config.Batch 1), the reconciler before its reads and writes
+// were grouped. Goal (issue 10): 10,000 healed in ≤ 20 s. Run it with
 //
 //	make bench-reconciler
 func BenchmarkReconcilerHeal(b *testing.B) {
 	type result struct {
 		pending, concurrency int
+		alone                bool
 		took                 time.Duration
 		passes               int
 	}
 	var results []result
-	for _, c := range []struct{ pending, concurrency int }{{1_000, 1}, {10_000, 16}, {10_000, 64}} {
-		r := result{pending: c.pending, concurrency: c.concurrency}
+	for _, c := range []struct {
+		pending, concurrency int
+		alone                bool
+	}{{1_000, 1, false}, {10_000, 16, false}, {10_000, 64, true}, {10_000, 64, false}} {
+		r := result{pending: c.pending, concurrency: c.concurrency, alone: c.alone}
 		func() {
 			s, store, done := benchKeyspace(b, fmt.Sprintf("bench_heal_%d", c.concurrency))
 			defer done()
 			driver := cassandra.Wrap(s)
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			wf := workflow.New(workflow.Config{}, store, projection.NewStore(driver, nil), nil, log)
+			batch := projection.DefaultBatch
+			if c.alone {
+				var err error
+				if store, err = ledger.NewCassandraStore(driver, ledger.Config{DueAfter: time.Second, ReadsAlone: true}); err != nil {
+					b.Fatal(err)
+				}
+				batch = 1
+			}
+			wf := workflow.New(workflow.Config{}, store, projection.New(projection.Config{Batch: batch}, driver, nil), nil, log)
 			claimMany(b, store, c.pending, false)
 			time.Sleep(1100 * time.Millisecond) // every entry due
 
@@ -202,15 +217,25 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\nhealing a backlog of PENDING requests with one reconciler instance (%d shards):\n", ledger.PendingShards)
-	fmt.Fprintf(&sb, "%9s %12s %10s %8s %12s\n", "PENDING", "concurrency", "took", "passes", "healed/s")
+	fmt.Fprintf(&sb, "%9s %12s %-8s %10s %8s %12s\n", "PENDING", "concurrency", "requests", "took", "passes", "healed/s")
 	for _, r := range results {
-		fmt.Fprintf(&sb, "%9d %12d %10s %8d %12.0f\n", r.pending, r.concurrency, r.took.Round(time.Millisecond), r.passes,
+		fmt.Fprintf(&sb, "%9d %12d %-8s %10s %8d %12.0f\n", r.pending, r.concurrency, grouping(r.alone), r.took.Round(time.Millisecond), r.passes,
 			float64(r.pending)/r.took.Seconds())
 	}
+	alone, grouped := results[2], results[3]
+	fmt.Fprintf(&sb, "grouped / alone at 64, same run: time %.2f\n", grouped.took.Seconds()/alone.took.Seconds())
 	fmt.Print(sb.String())
 	for _, r := range results[1:] {
-		b.ReportMetric(r.took.Seconds(), fmt.Sprintf("s/heal10k@%d", r.concurrency))
+		b.ReportMetric(r.took.Seconds(), fmt.Sprintf("s/heal10k@%d-%s", r.concurrency, grouping(r.alone)))
 	}
+}
+
+// grouping names how a heal bench case sends its reads and projection rows.
+func grouping(alone bool) string {
+	if alone {
+		return "alone"
+	}
+	return "grouped"
 }
 
 // benchKeyspace migrates a fresh keyspace named prefix_<ms> and returns a

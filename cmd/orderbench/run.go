@@ -155,7 +155,7 @@ func runCmd(args []string) error {
 	}
 	// The baselines issue the plan before issue 10, whose claims wrote
 	// their due entries one request each.
-	legacyStore, err := ledger.NewCassandraStore(cassandra.Wrap(session), ledger.Config{EntriesAlone: true})
+	legacyStore, err := ledger.NewCassandraStore(cassandra.Wrap(session), ledger.Config{EntriesAlone: true, ReadsAlone: true})
 	if err != nil {
 		return err
 	}
@@ -405,8 +405,8 @@ func claim(ctx context.Context, store *ledger.CassandraStore, rec ledger.Record,
 
 // orderAbsent is the LOCAL_QUORUM read of orders_by_id for o's id (derived
 // from the request id), which must find nothing: o is new.
-func (b *bench) orderAbsent(ctx context.Context, o order.Order) error {
-	_, err := b.proj.Order(ctx, o.Tenant, o.ID)
+func (b *bench) orderAbsent(ctx context.Context, p *projection.Store, o order.Order) error {
+	_, err := p.Order(ctx, o.Tenant, o.ID)
 	switch {
 	case errors.Is(err, projection.ErrNotFound):
 		return nil
@@ -466,7 +466,7 @@ func (b *bench) twoLWT(ctx context.Context, i int) error {
 		return err
 	}
 	o := order.New(rec.Tenant, rec.RequestID, benchCommand(i), rec.CreatedAt)
-	if err := b.orderAbsent(ctx, o); err != nil {
+	if err := b.orderAbsent(ctx, b.legacyProj, o); err != nil {
 		return err
 	}
 	if err := b.legacyProj.Write(ctx, o); err != nil {
@@ -484,7 +484,7 @@ func (b *bench) twoLWT(ctx context.Context, i int) error {
 func (b *bench) oneLWT(ctx context.Context, i int) error {
 	rec := claimRecord(i)
 	o := order.New(rec.Tenant, rec.RequestID, benchCommand(i), rec.CreatedAt)
-	rec, err := claim(ctx, b.store, rec, func(ctx context.Context) error { return b.orderAbsent(ctx, o) })
+	rec, err := claim(ctx, b.store, rec, func(ctx context.Context) error { return b.orderAbsent(ctx, b.proj, o) })
 	if err != nil {
 		return err
 	}
@@ -512,7 +512,7 @@ func (b *bench) naive(ctx context.Context, i int) error {
 		return err
 	}
 	o := order.New(rec.Tenant, rec.RequestID, benchCommand(i), rec.CreatedAt)
-	if err := b.orderAbsent(ctx, o); err != nil {
+	if err := b.orderAbsent(ctx, b.legacyProj, o); err != nil {
 		return err
 	}
 	for _, table := range projection.Tables {
