@@ -7,8 +7,9 @@ import (
 	"github.com/atlasmart/orderd/internal/groupcommit"
 )
 
-// Writes to the due queue are group-committed (internal/groupcommit). Every claim writes its due
-// entry, and every new order releases it once its order is recorded; all
+// Writes to the due queue are group-committed (internal/groupcommit).
+// Every claim writes its due entry, and every new order releases it once
+// its order is recorded; all
 // entries of one (shard, minute) sit in one partition, and the shard of an
 // entry is that of its claim's time slot (ShardOf), so the entries and the
 // releases of concurrent requests share partitions. Writes to one partition

@@ -108,8 +108,8 @@ const (
 type Store struct {
 	s          cassandra.Session
 	failpoints *failpoint.Set
-	upserts    map[string]*groupcommit.Committer[string, row] // by table
-	reads      *groupcommit.Committer[string, *orderRead]     // by tenant
+	upserts    *groupcommit.Committer[string, row]        // by table
+	reads      *groupcommit.Committer[string, *orderRead] // by tenant
 }
 
 // row is one order's upsert into one table.
@@ -129,11 +129,9 @@ func New(cfg Config, s cassandra.Session, failpoints *failpoint.Set) *Store {
 	if cfg.Batch == 0 {
 		cfg.Batch = DefaultBatch
 	}
-	p := &Store{s: s, failpoints: failpoints, upserts: map[string]*groupcommit.Committer[string, row]{}}
-	gc := groupcommit.Config{Limit: cfg.Batch, InFlight: inFlight, MaxWeight: maxBatchBytes}
-	for _, table := range Tables {
-		p.upserts[table] = groupcommit.New(gc, func(r row) string { return r.table }, rowWeight, p.writeRows)
-	}
+	p := &Store{s: s, failpoints: failpoints}
+	p.upserts = groupcommit.New(groupcommit.Config{Limit: cfg.Batch, InFlight: inFlight, MaxWeight: maxBatchBytes},
+		func(r row) string { return r.table }, rowWeight, p.writeRows)
 	p.reads = groupcommit.New(groupcommit.Config{Limit: cfg.Batch, InFlight: inFlight},
 		func(r *orderRead) string { return r.tenant }, nil, p.readOrders)
 	return p
@@ -177,7 +175,7 @@ func (p *Store) WriteOne(ctx context.Context, o order.Order, table string) error
 	if err := p.failpoints.Eval(failpoint.ProjectionPrefix + table); err != nil {
 		return err
 	}
-	if err := p.upserts[table].Add(ctx, row{table: table, stmt: stmt, args: args}); err != nil {
+	if err := p.upserts.Add(ctx, row{table: table, stmt: stmt, args: args}); err != nil {
 		return cassandra.WriteError("write "+table, err)
 	}
 	return p.failpoints.Eval(failpoint.AfterProjectionPrefix + table)
