@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/ledger"
@@ -69,11 +69,11 @@ type Config struct {
 	// InitialLookback is where a shard without a cursor starts (cursors are
 	// created by migration 0002, so this is a fallback); default 1 h.
 	InitialLookback time.Duration
-	// Concurrency bounds how many due entries of one bucket are worked at
-	// once: finishing one is a few round trips, so a backlog left by a
-	// crash heals this many times faster than one at a time; default 64
-	// (make bench-reconciler: 10,000 PENDING healed in 32 s at 64, 61 s at
-	// 16). Lower it to leave more of the cluster to live traffic.
+	// Concurrency bounds how many due entries a pass works at once, over
+	// all its shards: finishing one is a few round trips, so a backlog left
+	// by a crash heals many times faster than one at a time; default 64
+	// (make bench-reconciler, docs/reconciler.md "Healing rate"). Lower it
+	// to leave more of the cluster to live traffic.
 	Concurrency int
 }
 
@@ -389,14 +389,39 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 	var (
 		res    = PassResult{Shards: len(shards)}
 		oldest time.Time
-		errs   []error
+		errs   = make([]error, len(shards))
+		mu     sync.Mutex
+		wg     sync.WaitGroup
 	)
 	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
-	for _, s := range shards {
-		if err := l.passShard(ctx, s, now, &res, &oldest); err != nil {
-			errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
-		}
+	// The shards are passed side by side, each by its own goroutine (one
+	// per shard held: at most ledger.PendingShards), and every entry being
+	// settled holds one of Concurrency slots shared by all of them. So the
+	// load on the cluster is bounded as before, and the last slow entries
+	// of one shard's minute no longer hold up every other shard: passed one
+	// after another, a backlog spread over 16 shards drained to a handful
+	// of entries in flight 16 times per pass (docs/reconciler.md, "Healing
+	// rate").
+	slots := semaphore.NewWeighted(int64(l.cfg.Concurrency))
+	for i, s := range shards {
+		wg.Go(func() {
+			var (
+				mine       PassResult
+				mineOldest time.Time
+			)
+			err := l.passShard(ctx, s, now, slots, &mine, &mineOldest)
+			mu.Lock()
+			defer mu.Unlock()
+			res.add(mine)
+			if !mineOldest.IsZero() && (oldest.IsZero() || mineOldest.Before(oldest)) {
+				oldest = mineOldest
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("shard %d: %w", s, err)
+			}
+		})
 	}
+	wg.Wait()
 	l.passes.Add(1)
 	l.pending.Store(int64(res.Pending))
 	age := time.Duration(0)
@@ -442,7 +467,7 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 //
 // An entry left unsettled moves the shard's read position back to it, so
 // the next pass lists it again.
-func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *PassResult, oldest *time.Time) error {
+func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, slots *semaphore.Weighted, res *PassResult, oldest *time.Time) error {
 	cursor, ok, err := l.coord.Cursor(ctx, shard)
 	if err != nil {
 		return err
@@ -481,7 +506,7 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *Pas
 		}
 		res.Buckets++
 		res.Entries += len(entries)
-		unsettled := l.handleAll(ctx, entries, now, res, oldest)
+		unsettled := l.handleAll(ctx, entries, now, slots, res, oldest)
 		if !unsettled.IsZero() && unsettled.Add(-time.Millisecond).Before(readTo) {
 			readTo = unsettled.Add(-time.Millisecond)
 		}
@@ -513,19 +538,28 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, res *Pas
 	return nil
 }
 
-// handleAll settles the entries of one minute, up to Concurrency at once,
-// and returns the due time of the earliest one left unsettled (zero if all
-// were). Each entry is a different request (or another attempt's entry of
-// one), and every step on a request is safe to race, so their order does
-// not matter.
-func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, res *PassResult, oldest *time.Time) (unsettled time.Time) {
+// handleAll settles the entries of one minute, each holding one of the
+// pass's slots while it is worked, and returns the due time of the earliest
+// one left unsettled (zero if all were). Each entry is a different request
+// (or another attempt's entry of one), and every step on a request is safe
+// to race, so their order does not matter. Once ctx is done, the entries
+// not started are left unsettled.
+func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, slots *semaphore.Weighted, res *PassResult, oldest *time.Time) (unsettled time.Time) {
 	var (
 		mu sync.Mutex
-		g  errgroup.Group
+		wg sync.WaitGroup
 	)
-	g.SetLimit(l.cfg.Concurrency)
 	for _, e := range entries {
-		g.Go(func() error {
+		if err := slots.Acquire(ctx, 1); err != nil {
+			mu.Lock()
+			if unsettled.IsZero() || e.NotBefore.Before(unsettled) {
+				unsettled = e.NotBefore
+			}
+			mu.Unlock()
+			continue
+		}
+		wg.Go(func() {
+			defer slots.Release(1)
 			var (
 				mine       PassResult
 				mineOldest time.Time
@@ -543,10 +577,9 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 			if (!settled || err != nil) && (unsettled.IsZero() || e.NotBefore.Before(unsettled)) {
 				unsettled = e.NotBefore
 			}
-			return nil
 		})
 	}
-	_ = g.Wait() // every error is logged and reflected in unsettled
+	wg.Wait() // every error is logged and reflected in unsettled
 	return unsettled
 }
 

@@ -1410,6 +1410,69 @@ func TestPassFinishesABucketConcurrentlyWithinTheBound(t *testing.T) {
 	}
 }
 
+// The shards of a pass are passed side by side under one bound: a slow
+// request in one shard does not hold up the backlog of the others (its
+// finisher waits until every other shard's requests are finished, which
+// shards passed one after another would never reach), and the requests in
+// flight across all shards never pass Concurrency.
+func TestPassShardsSideBySideUnderOneBound(t *testing.T) {
+	h := newHarness(t0.Add(10 * time.Second))
+	const slowShard, bound, perShard = 2, 4, 12
+	others := []int{5, 9, 13}
+	slow, _ := h.addPending(t, slowShard, t0.Add(-5*time.Minute))
+	var keys []ledger.Key
+	for _, s := range others {
+		for range perShard {
+			rec, _ := h.addPending(t, s, t0.Add(-5*time.Minute))
+			keys = append(keys, rec.Key)
+		}
+	}
+	var (
+		mu                sync.Mutex
+		inFlight, peak    int
+		othersDone        int
+		othersFinished    = make(chan struct{})
+		slowSawOthersDone bool
+	)
+	h.fin.before = func(rec ledger.Record) {
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		mu.Unlock()
+		if rec.Key == slow.Key {
+			select {
+			case <-othersFinished:
+				slowSawOthersDone = true
+			case <-time.After(5 * time.Second):
+			}
+		} else {
+			time.Sleep(time.Millisecond) // long enough for the slots to fill
+		}
+		mu.Lock()
+		inFlight--
+		if rec.Key != slow.Key {
+			if othersDone++; othersDone == len(keys) {
+				close(othersFinished)
+			}
+		}
+		mu.Unlock()
+	}
+	res := mustPass(t, h.loop(Config{Concurrency: bound}), append([]int{slowShard}, others...)...)
+	if want := len(keys) + 1; res.Finished != want || res.Shards != len(others)+1 {
+		t.Errorf("PassResult = %+v, want %d finished over %d shards", res, want, len(others)+1)
+	}
+	if !slowSawOthersDone {
+		t.Error("the other shards' requests were not all finished while the slow one waited: shards were passed one after another")
+	}
+	if peak > bound {
+		t.Errorf("%d requests were finished at once over the pass's shards, want at most %d", peak, bound)
+	}
+	for _, k := range append(keys, slow.Key) {
+		wantFinished(t, h, k)
+		wantNoEntries(t, h, k)
+	}
+}
+
 // An order whose event the broker does not acknowledge is the outbox
 // backlog: its entry is kept and rescheduled (never removed, never
 // dead-lettered), counted as undelivered with its age, and as parked once

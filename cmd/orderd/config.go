@@ -107,7 +107,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/cassandra.FaultSession)")
 		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout)")
 		fs.DurationVar(&c.reconcileInterval, "reconcile-interval", c.envDuration("ORDERD_RECONCILE_INTERVAL", 2*time.Second), "pause between reconciler passes")
-		fs.IntVar(&c.reconcileConcurrency, "reconcile-concurrency", c.envInt("ORDERD_RECONCILE_CONCURRENCY", 64), "due requests of one shard's bucket finished at once")
+		fs.IntVar(&c.reconcileConcurrency, "reconcile-concurrency", c.envInt("ORDERD_RECONCILE_CONCURRENCY", 64), "due requests a reconciler pass finishes at once, over all its shards")
 		fs.IntVar(&c.reconcileMaxAttempts, "reconcile-max-attempts", c.envInt("ORDERD_RECONCILE_MAX_ATTEMPTS", 5), "failed attempts after which a request counts as stuck (it is still retried)")
 		fs.DurationVar(&c.reconcileBackoff, "reconcile-backoff", c.envDuration("ORDERD_RECONCILE_BACKOFF", 5*time.Second), "first backoff between attempts of one request (doubles, with jitter)")
 		fs.DurationVar(&c.reconcileBackoffMax, "reconcile-backoff-max", c.envDuration("ORDERD_RECONCILE_BACKOFF_MAX", 5*time.Minute), "longest backoff between attempts")
