@@ -56,14 +56,16 @@ const (
 		(tenant, order_id, event_id, event_type, detail, event_time, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 
-	selectByIDCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
-		version, shipping_note, updated_at
+	// byIDColumns are the orders_by_id columns an order is read from, in
+	// the order orderScan.dest scans them.
+	byIDColumns = `order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
+		version, shipping_note, updated_at`
+	selectByIDCQL = `/* projection.get_order */ SELECT ` + byIDColumns + `
 		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
 	// The reads of one tenant's orders that meet (Store.Order). Named as
 	// the single read: a fault armed on get_order, and its metrics, cover
 	// both.
-	selectByIDsCQL = `/* projection.get_order */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
-		version, shipping_note, updated_at
+	selectByIDsCQL = `/* projection.get_order */ SELECT ` + byIDColumns + `
 		FROM orders_by_id WHERE tenant = ? AND order_id IN ?`
 	// Newest first: the table's clustering order (created_at DESC, order_id ASC).
 	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
@@ -390,7 +392,7 @@ type orderScan struct {
 	updated  time.Time
 }
 
-// dest is what to scan selectByIDCQL's columns into.
+// dest is what to scan byIDColumns into.
 func (sc *orderScan) dest() []any {
 	return []any{&sc.orderID, &sc.o.CustomerID, &sc.month, &sc.o.Status, &sc.total, &sc.o.Currency, &sc.reqID, &sc.rawLines,
 		&sc.o.CreatedAt, &sc.version, &sc.note, &sc.updated}

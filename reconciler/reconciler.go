@@ -342,9 +342,7 @@ type PassResult struct {
 
 // noteCursor keeps c if it is older than the oldest cursor noted so far.
 func (r *PassResult) noteCursor(c time.Time) {
-	if !c.IsZero() && (r.OldestCursor.IsZero() || c.Before(r.OldestCursor)) {
-		r.OldestCursor = c
-	}
+	keepEarliest(&r.OldestCursor, c)
 }
 
 func (r *PassResult) add(o PassResult) {
@@ -367,8 +365,13 @@ func (r *PassResult) add(o PassResult) {
 // noteUndelivered keeps created if it is older than the oldest undelivered
 // request noted so far.
 func (r *PassResult) noteUndelivered(created time.Time) {
-	if !created.IsZero() && (r.OldestUndelivered.IsZero() || created.Before(r.OldestUndelivered)) {
-		r.OldestUndelivered = created
+	keepEarliest(&r.OldestUndelivered, created)
+}
+
+// keepEarliest sets *t to c if c is set and earlier than *t (or *t unset).
+func keepEarliest(t *time.Time, c time.Time) {
+	if !c.IsZero() && (t.IsZero() || c.Before(*t)) {
+		*t = c
 	}
 }
 
@@ -413,9 +416,7 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 			mu.Lock()
 			defer mu.Unlock()
 			res.add(mine)
-			if !mineOldest.IsZero() && (oldest.IsZero() || mineOldest.Before(oldest)) {
-				oldest = mineOldest
-			}
+			keepEarliest(&oldest, mineOldest)
 			if err != nil {
 				errs[i] = fmt.Errorf("shard %d: %w", s, err)
 			}
@@ -552,9 +553,7 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 	for _, e := range entries {
 		if err := slots.Acquire(ctx, 1); err != nil {
 			mu.Lock()
-			if unsettled.IsZero() || e.NotBefore.Before(unsettled) {
-				unsettled = e.NotBefore
-			}
+			keepEarliest(&unsettled, e.NotBefore)
 			mu.Unlock()
 			continue
 		}
@@ -571,11 +570,9 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 			mu.Lock()
 			defer mu.Unlock()
 			res.add(mine)
-			if !mineOldest.IsZero() && (oldest.IsZero() || mineOldest.Before(*oldest)) {
-				*oldest = mineOldest
-			}
-			if (!settled || err != nil) && (unsettled.IsZero() || e.NotBefore.Before(unsettled)) {
-				unsettled = e.NotBefore
+			keepEarliest(oldest, mineOldest)
+			if !settled || err != nil {
+				keepEarliest(&unsettled, e.NotBefore)
 			}
 		})
 	}
@@ -609,9 +606,7 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 		}
 	} else {
 		res.Pending++
-		if oldest.IsZero() || rec.CreatedAt.Before(*oldest) {
-			*oldest = rec.CreatedAt
-		}
+		keepEarliest(oldest, rec.CreatedAt)
 	}
 	switch {
 	case ferr == nil:
