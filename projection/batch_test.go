@@ -26,7 +26,7 @@ import (
 func TestRowsThatMeetShareABatch(t *testing.T) {
 	s := newGatedSession()
 	p := New(Config{Batch: 8}, s, nil)
-	first, second := orders(4), orders(7) // 7: a batch that is not full stays open, and Open counts it
+	first, second := orders(inFlight), orders(7) // 7: a batch that is not full stays open, and Open counts it
 
 	done := s.fillSlots(t, p, first)
 	done2 := writeAll(p, second)
@@ -77,7 +77,7 @@ func TestAFailedBatchFailsEveryOrderInIt(t *testing.T) {
 	s := newGatedSession()
 	s.failBatches, s.batchErr = "projection."+OrdersByCustomerTime, errors.New("connection reset mid-batch")
 	p := New(Config{Batch: 8}, s, nil)
-	first, second := orders(4), orders(6)
+	first, second := orders(inFlight), orders(6)
 
 	done := s.fillSlots(t, p, first)
 	done2 := writeAll(p, second)

@@ -96,10 +96,16 @@ const (
 	// each order's row of a table is in a partition of its own (the
 	// listing's rows of one customer and month share one).
 	DefaultBatch = 8
-	// inFlight is how many writes of one table go at once before the rows
-	// that arrive wait to share the next: a slot is free at low load, so a
-	// row waits for nothing; under load the rows that meet share a write.
-	inFlight = 4
+	// inFlight is how many partial batches of one table go at once before
+	// the rows that arrive wait to share the next: a slot is free at low
+	// load, so a row waits for nothing; under load the rows that meet
+	// share a write, and a full batch (DefaultBatch rows) goes at once
+	// whatever is in flight, so this bounds no rate. One, not four: side
+	// by side (orderbench -phases cost, 3,000 new orders at 16 and 64
+	// streams) orderd spent 23-28% less CPU per order with one, at no
+	// worse latency, because four slots let most rows go in batches of
+	// one or two (docs/benchmarks.md, "orderd's own cost").
+	inFlight = 1
 	// maxBatchBytes bounds a batch's estimated size (rowWeight) below
 	// Cassandra's batch_size_warn_threshold (5 KiB); a larger row goes
 	// alone.

@@ -183,6 +183,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 	}
 	writeOutbox(b, all(runs, func(r Result) bool { return r.Phase == "outbox" }))
 	writeCommit(b, all(runs, func(r Result) bool { return r.Phase == "commit" }))
+	writeCost(b, all(runs, func(r Result) bool { return r.Phase == "cost" }))
 	lwt := all(runs, func(r Result) bool { return r.Phase == "lwt" })
 	if len(lwt) > 0 {
 		fmt.Fprintf(b, "\n## Claim LWT latency: paxos_variant v1 against v2\n\nThe cluster was restarted with `CASSANDRA_PAXOS_VARIANT` between the phases.\n\n")

@@ -72,9 +72,9 @@ type Run struct {
 }
 
 type runFlags struct {
-	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, consumer string
-	requests                                                                              int
-	soak                                                                                  time.Duration
+	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, consumer, costVariants string
+	requests                                                                                            int
+	soak                                                                                                time.Duration
 }
 
 func runCmd(args []string) error {
@@ -82,7 +82,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("orderbench run", flag.ContinueOnError)
 	fs.StringVar(&f.orderd, "orderd", "bin/orderd", "orderd binary to start")
 	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
-	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, commit, lwt, changes, soak")
+	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, commit, cost, lwt, changes, soak")
 	fs.StringVar(&f.concurrency, "concurrency", "1,8,16,32,64", "concurrency levels of the compare phase")
 	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1); the storm's replays and new requests")
 	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
@@ -90,6 +90,7 @@ func runCmd(args []string) error {
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
 	fs.StringVar(&f.kafka, "kafka", "127.0.0.1:19092", "Kafka broker orderd publishes order events to (make kafka-up)")
 	fs.StringVar(&f.consumer, "orderconsumer", "bin/orderconsumer", "the reference consumer's binary: the outbox phase measures delivery up to its apply")
+	fs.StringVar(&f.costVariants, "cost-variants", defaultCostVariants, `orderd configurations the cost phase compares, ";"-separated: name or name:K=V,K=V (environment; the key "orderd" names another binary); the first is the reference`)
 	fs.StringVar(&f.nodeLogs, "node-logs", ".cluster/node*/logs/system.log", "Cassandra node logs to check for tombstone warnings (glob)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -193,6 +194,11 @@ func runCmd(args []string) error {
 				env: env, creds: creds, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
 		case "commit":
 			rs, err = b.commitPhase(ctx, []int{1, 16, 64}, f.requests, f.orderd, env, creds)
+		case "cost":
+			var variants []costVariant
+			if variants, err = parseCostVariants(f.costVariants); err == nil {
+				rs, err = b.costPhase(ctx, []int{16, 64}, f.requests, f.orderd, variants, env, creds)
+			}
 		case "soak":
 			rs, err = b.soakRun(ctx, 64, f.soak)
 		default:

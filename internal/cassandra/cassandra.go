@@ -155,8 +155,10 @@ func clusterConfig(cfg Config) (*gocql.ClusterConfig, error) {
 	// held up to 200 µs to be coalesced with others (the driver's
 	// default): side by side (3,000 new orders at 32 streams, alternating
 	// runs) orderd used about 14% less CPU per request this way, at the
-	// same throughput and no worse latency (docs/benchmarks.md, "orderd's
-	// own cost").
+	// same throughput and no worse latency; measured again with
+	// `orderbench run -phases cost` against builds waiting 50 µs and
+	// 200 µs (3,000 new orders at 16 and 64 streams, one run), waiting
+	// cost 3-10% more CPU per order and gained no throughput.
 	cluster.WriteCoalesceWaitTime = 0
 	if cfg.QueryObserver != nil {
 		cluster.QueryObserver = cfg.QueryObserver
