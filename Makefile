@@ -170,7 +170,7 @@ bench-reconciler:
 BENCH_REQUESTS ?= 2000
 bench: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,cost,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
 	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up

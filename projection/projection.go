@@ -104,7 +104,7 @@ const (
 	// by side (orderbench -phases cost, 3,000 new orders at 16 and 64
 	// streams) orderd spent 23-28% less CPU per order with one, at no
 	// worse latency, because four slots let most rows go in batches of
-	// one or two (docs/benchmarks.md, "orderd's own cost").
+	// one or two (docs/architecture.md, "Group-committed projection rows").
 	inFlight = 1
 	// maxBatchBytes bounds a batch's estimated size (rowWeight) below
 	// Cassandra's batch_size_warn_threshold (5 KiB); a larger row goes

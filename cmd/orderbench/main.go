@@ -44,6 +44,9 @@
 //	commit   claims committed at LOCAL_QUORUM against ANY
 //	         (ORDERD_CLAIM_COMMIT): two orderd processes taking turns at
 //	         1, 16 and 64 streams
+//	cost     orderd's own CPU per new order under each of -cost-variants
+//	         (environment settings, or another build): one process each,
+//	         taking turns at 16 and 64 streams
 //	changes  AmendOrder against CreateOrder through orderd
 //	lwt      the claim LWT alone (run once per paxos_variant)
 //	soak     orderd at 64 streams for -soak; RSS at the start and the end

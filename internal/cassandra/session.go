@@ -3,6 +3,8 @@ package cassandra
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -91,7 +93,32 @@ func (d DriverSession) Query(stmt string, values ...any) Query {
 // its verb (SELECT, INSERT, ...); anything else it sends unprepared and
 // without its values, which the server refuses ("Invalid amount of bind
 // variables"). So a leading name comment moves to the end.
+//
+// Statements are a fixed set (constants, and grouped reads of a few
+// sizes), so each one's text is built once: building it per execution was
+// among the larger allocations of a new order (pprof, alloc_space).
 func driverText(stmt string) string {
+	if text, ok := driverTexts.Load(stmt); ok {
+		return text.(string)
+	}
+	text := movedNameComment(stmt)
+	if text != stmt && driverTextsKept.Add(1) <= maxDriverTexts {
+		driverTexts.Store(stmt, text)
+	}
+	return text
+}
+
+// driverTexts caches driverText, up to maxDriverTexts statements (a bound
+// against a caller that builds statements from data).
+var (
+	driverTexts     sync.Map // statement -> driver text
+	driverTextsKept atomic.Int64
+)
+
+const maxDriverTexts = 4096
+
+// movedNameComment is stmt with a leading /* name */ comment moved to its end.
+func movedNameComment(stmt string) string {
 	s := strings.TrimSpace(stmt)
 	if !strings.HasPrefix(s, "/*") {
 		return stmt

@@ -15,6 +15,9 @@ func TestDriverTextPutsTheNameLast(t *testing.T) {
 		if got != want {
 			t.Errorf("driverText(%q) = %q, want %q", in, got, want)
 		}
+		if again := driverText(in); again != want { // from the cache
+			t.Errorf("driverText(%q) the second time = %q, want %q", in, again, want)
+		}
 		if StatementName(in) != "" && StatementName(got) != "" {
 			t.Errorf("driverText(%q) = %q still begins with its name", in, got)
 		}
