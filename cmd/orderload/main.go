@@ -82,6 +82,11 @@ func run() error {
 			return err
 		}
 	}
+	if rep.Refused > 0 {
+		// Usually the whole load: no or a wrong ORDERD_API_KEY, or a client
+		// certificate the server does not accept.
+		return fmt.Errorf("%d intents refused for good (codes: %v) and not retried: check the credentials", rep.Refused, rep.Codes)
+	}
 	if rep.Unacked > 0 || len(rep.Problems) > 0 {
 		return fmt.Errorf("%d intents never acknowledged, %d problems", rep.Unacked, len(rep.Problems))
 	}

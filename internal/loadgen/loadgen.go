@@ -83,6 +83,7 @@ type Report struct {
 	Acked                                          int // intents with an OK answer
 	AckedAfterRetry                                int // of them, acked only in the retry phase
 	Unacked                                        int // intents never acknowledged
+	Refused                                        int // of them, refused for good (not retried): Unauthenticated, PermissionDenied, InvalidArgument
 	ConflictsAccepted                              int // conflicting reuses answered OK (must be 0)
 	Disagreements                                  int // OK answers of one intent that differ (must be 0)
 	NewAnswers                                     int // replayed=false answers beyond one per intent (must be 0)
@@ -97,10 +98,36 @@ type Report struct {
 }
 
 type intent struct {
-	req   *ordersv1.CreateOrderRequest
-	mu    sync.Mutex
-	acked *ordersv1.Order
-	news  int
+	req     *ordersv1.CreateOrderRequest
+	mu      sync.Mutex
+	acked   *ordersv1.Order
+	news    int
+	refused bool // answered with a code no retry of the same call can change
+}
+
+// refusedForGood reports whether err is an answer that retrying the same
+// request cannot change: missing or wrong credentials, or invalid input.
+// Such intents are not retried: a load without a valid API key would
+// otherwise spin the retry phase against the server for its whole RetryFor.
+func refusedForGood(err error) bool {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.InvalidArgument:
+		return true
+	}
+	return false
+}
+
+func (in *intent) refuse() {
+	in.mu.Lock()
+	in.refused = true
+	in.mu.Unlock()
+}
+
+// settled reports whether the intent needs no more retries.
+func (in *intent) settled() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.acked != nil || in.refused
 }
 
 type call struct {
@@ -154,6 +181,9 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 		rep.Latency[out] = append(rep.Latency[out], d)
 		calls := n
 		mu.Unlock()
+		if !c.conflict && refusedForGood(err) {
+			c.in.refuse()
+		}
 		if err == nil && !c.conflict {
 			first, disagree := c.in.record(resp)
 			if disagree {
@@ -195,7 +225,7 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 	for {
 		var pending []call
 		for _, in := range intents {
-			if in.ack() == nil {
+			if !in.settled() {
 				pending = append(pending, call{in: in, req: in.req})
 			}
 		}
@@ -213,6 +243,9 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 			rep.Codes[status.Code(err).String()]++
 			rep.Latency[classify(resp, err)] = append(rep.Latency[classify(resp, err)], time.Since(t0))
 			mu.Unlock()
+			if refusedForGood(err) {
+				c.in.refuse()
+			}
 			if err != nil {
 				return
 			}
@@ -228,7 +261,7 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 			mu.Unlock()
 		})
 		cancel()
-		if slices.ContainsFunc(intents, func(in *intent) bool { return in.ack() == nil }) {
+		if slices.ContainsFunc(intents, func(in *intent) bool { return !in.settled() }) {
 			select {
 			case <-ctx.Done():
 			case <-time.After(500 * time.Millisecond):
@@ -240,6 +273,9 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 		o := in.ack()
 		if o == nil {
 			rep.Unacked++
+			if in.settled() {
+				rep.Refused++
+			}
 			continue
 		}
 		rep.Acked++
@@ -340,8 +376,8 @@ func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "intents %d, calls %d (duplicate copies %d, conflicting reuses %d) in %s\n",
 		r.Intents, r.Calls, r.DuplicateCopies, r.ConflictCalls, r.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(&b, "acknowledged %d (%d only after retries), never acknowledged %d, conflicting reuses accepted %d, extra replayed=false answers %d\n",
-		r.Acked, r.AckedAfterRetry, r.Unacked, r.ConflictsAccepted, r.NewAnswers)
+	fmt.Fprintf(&b, "acknowledged %d (%d only after retries), never acknowledged %d (%d refused for good, not retried), conflicting reuses accepted %d, extra replayed=false answers %d\n",
+		r.Acked, r.AckedAfterRetry, r.Unacked, r.Refused, r.ConflictsAccepted, r.NewAnswers)
 	var codes []string
 	for c, n := range r.Codes {
 		codes = append(codes, fmt.Sprintf("%s=%d", c, n))
