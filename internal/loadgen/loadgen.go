@@ -117,10 +117,20 @@ func refusedForGood(err error) bool {
 	return false
 }
 
-func (in *intent) refuse() {
+// noteAnswer marks the intent refused when err is refused for good.
+func (in *intent) noteAnswer(err error) {
+	if !refusedForGood(err) {
+		return
+	}
 	in.mu.Lock()
 	in.refused = true
 	in.mu.Unlock()
+}
+
+func (in *intent) wasRefused() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.refused
 }
 
 // settled reports whether the intent needs no more retries.
@@ -181,8 +191,8 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 		rep.Latency[out] = append(rep.Latency[out], d)
 		calls := n
 		mu.Unlock()
-		if !c.conflict && refusedForGood(err) {
-			c.in.refuse()
+		if !c.conflict {
+			c.in.noteAnswer(err)
 		}
 		if err == nil && !c.conflict {
 			first, disagree := c.in.record(resp)
@@ -243,9 +253,7 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 			rep.Codes[status.Code(err).String()]++
 			rep.Latency[classify(resp, err)] = append(rep.Latency[classify(resp, err)], time.Since(t0))
 			mu.Unlock()
-			if refusedForGood(err) {
-				c.in.refuse()
-			}
+			c.in.noteAnswer(err)
 			if err != nil {
 				return
 			}
@@ -273,7 +281,7 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 		o := in.ack()
 		if o == nil {
 			rep.Unacked++
-			if in.settled() {
+			if in.wasRefused() {
 				rep.Refused++
 			}
 			continue
