@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
 )
@@ -242,3 +244,95 @@ type nullable interface {
 
 func (c *cell[T]) dest() any  { return &c.p }
 func (c *cell[T]) null() bool { return c.p == nil }
+
+// A ledger row past its retention whose row marker outlived its cells (the
+// claim's marker and the later cells' TTLs are rounded apart by under a
+// second) is an "expired remnant": a row with no state and no fingerprint.
+// The real store alone can hold one (ledgertest.Memory expires a record
+// whole), so this runs on the cluster only. A remnant is no request: reads
+// find nothing, scans list nothing, and a claim on its request id is
+// answered Unavailable (retry shortly, nothing kept: its due entry goes)
+// until the marker expires, after which the same claim applies.
+func TestLedgerExpiredRemnant(t *testing.T) {
+	s := ledgerSession(t)
+	store, err := ledger.NewCassandraStore(cassandra.Wrap(s), ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rec := ledger.Record{
+		Key:         ledger.Key{Tenant: "remnant-" + uuid.NewString(), Operation: "CreateOrder", RequestID: uuid.New()},
+		EntityID:    uuid.New(),
+		Fingerprint: "sha256:v1:remnant",
+		Command:     []byte(`{"v":1}`),
+		CreatedAt:   time.Now().UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+	}
+
+	// The remnant: a row marker alone, written as the ledger's rows are
+	// (an LWT; its table never takes plain writes).
+	const markerTTL = 4 * time.Second
+	written := time.Now()
+	applied, err := s.Query(`INSERT INTO write_requests_by_id (tenant, operation, request_id)
+		VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`,
+		rec.Tenant, rec.Operation, rec.RequestID.String(), int(markerTTL.Seconds())).
+		SerialConsistency(gocql.LocalSerial).MapScanCASContext(ctx, map[string]any{})
+	if err != nil || !applied {
+		t.Fatalf("write the remnant: applied %v, %v", applied, err)
+	}
+	if got := cellTTLs(t, ctx, s, rec.Key); len(got) != 0 {
+		t.Fatalf("the remnant holds cells %v, want none", got)
+	}
+
+	if _, err := store.Peek(ctx, rec.Key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Peek of a remnant = %v, want ErrNotFound", err)
+	}
+	if _, err := store.Get(ctx, rec.Key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Get (LOCAL_SERIAL) of a remnant = %v, want ErrNotFound", err)
+	}
+	if listed := scanTenant(t, ctx, store, rec.Tenant); len(listed) != 0 {
+		t.Errorf("a scan of the remnant's tenant lists %v, want nothing", listed)
+	}
+
+	won, _, err := store.Claim(ctx, rec, nil)
+	if won || fault.KindOf(err) != fault.Unavailable {
+		t.Fatalf("Claim over a remnant = won %v, %v; want not won, Unavailable", won, err)
+	}
+	if time.Since(written) < markerTTL {
+		// Only meaningful while the marker lived: else the claim raced its expiry.
+		if n := dueEntries(t, rec.RequestID.String()); n != 0 {
+			t.Errorf("the refused claim left %d due entries, want 0", n)
+		}
+	} else {
+		t.Fatalf("the remnant expired (%s) before the claim was answered: the test proves nothing; run it again", time.Since(written))
+	}
+
+	// Once the marker expires, the same claim applies: nothing was kept.
+	time.Sleep(time.Until(written.Add(markerTTL + time.Second)))
+	won, cur, err := store.Claim(ctx, rec, nil)
+	if err != nil || !won || cur.State != ledger.Pending {
+		t.Fatalf("Claim after the remnant expired = won %v, state %s, %v; want a PENDING claim", won, cur.State, err)
+	}
+	got, err := store.Get(ctx, rec.Key)
+	if err != nil || got.Fingerprint != rec.Fingerprint || got.ClaimToken != rec.ClaimToken {
+		t.Fatalf("Get after the claim = %+v, %v", got, err)
+	}
+}
+
+// scanTenant lists every ledger row of tenant, page by page.
+func scanTenant(t *testing.T, ctx context.Context, store *ledger.CassandraStore, tenant string) []ledger.Record {
+	t.Helper()
+	var out []ledger.Record
+	var next []byte
+	for {
+		page, err := store.Scan(ctx, ledger.ScanFilter{Tenant: tenant}, 100, next)
+		if err != nil {
+			t.Fatalf("scan tenant %s: %v", tenant, err)
+		}
+		out = append(out, page.Records...)
+		if next = page.Next; next == nil {
+			return out
+		}
+	}
+}

@@ -217,12 +217,17 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(conte
 		return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("claim not sent: %w", err))
 	}
 	won, cur, err := c.claim(ctx, rec)
-	if err == nil && !won {
+	if !won && (err == nil || errors.Is(err, errRowExpiring)) {
+		// Definitely not applied: the entry is this call's alone to drop.
 		// Best effort: a stray entry is found and dropped by the reconciler.
 		_ = c.RemoveEntry(ctx, entry)
 	}
 	return won, cur, err
 }
+
+// errRowExpiring: a claim did not apply because its request id's row is an
+// expired remnant (expiredRemnant), gone within the second.
+var errRowExpiring = errors.New("ledger row expiring")
 
 // claimCommit is the consistency of the claim's Paxos commit.
 func (c *CassandraStore) claimCommit() gocql.Consistency {
@@ -244,7 +249,7 @@ func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, e
 			}
 			if expiredRemnant(existing) {
 				// Expiring within the second: claim again shortly.
-				return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: ledger row expiring", rec.RequestID))
+				return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: %w", rec.RequestID, errRowExpiring))
 			}
 			cur, err := fromMap(existing)
 			return false, cur, err
