@@ -756,6 +756,58 @@ func TestDeadLetterNotSettledKeepsEntry(t *testing.T) {
 	}
 }
 
+// A request settled by someone else while the reconciler works on it: the
+// reconciler's step ends in "nothing to do", drops the entry, and counts
+// the request neither finished nor dead-lettered (the operator's metrics
+// stay true). Each case is armed inside the attempt, after the loop read the
+// request PENDING.
+func TestRequestSettledDuringTheAttemptDropsItsEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// ferr is what the finisher answers; settle changes the row under it.
+		ferr   error
+		settle func(t *testing.T, h *harness, rec ledger.Record)
+		// state is the row afterwards ("" for none).
+		state ledger.State
+	}{
+		{"expired before the dead letter", unfinishable(), func(t *testing.T, h *harness, rec ledger.Record) {
+			h.ledger.Delete(rec.Key) // its retention ended: MarkFailed finds no row
+		}, ""},
+		{"set aside by another finisher", fault.New(fault.ReasonRequestFailed, nil), func(t *testing.T, h *harness, rec ledger.Record) {
+			if _, err := h.ledger.MarkFailed(context.Background(), rec, string(fault.ReasonCommandUnreadable)); err != nil {
+				t.Fatalf("setup: MarkFailed: %v", err)
+			}
+		}, ledger.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t0.Add(30 * time.Second))
+			h.fin.SetFail(-1)
+			h.fin.SetErr(tc.ferr)
+			var once sync.Once
+			h.fin.before = func(rec ledger.Record) { once.Do(func() { tc.settle(t, h, rec) }) }
+			const shard = 12
+			rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+			l := h.loop(Config{MaxAttempts: 2})
+
+			res := mustPass(t, l, shard)
+			if res.Dropped != 1 || res.DeadLettered != 0 || res.Finished != 0 || res.Retried != 0 {
+				t.Errorf("pass = %+v, want the entry dropped and nothing else counted", res)
+			}
+			if st := l.Stats(); st.Dropped != 1 || st.DeadLettered != 0 || st.Finished != 0 {
+				t.Errorf("stats = %+v, want 1 dropped, 0 dead-lettered, 0 finished", st)
+			}
+			wantNoEntries(t, h, rec.Key)
+			if tc.state == "" {
+				if got, ok := h.ledger.Record(rec.Key); ok {
+					t.Errorf("request %s: %s, want no row", rec.RequestID, got.State)
+				}
+				return
+			}
+			wantState(t, h, rec.Key, tc.state)
+		})
+	}
+}
+
 func TestBackoffGrowsAndIsCapped(t *testing.T) {
 	h := newHarness(t0)
 	l := h.loop(Config{BackoffBase: 5 * time.Second, BackoffMax: 30 * time.Second})
