@@ -798,6 +798,59 @@ func TestRequest(t *testing.T) {
 	}
 }
 
+// GetRequest's view of a PENDING row is what its client would see, and
+// reading it changes nothing: a claim whose order id already has another
+// order (about to be withdrawn) stays PENDING, not COMPLETE with that
+// other order; an unreadable command stays PENDING; an order row that
+// cannot be read is an error, never a guess.
+func TestRequestViewOfAPendingRow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seed func(t *testing.T, f *fixture) ledger.Record
+		// kind is the error's kind, or 0 for a PENDING view.
+		kind fault.Kind
+	}{
+		{"nothing recorded yet", func(t *testing.T, f *fixture) ledger.Record {
+			rec := recordFor(t, f.svc, baseInput(), f.clock.Now(), ledger.Pending)
+			f.led.Put(rec)
+			return rec
+		}, 0},
+		{"its order id has another order", seedLateConflictingClaim, 0},
+		{"its command cannot be read", func(t *testing.T, f *fixture) ledger.Record {
+			rec := recordFor(t, f.svc, baseInput(), f.clock.Now(), ledger.Pending)
+			rec.Command = []byte("not a command")
+			f.led.Put(rec)
+			return rec
+		}, 0},
+		{"the order row cannot be read", func(t *testing.T, f *fixture) ledger.Record {
+			rec := recordFor(t, f.svc, baseInput(), f.clock.Now(), ledger.Pending)
+			f.led.Put(rec)
+			f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+			return rec
+		}, fault.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Config{}, nil)
+			rec := tc.seed(t, f)
+			before, writes := f.led.Records(), len(f.proj.Writes())
+
+			view, err := f.svc.Request(context.Background(), testTenant, order.Operation, rec.RequestID)
+
+			if tc.kind != 0 {
+				wantFault(t, err, tc.kind)
+			} else if err != nil || view.State != ledger.Pending || view.ClaimToken != rec.ClaimToken || len(view.Outcome) != 0 {
+				t.Errorf("Request = %s (claim %s, outcome %q), %v; want the PENDING claim %s", view.State, view.ClaimToken, view.Outcome, err, rec.ClaimToken)
+			}
+			if after := f.led.Records(); !reflect.DeepEqual(after, before) {
+				t.Errorf("reading the view changed the ledger:\n  %+v\nwas\n  %+v", after, before)
+			}
+			if n := len(f.proj.Writes()) - writes; n != 0 {
+				t.Errorf("reading the view wrote %d orders", n)
+			}
+		})
+	}
+}
+
 // blockedRelease holds every Release until its channel is closed.
 type blockedRelease struct {
 	*ledgertest.Memory
