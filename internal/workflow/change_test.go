@@ -376,3 +376,81 @@ func TestSettleOfAnUnknownOperationIsUnfinishable(t *testing.T) {
 		t.Errorf("Settle of operation %q = %v, want ErrUnfinishable", rec.Operation, err)
 	}
 }
+
+// completeHook runs before on the row a conflict receipt is about to be
+// recorded for: the claim changes between the version check and Complete.
+type completeHook struct {
+	*ledgertest.Memory
+	before func(ledger.Record)
+}
+
+func (h completeHook) Complete(ctx context.Context, rec ledger.Record, outcome []byte) (ledger.Record, error) {
+	h.before(rec)
+	return h.Memory.Complete(ctx, rec, outcome)
+}
+
+// A stale change whose claim changed before its conflict receipt was
+// recorded is still answered with the conflict the version check decided:
+// a conflict is final (versions only grow), so the answer is true whoever
+// holds the row now. Nothing is written for it, the row another claim
+// holds is left as it is, and a retry is answered the same.
+func TestConflictWhoseClaimChangedBeforeItsReceiptIsStillTheAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(f *changeFixture, rec ledger.Record)
+		// kept: the row afterwards is the changed one (else there is none).
+		kept bool
+	}{
+		{"the claim expired", func(f *changeFixture, rec ledger.Record) { f.led.Delete(rec.Key) }, false},
+		{"a newer claim holds the row", func(f *changeFixture, rec ledger.Record) {
+			rec.ClaimToken = uuid.New()
+			f.led.Put(rec)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newChangeFixture(t, nil)
+			f.upTo(t, 3)
+			events := len(f.pub.Records())
+			var changed ledger.Record
+			var once sync.Once
+			hooked := completeHook{Memory: f.led, before: func(rec ledger.Record) {
+				once.Do(func() {
+					tc.change(f, rec)
+					changed, _ = f.led.Record(rec.Key)
+				})
+			}}
+			f.svc = New(Config{Versions: f.ver, Publisher: f.pub}, hooked, f.proj, nil, discardLogger())
+			f.svc.now = f.clock.Now
+			in := f.amend(2, "stale")
+			key := ledger.Key{Tenant: testTenant, Operation: order.OperationAmend, RequestID: uuid.MustParse(in.RequestID)}
+
+			_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+			f.svc.Wait()
+			wantConflict(t, err, fault.Stale, "3")
+
+			now, ok := f.led.Record(key)
+			switch {
+			case tc.kept && (!ok || now.ClaimToken != changed.ClaimToken || now.State != ledger.Pending):
+				t.Errorf("ledger row = %+v (present %v), want the newer claim's row as it was", now, ok)
+			case !tc.kept && ok:
+				t.Errorf("ledger row = %+v, want none (the claim expired)", now)
+			}
+			if cur := f.current(t); cur.Version != 3 || cur.ShippingNote == "stale" {
+				t.Errorf("order = version %d note %q, want version 3 untouched", cur.Version, cur.ShippingNote)
+			}
+			if n := len(f.pub.Records()) - events; n != 0 {
+				t.Errorf("published %d events for a conflict, want none", n)
+			}
+
+			// The retry, once a newer claim would be taken over: it claims
+			// afresh or takes the newer claim over, and decides the same.
+			f.clock.Advance(time.Minute)
+			_, err = f.svc.ChangeOrder(context.Background(), testTenant, in)
+			f.svc.Wait()
+			wantConflict(t, err, fault.Stale, "3")
+			if now, ok := f.led.Record(key); !ok || now.State != ledger.Complete {
+				t.Errorf("after the retry: ledger row = %+v (present %v), want its conflict receipt", now, ok)
+			}
+		})
+	}
+}
