@@ -67,25 +67,10 @@ func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &orderdProcess{addr: addr, metricsAddr: metricsAddr, output: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(orderdBinary, "serve")
-	p.cmd.Env = append(os.Environ(),
-		"ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","),
-		"ORDERD_KEYSPACE="+keyspace,
-		"ORDERD_GRPC_ADDR="+addr,
-		"ORDERD_METRICS_ADDR="+metricsAddr,
-		"ORDERD_LOG_FORMAT=text",
-		"ORDERD_KAFKA_BROKERS="+broker.Addr(),
-		"ORDERD_KAFKA_TOPIC="+eventsTopic,
-		"ORDERD_KAFKA_PARTITIONS=3",
-	)
-	p.cmd.Env = append(append(p.cmd.Env, sec.serverEnv()...), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start orderd: %w", err)
+	p, err := spawnOrderd("serve", addr, metricsAddr, env...)
+	if err != nil {
+		return nil, err
 	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-
 	conn, err := dial(addr, sec.defaultClient())
 	if err != nil {
 		p.stop()
@@ -113,6 +98,31 @@ func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// spawnOrderd starts `orderd <command>` against this run's keyspace and
+// broker, listening on addr (gRPC, for serve) and metricsAddr, with extra
+// ORDERD_* settings; it does not wait for the process to be ready.
+func spawnOrderd(command, addr, metricsAddr string, env ...string) (*orderdProcess, error) {
+	p := &orderdProcess{addr: addr, metricsAddr: metricsAddr, output: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(orderdBinary, command)
+	p.cmd.Env = append(os.Environ(),
+		"ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","),
+		"ORDERD_KEYSPACE="+keyspace,
+		"ORDERD_GRPC_ADDR="+addr,
+		"ORDERD_METRICS_ADDR="+metricsAddr,
+		"ORDERD_LOG_FORMAT=text",
+		"ORDERD_KAFKA_BROKERS="+broker.Addr(),
+		"ORDERD_KAFKA_TOPIC="+eventsTopic,
+		"ORDERD_KAFKA_PARTITIONS=3",
+	)
+	p.cmd.Env = append(append(p.cmd.Env, sec.serverEnv()...), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start orderd %s: %w", command, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	return p, nil
 }
 
 // startOrderd is launchOrderd for one test: the process stops when the test

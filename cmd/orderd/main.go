@@ -309,7 +309,7 @@ func reconcile(ctx context.Context, cfg *config, log *slog.Logger) error {
 
 func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) error {
 	if len(args) != 1 {
-		return errors.New("usage: orderd requeue REQUEST_ID")
+		return errors.New("usage: orderd requeue [-tenant TENANT] REQUEST_ID (the tenant defaults to ORDERD_TENANT, else default)")
 	}
 	id, err := uuid.Parse(args[0])
 	if err != nil {
