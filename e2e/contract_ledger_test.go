@@ -90,14 +90,7 @@ func TestLedgerTTL(t *testing.T) {
 
 	// Claimed 30.7 s ago, as by a slow handler: about 89 s left, never a
 	// whole number of seconds.
-	rec := ledger.Record{
-		Key:         ledger.Key{Tenant: "ttl-" + uuid.NewString(), Operation: "CreateOrder", RequestID: uuid.New()},
-		EntityID:    uuid.New(),
-		Fingerprint: "sha256:v1:ttl",
-		Command:     []byte(`{"v":1}`),
-		CreatedAt:   time.Now().Add(-30*time.Second - 700*time.Millisecond).UTC().Truncate(time.Millisecond),
-		ClaimToken:  uuid.New(),
-	}
+	rec := claimRecord("ttl", time.Now().Add(-30*time.Second-700*time.Millisecond))
 	expiry := rec.ExpiresAt(retention)
 
 	check := func(step string, wantNull ...string) {
@@ -198,6 +191,19 @@ func TestLedgerTTL(t *testing.T) {
 	check("fail after a lagging write", "outcome")
 }
 
+// claimRecord is a claim of a tenant of its own (named after the test) made
+// at created, for the store's own tests.
+func claimRecord(name string, created time.Time) ledger.Record {
+	return ledger.Record{
+		Key:         ledger.Key{Tenant: name + "-" + uuid.NewString(), Operation: "CreateOrder", RequestID: uuid.New()},
+		EntityID:    uuid.New(),
+		Fingerprint: "sha256:v1:" + name,
+		Command:     []byte(`{"v":1}`),
+		CreatedAt:   created.UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+	}
+}
+
 // cellTTLs reads the TTL of every cell of the row that holds a value (-1 for
 // a value without a TTL); a null cell is absent.
 func cellTTLs(t *testing.T, ctx context.Context, s *gocql.Session, key ledger.Key) map[string]int {
@@ -261,14 +267,7 @@ func TestLedgerExpiredRemnant(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	rec := ledger.Record{
-		Key:         ledger.Key{Tenant: "remnant-" + uuid.NewString(), Operation: "CreateOrder", RequestID: uuid.New()},
-		EntityID:    uuid.New(),
-		Fingerprint: "sha256:v1:remnant",
-		Command:     []byte(`{"v":1}`),
-		CreatedAt:   time.Now().UTC().Truncate(time.Millisecond),
-		ClaimToken:  uuid.New(),
-	}
+	rec := claimRecord("remnant", time.Now())
 
 	// The remnant: a row marker alone, written as the ledger's rows are
 	// (an LWT; its table never takes plain writes).
