@@ -454,3 +454,120 @@ func TestConflictWhoseClaimChangedBeforeItsReceiptIsStillTheAnswer(t *testing.T)
 		})
 	}
 }
+
+// laggingHistory is a version store whose History misses the newest change
+// the first lag times it is read: a LOCAL_QUORUM read reaching replicas the
+// change's commit has not reached yet.
+type laggingHistory struct {
+	*versionstest.Memory
+	mu  sync.Mutex
+	lag int
+}
+
+func (l *laggingHistory) History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error) {
+	h, err := l.Memory.History(ctx, tenant, orderID, upTo)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && l.lag > 0 && len(h) > 0 {
+		l.lag--
+		h = h[:len(h)-1]
+	}
+	return h, err
+}
+
+// An accepted change whose history does not read back whole yet is not
+// guessed at: the client is told UNAVAILABLE, the order is not rewritten
+// from a history without the change, nothing is published, and the request
+// stays PENDING and findable. Its retry and the reconciler's Settle finish
+// it from the version already accepted: one version, one event.
+func TestAcceptedChangeWhoseHistoryLagsIsFinishedLater(t *testing.T) {
+	for _, finisher := range []string{"the retry", "the reconciler"} {
+		t.Run(finisher, func(t *testing.T) {
+			f := newChangeFixture(t, nil)
+			lagging := &laggingHistory{Memory: f.ver, lag: 1}
+			f.svc = New(Config{Versions: lagging, Publisher: f.pub}, f.led, f.proj, nil, discardLogger())
+			f.svc.now = f.clock.Now
+			events := len(f.pub.Records())
+			in := f.amend(1, "late read")
+			key := ledger.Key{Tenant: testTenant, Operation: order.OperationAmend, RequestID: uuid.MustParse(in.RequestID)}
+
+			_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+			f.svc.Wait()
+			wantFault(t, err, fault.Unavailable)
+			if h := f.history(t); len(h) != 1 || h[0].ShippingNote != "late read" {
+				t.Fatalf("history = %+v, want the accepted change (version 2)", h)
+			}
+			if cur := f.current(t); cur.Version != 1 || cur.ShippingNote != "" {
+				t.Errorf("order = version %d note %q, want version 1 untouched until the history reads whole", cur.Version, cur.ShippingNote)
+			}
+			if n := len(f.pub.Records()) - events; n != 0 {
+				t.Errorf("published %d events before the order was written, want none", n)
+			}
+			rec, ok := f.led.Record(key)
+			if !ok || rec.State != ledger.Pending || len(f.led.Entries(key)) == 0 {
+				t.Fatalf("ledger = %+v (present %v, entries %d), want PENDING and findable", rec, ok, len(f.led.Entries(key)))
+			}
+
+			f.clock.Advance(2 * time.Second) // old enough to take over
+			if finisher == "the retry" {
+				res := f.change(t, in)
+				if res.Order.Version != 2 || res.Order.ShippingNote != "late read" {
+					t.Errorf("retry = %+v, want the accepted change at version 2", res)
+				}
+			} else if err := f.svc.Settle(context.Background(), rec); err != nil {
+				t.Fatalf("Settle: %v", err)
+			}
+			f.svc.Wait()
+			if h := f.history(t); len(h) != 1 {
+				t.Errorf("history has %d changes, want 1 (the version accepted once)", len(h))
+			}
+			if cur := f.current(t); cur.Version != 2 || cur.ShippingNote != "late read" {
+				t.Errorf("order = version %d note %q, want version 2 %q", cur.Version, cur.ShippingNote, "late read")
+			}
+			if n := len(f.pub.Records()) - events; n != 1 {
+				t.Errorf("published %d events, want 1", n)
+			}
+			res := f.change(t, in)
+			if !res.Replayed || res.Order.Version != 2 {
+				t.Errorf("a further retry = %+v, want the change replayed", res)
+			}
+		})
+	}
+}
+
+// A claimed change whose order cannot be found (claims are sent only for
+// orders that exist; a restore that lost the order row is what leaves one)
+// is unfinishable: Settle says so, so the reconciler dead-letters it, and
+// no version is taken and nothing is published for it.
+func TestSettleOfAChangeOfNoOrderIsUnfinishableAndWritesNothing(t *testing.T) {
+	f := newChangeFixture(t, failpointsOrDie(t, failpoint.BeforeVersion+"=error*1"))
+	in := f.amend(1, "for no order")
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+	wantFault(t, err, fault.Unavailable)
+	key := ledger.Key{Tenant: testTenant, Operation: order.OperationAmend, RequestID: uuid.MustParse(in.RequestID)}
+	rec, ok := f.led.Record(key)
+	if !ok || rec.State != ledger.Pending {
+		t.Fatalf("ledger = %+v (present %v), want the PENDING claim", rec, ok)
+	}
+	cmd, err := order.DecodeChangeCommand(rec.Command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := uuid.New()
+	cmd.OrderID = missing
+	rec.Command = cmd.Encode()
+	events := len(f.pub.Records())
+
+	err = f.svc.Settle(context.Background(), rec)
+	if !errors.Is(err, ledger.ErrUnfinishable) || fault.KindOf(err) == fault.NotFound {
+		t.Fatalf("Settle = %v, want ErrUnfinishable (not NotFound, which the reconciler would retry)", err)
+	}
+	for _, id := range []uuid.UUID{missing, f.order.ID} {
+		if h, _ := f.ver.History(context.Background(), testTenant, id, order.MaxVersion); len(h) != 0 {
+			t.Errorf("order %s has %d changes, want none", id, len(h))
+		}
+	}
+	if n := len(f.pub.Records()) - events; n != 0 {
+		t.Errorf("published %d events, want none", n)
+	}
+}
