@@ -677,6 +677,11 @@ func (l *Loop) deadLetter(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 		return true, l.drop(ctx, e, res)
 	case err != nil:
 		return false, fmt.Errorf("dead-letter: %w", err)
+	case !now.State.Terminal() && now.ClaimToken != rec.ClaimToken:
+		// The row expired and the request was claimed afresh between the
+		// read and the dead letter: the newer claim has its own entry and
+		// its own finisher, and nothing of it was judged; this entry is spent.
+		return true, l.drop(ctx, e, res)
 	case !now.State.Terminal():
 		return false, fmt.Errorf("dead-letter: request %s still %s", rec.RequestID, now.State)
 	}

@@ -778,6 +778,16 @@ func TestRequestSettledDuringTheAttemptDropsItsEntry(t *testing.T) {
 				t.Fatalf("setup: MarkFailed: %v", err)
 			}
 		}, ledger.Failed},
+		{"claimed afresh before the dead letter", unfinishable(), func(t *testing.T, h *harness, rec ledger.Record) {
+			// The row expired and a retry claimed the request anew: the row
+			// is the newer claim's, PENDING, with its own entry (which must
+			// stay: its handler or a later pass finishes it).
+			h.ledger.Delete(rec.Key)
+			rec.ClaimToken, rec.CreatedAt = uuid.New(), h.clock.Now().UTC().Truncate(time.Millisecond)
+			if won, _, err := h.ledger.Claim(context.Background(), rec, nil); err != nil || !won {
+				t.Fatalf("setup: the fresh claim: won %v, %v", won, err)
+			}
+		}, ledger.Pending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t0.Add(30 * time.Second))
@@ -796,7 +806,13 @@ func TestRequestSettledDuringTheAttemptDropsItsEntry(t *testing.T) {
 			if st := l.Stats(); st.Dropped != 1 || st.DeadLettered != 0 || st.Finished != 0 {
 				t.Errorf("stats = %+v, want 1 dropped, 0 dead-lettered, 0 finished", st)
 			}
-			wantNoEntries(t, h, rec.Key)
+			if now, ok := h.ledger.Record(rec.Key); ok && now.ClaimToken != rec.ClaimToken {
+				if es := h.ledger.Entries(rec.Key); len(es) != 1 || es[0].ClaimToken != now.ClaimToken {
+					t.Errorf("entries %v, want only the newer claim's", es)
+				}
+			} else {
+				wantNoEntries(t, h, rec.Key)
+			}
 			if tc.state == "" {
 				if got, ok := h.ledger.Record(rec.Key); ok {
 					t.Errorf("request %s: %s, want no row", rec.RequestID, got.State)
