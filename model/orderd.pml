@@ -642,8 +642,9 @@ end:
 		fi;
 		readLedger(rst, rtok, rpay, rok, ok);
 		if
-		:: ok && (rst == NONE || rst == FAILED) -> entDel(et, es, ok)
-		:: else                                    /* unsettled, or not terminal: kept */
+		:: ok && (rst == NONE || rst == FAILED || rtok != ctok) ->
+			entDel(et, es, ok)                     /* terminal, or claimed afresh: its own entry */
+		:: else                                    /* unsettled, or still this claim's: kept */
 		fi
 	:: else ->
 		/* retryLater: RecordAttempt (an LWT; here only its failure
