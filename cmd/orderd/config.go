@@ -76,11 +76,13 @@ type config struct {
 	pprof               bool
 	tracing             string
 
-	envErrs []string // ORDERD_* values that did not parse
+	envErrs []string      // ORDERD_* values that did not parse
+	defined *flag.FlagSet // the command's flags: only its own settings are checked
 }
 
 func (c *config) flags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet("orderd "+cmd, flag.ContinueOnError)
+	c.defined = fs
 	fs.StringVar(&c.contactPointsCSV, "cassandra-contact-points", env("ORDERD_CASSANDRA_CONTACT_POINTS", "127.0.0.1,127.0.0.2,127.0.0.3"), "comma-separated Cassandra contact points")
 	fs.StringVar(&c.localDC, "local-dc", env("ORDERD_LOCAL_DC", "dc1"), "data centre served at LOCAL_QUORUM / LOCAL_SERIAL")
 	fs.StringVar(&c.serialConsistency, "serial-consistency", env("ORDERD_SERIAL_CONSISTENCY", "local_serial"), "Paxos level of every LWT and of the reads that settle one: local_serial (claims hold within the local DC) or serial (across every DC, at a cross-DC round trip; docs/operations.md, Multi-DC)")
@@ -274,10 +276,16 @@ func (c *config) validate(cmd string) error {
 	if len(c.envErrs) > 0 {
 		return fmt.Errorf("bad settings: %s", strings.Join(c.envErrs, "; "))
 	}
+	if errs := c.rangeErrors(); len(errs) > 0 {
+		return fmt.Errorf("bad settings: %s", strings.Join(errs, "; "))
+	}
 	if cmd == "serve" {
 		if err := c.sec.validate(); err != nil {
 			return err
 		}
+	}
+	if c.has("retention") && c.reconcileGrace >= c.retention {
+		return fmt.Errorf("reconcile-grace (%s) must be shorter than retention (%s): a PENDING request's row would expire before the reconciler looks at it", c.reconcileGrace, c.retention)
 	}
 	if c.reconcileGrace > 0 && c.requestTimeout > 0 && c.reconcileGrace <= c.requestTimeout {
 		return fmt.Errorf("reconcile-grace (%s) must exceed request-timeout (%s): the reconciler would race requests still in their handler", c.reconcileGrace, c.requestTimeout)
@@ -312,4 +320,53 @@ func (c *config) validate(cmd string) error {
 		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")
 	}
 	return nil
+}
+
+// rangeErrors names every numeric setting of the command outside the range
+// it can work in, by flag and variable, so that one failed start shows them
+// all. Zero is refused where the services would read it as "use the
+// default" (a setting the operator wrote as 0 is not a request for 30 s),
+// and wherever it cannot work (a request timeout of 0 fails every call).
+func (c *config) rangeErrors() []string {
+	const tenYears = 10 * 365 * 24 * time.Hour
+	checks := []struct {
+		flag string
+		ok   bool
+		got  any
+		want string
+	}{
+		{"cql-timeout", c.cqlTimeout > 0, c.cqlTimeout, "a positive duration"},
+		{"connect-wait", c.connectWait >= 0, c.connectWait, "0 (one try) or more"},
+		{"replication-factor", c.replicationFactor >= 1, c.replicationFactor, "at least 1"},
+		{"retention", c.retention >= time.Minute && c.retention <= tenYears, c.retention, "between 1m and 87600h (10 years)"},
+		{"takeover-after", c.takeoverAfter > 0, c.takeoverAfter, "a positive duration"},
+		{"replay-cache-size", c.replayCacheSize >= 0, c.replayCacheSize, "0 (off) or more"},
+		{"reconcile-grace", c.reconcileGrace > 0, c.reconcileGrace, "a positive duration"},
+		{"reconcile-interval", c.reconcileInterval > 0, c.reconcileInterval, "a positive duration"},
+		{"reconcile-concurrency", c.reconcileConcurrency >= 1, c.reconcileConcurrency, "at least 1"},
+		{"reconcile-max-attempts", c.reconcileMaxAttempts >= 1, c.reconcileMaxAttempts, "at least 1"},
+		{"reconcile-backoff", c.reconcileBackoff > 0, c.reconcileBackoff, "a positive duration"},
+		{"reconcile-backoff-max", c.reconcileBackoffMax >= c.reconcileBackoff, c.reconcileBackoffMax,
+			fmt.Sprintf("at least reconcile-backoff (%s)", c.reconcileBackoff)},
+		{"kafka-partitions", c.kafkaPartitions >= 1, c.kafkaPartitions, "at least 1"},
+		{"publish-timeout", c.publishTimeout > 0, c.publishTimeout, "a positive duration"},
+		{"request-timeout", c.requestTimeout > 0, c.requestTimeout, "a positive duration"},
+		{"shutdown-grace", c.shutdownGrace >= 0, c.shutdownGrace, "0 (stop at once) or more"},
+	}
+	var errs []string
+	for _, ch := range checks {
+		if !ch.ok && c.has(ch.flag) {
+			errs = append(errs, fmt.Sprintf("%s (%s) is %v, want %s", ch.flag, envName(ch.flag), ch.got, ch.want))
+		}
+	}
+	return errs
+}
+
+// has reports whether the command has the setting flag.
+func (c *config) has(flag string) bool { return c.defined != nil && c.defined.Lookup(flag) != nil }
+
+// envName is the environment variable of flag: ORDERD_ and the flag's name
+// in upper case, dashes as underscores.
+func envName(flag string) string {
+	return "ORDERD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }

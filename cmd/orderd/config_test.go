@@ -54,3 +54,83 @@ func serveConfig(t *testing.T, name, value string, args []string) (config, error
 	}
 	return cfg, cfg.validate("serve")
 }
+
+// A numeric setting outside the range it can work in is refused before
+// anything connects, naming the flag and its variable: a request timeout
+// of 0 would fail every call, a reconcile grace of 0 would silently become
+// 30 s behind the grace-versus-timeout check, a negative grace would make
+// claims due while their handler still works on them.
+func TestSettingsOutOfRangeAreRefusedNamingTheVariable(t *testing.T) {
+	for _, tc := range []struct{ flag, value string }{
+		{"cql-timeout", "0s"},
+		{"connect-wait", "-1s"},
+		{"replication-factor", "0"},
+		{"retention", "30s"},
+		{"retention", "100000h"},
+		{"takeover-after", "-1s"},
+		{"replay-cache-size", "-5"},
+		{"reconcile-grace", "0s"},
+		{"reconcile-grace", "-1s"},
+		{"reconcile-interval", "0s"},
+		{"reconcile-concurrency", "0"},
+		{"reconcile-max-attempts", "0"},
+		{"reconcile-backoff", "-5s"},
+		{"reconcile-backoff-max", "1s"},
+		{"kafka-partitions", "0"},
+		{"publish-timeout", "0s"},
+		{"request-timeout", "0s"},
+		{"shutdown-grace", "-1s"},
+	} {
+		name := envName(tc.flag)
+		t.Run(name+"="+tc.value, func(t *testing.T) {
+			_, err := serveConfig(t, name, tc.value, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.flag+" ("+name+") is ") {
+				t.Errorf("validate = %v, want it refused naming %s and %s", err, tc.flag, name)
+			}
+		})
+	}
+	// The edges that work are accepted.
+	for _, tc := range []struct{ name, value string }{
+		{"ORDERD_CONNECT_WAIT", "0s"},
+		{"ORDERD_REPLAY_CACHE_SIZE", "0"},
+		{"ORDERD_SHUTDOWN_GRACE", "0s"},
+		{"ORDERD_RETENTION", "1m"},
+		{"ORDERD_RECONCILE_BACKOFF_MAX", "5s"}, // equal to the first backoff
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			if _, err := serveConfig(t, tc.name, tc.value, nil); err != nil {
+				t.Errorf("validate = %v, want accepted", err)
+			}
+		})
+	}
+}
+
+// Every problem is named in one error, and a command is checked only for
+// the settings it has: migrate has no request timeout or reconciler.
+func TestSettingsCheckedAllAtOnceAndOnlyTheCommandsOwn(t *testing.T) {
+	t.Setenv("ORDERD_REQUEST_TIMEOUT", "0s")
+	t.Setenv("ORDERD_RECONCILE_CONCURRENCY", "0")
+	_, err := serveConfig(t, "ORDERD_KAFKA_PARTITIONS", "0", nil)
+	for _, want := range []string{"ORDERD_REQUEST_TIMEOUT", "ORDERD_RECONCILE_CONCURRENCY", "ORDERD_KAFKA_PARTITIONS"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate = %v, want %s named", err, want)
+		}
+	}
+	var cfg config
+	if err := cfg.flags("migrate").Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.validate("migrate"); err != nil {
+		t.Errorf("migrate with serve's settings out of range: validate = %v, want nil (it has none of them)", err)
+	}
+}
+
+// The reconcile grace must be shorter than the retention: a PENDING
+// request's row and due entry would expire before it falls due.
+func TestReconcileGraceShorterThanRetention(t *testing.T) {
+	t.Setenv("ORDERD_RECONCILE_GRACE", "2h")
+	_, err := serveConfig(t, "ORDERD_RETENTION", "1h", nil)
+	if err == nil || !strings.Contains(err.Error(), "reconcile-grace (2h0m0s) must be shorter than retention (1h0m0s)") {
+		t.Errorf("validate = %v, want the grace refused against the retention", err)
+	}
+}
