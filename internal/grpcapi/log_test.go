@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/order"
@@ -95,5 +97,63 @@ func TestCreateOrderLogsOutcomeWithoutPayload(t *testing.T) {
 				t.Errorf("line %d logs the payload (%s): %s", i, secret, raw)
 			}
 		}
+	}
+}
+
+// A flood of one refusal writes its burst of lines, then about
+// refusalLinesPerSecond a second; the first line after a held-back run
+// says how many were not written, so the lines and their "suppressed"
+// counts add up to every refusal. Another refusal kind keeps its own
+// allowance, and every call still gets its answer.
+func TestRefusalFloodIsLoggedAtABoundedRate(t *testing.T) {
+	var codes []string
+	lines := logLines(t, func(s *Server) {
+		now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+		s.refusals = newRefusalLog(func() time.Time { return now })
+		ctx := grpc.NewContextWithServerTransportStream(acme(), headerStream{})
+		bad := &ordersv1.CreateOrderRequest{RequestId: "17000000-0000-0000-0000-000000000501", Total: "-1"}
+		for i := 0; i < 1000; i++ {
+			_, err := s.CreateOrder(ctx, bad)
+			codes = append(codes, status.Code(err).String())
+		}
+		now = now.Add(time.Second) // one second later: its allowance refilled by refusalLinesPerSecond
+		for i := 0; i < 100; i++ {
+			_, _ = s.CreateOrder(ctx, bad)
+		}
+		// Another kind, in the same second: not held back by the flood.
+		_, _ = s.CreateOrder(context.Background(), bad) // no identity: UNAUTHENTICATED
+	})
+	for i, c := range codes {
+		if c != "InvalidArgument" {
+			t.Fatalf("call %d answered %s, want InvalidArgument for every call", i, c)
+		}
+	}
+	var invalid, suppressed, other int
+	var sawSuppressed bool
+	for _, l := range lines {
+		if l["msg"] != "request refused" {
+			t.Fatalf("unexpected line %v", l)
+		}
+		if l["code"] != "InvalidArgument" {
+			other++
+			continue
+		}
+		invalid++
+		if n, ok := l["suppressed"].(float64); ok {
+			suppressed += int(n)
+			sawSuppressed = true
+		}
+	}
+	wantLines := refusalLineBurst + refusalLinesPerSecond
+	if invalid != wantLines {
+		t.Errorf("%d lines for 1,100 invalid calls, want %d (the burst, then one second's rate)", invalid, wantLines)
+	}
+	// The last run held back (after the second batch's allowance) has no
+	// line after it yet; every earlier one is counted.
+	if !sawSuppressed || suppressed != 1000-refusalLineBurst {
+		t.Errorf("suppressed adds up to %d, want %d (the first batch past its burst)", suppressed, 1000-refusalLineBurst)
+	}
+	if other != 1 {
+		t.Errorf("%d lines of the other refusal kind, want 1", other)
 	}
 }

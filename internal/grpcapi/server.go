@@ -86,6 +86,7 @@ type Server struct {
 	requeuer Requeuer
 	scanner  Scanner
 	log      *slog.Logger
+	refusals *refusalLog
 }
 
 var _ ordersv1.OrderServiceServer = (*Server)(nil)
@@ -102,7 +103,8 @@ func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Se
 		cfg.AuthObserver = nopAuthObserver{}
 	}
 	key := append([]byte(nil), cfg.PageTokenKey...)
-	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, scanner: cfg.Scanner, log: log}
+	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, scanner: cfg.Scanner, log: log,
+		refusals: newRefusalLog(time.Now)}
 	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, status: s.Status}
 	return s, nil
 }

@@ -48,12 +48,7 @@ func (s *Server) Status(ctx context.Context, method string, err error, attrs ...
 		s.log.LogAttrs(ctx, slog.LevelError, "internal error", append(attrs, slog.String("method", method), slog.Any("error", err))...)
 		return status.Error(codes.Internal, "internal error")
 	}
-	level := slog.LevelInfo
-	if code == codes.Unavailable {
-		level = slog.LevelWarn
-	}
-	s.log.LogAttrs(ctx, level, "request refused", append(attrs, slog.String("method", method),
-		slog.String("code", code.String()), slog.String("reason", string(fe.Reason)), slog.Any("error", err))...)
+	s.logRefusal(ctx, method, code, fe.Reason, err, attrs)
 
 	msg, ok := messageOf[fe.Reason]
 	if !ok {
@@ -80,6 +75,29 @@ func (s *Server) Status(ctx context.Context, method string, err error, attrs ...
 		_ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackTrailer, pushback))
 	}
 	return st.Err()
+}
+
+// logRefusal writes the refusal's line (INFO; WARN for UNAVAILABLE) unless
+// its kind used up its allowance (refusalLog); the first line after a
+// held-back run carries "suppressed", how many were not written.
+func (s *Server) logRefusal(ctx context.Context, method string, code codes.Code, reason fault.Reason, err error, attrs []slog.Attr) {
+	level := slog.LevelInfo
+	if code == codes.Unavailable {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(ctx, level) {
+		return // nothing is written, so nothing is held back
+	}
+	ok, held := s.refusals.admit(code, reason)
+	if !ok {
+		return
+	}
+	attrs = append(attrs, slog.String("method", method), slog.String("code", code.String()),
+		slog.String("reason", string(reason)), slog.Any("error", err))
+	if held > 0 {
+		attrs = append(attrs, slog.Int64("suppressed", held))
+	}
+	s.log.LogAttrs(ctx, level, "request refused", attrs...)
 }
 
 // PushbackTrailer is the trailer gRPC's built-in retry reads (gRFC A6): a
