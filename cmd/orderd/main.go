@@ -195,13 +195,9 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		session.Close()
 		return nil, err
 	}
-	serial := driver.Serial().String()
 	store, err := ledger.NewCassandraStore(stmts, ledger.Config{
 		Retention: cfg.retention, DueAfter: cfg.reconcileGrace, ClaimCommitAny: claimAny,
-		OnSettle: func(op string, outcome ledger.SettleOutcome, cause error) {
-			log.Warn("write outcome was unknown; settled by a serial read (ORDERD_SERIAL_CONSISTENCY)", "op", op, "settled", string(outcome), "cause", cause, "serial", serial)
-			m.UnknownOutcome(op, outcome)
-		},
+		OnSettle: settleLogger(log, driver.Serial().String(), m),
 	})
 	if err != nil {
 		session.Close()

@@ -25,7 +25,9 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
+	"github.com/atlasmart/orderd/internal/lograte"
 	"github.com/atlasmart/orderd/internal/metrics"
+	"github.com/atlasmart/orderd/ledger"
 )
 
 // observability is what a serving process exports: Prometheus metrics on
@@ -192,5 +194,32 @@ func (o *observability) shutdown(log *slog.Logger) {
 	}
 	if o.lis != nil {
 		_ = o.lis.Close() // already closed if it was served
+	}
+}
+
+// settleKind is what the unknown-outcome lines are rate-limited by.
+type settleKind struct {
+	op      string
+	outcome ledger.SettleOutcome
+}
+
+// settleLogger is the ledger's OnSettle: every write whose outcome was
+// unknown is counted in m (nil for none), and logged at WARN at a bounded
+// rate per (op, outcome) — under Paxos contention they come by the dozen a
+// second, and the line after a held-back run says how many were not
+// written ("suppressed").
+func settleLogger(log *slog.Logger, serial string, m *metrics.Metrics) func(string, ledger.SettleOutcome, error) {
+	lines := lograte.New[settleKind](nil)
+	return func(op string, outcome ledger.SettleOutcome, cause error) {
+		m.UnknownOutcome(op, outcome)
+		ok, held := lines.Admit(settleKind{op, outcome})
+		if !ok {
+			return
+		}
+		attrs := []any{"op", op, "settled", string(outcome), "cause", cause, "serial", serial}
+		if held > 0 {
+			attrs = append(attrs, "suppressed", held)
+		}
+		log.Warn("write outcome was unknown; settled by a serial read (ORDERD_SERIAL_CONSISTENCY)", attrs...)
 	}
 }

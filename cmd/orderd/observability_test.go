@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -10,7 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/atlasmart/orderd/internal/lograte"
+	"github.com/atlasmart/orderd/internal/metrics"
+	"github.com/atlasmart/orderd/ledger"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -104,5 +112,60 @@ func TestTracingModes(t *testing.T) {
 	}
 	if err := (&config{tracing: "jaeger", contactPointsCSV: "h"}).validate("reconcile"); err == nil {
 		t.Error("tracing=jaeger accepted")
+	}
+}
+
+// A storm of unknown outcomes (Paxos contention) is counted in full in
+// orderd_unknown_outcomes_total but logged at a bounded rate per
+// (op, outcome), and another op keeps its own allowance.
+func TestUnknownOutcomeStormIsCountedInFullAndLoggedAtABoundedRate(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onSettle := settleLogger(log, "LOCAL_SERIAL", m)
+	cause := errors.New("CAS operation timed out")
+	for range 200 {
+		onSettle("claim", ledger.SettledApplied, cause)
+	}
+	onSettle("complete", ledger.SettledApplied, cause)
+
+	lines := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		lines[rec["op"].(string)]++
+	}
+	// At most the burst, plus a line or two for the time the loop took.
+	if n := lines["claim"]; n < lograte.Burst || n > lograte.Burst+2 {
+		t.Errorf("%d lines for 200 unknown claim outcomes, want about the burst (%d)", n, lograte.Burst)
+	}
+	if lines["complete"] != 1 {
+		t.Errorf("%d lines for the other op, want 1", lines["complete"])
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted float64
+	for _, mf := range mfs {
+		if mf.GetName() != "orderd_unknown_outcomes_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, lp := range s.GetLabel() {
+				if lp.GetName() == "op" && lp.GetValue() == "claim" {
+					counted += s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if counted != 200 {
+		t.Errorf("orderd_unknown_outcomes_total{op=claim} = %v, want 200 (every event counted)", counted)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/atlasmart/orderd/internal/auth"
+	"github.com/atlasmart/orderd/internal/lograte"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/workflow"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
@@ -101,7 +102,7 @@ func TestCreateOrderLogsOutcomeWithoutPayload(t *testing.T) {
 }
 
 // A flood of one refusal writes its burst of lines, then about
-// refusalLinesPerSecond a second; the first line after a held-back run
+// lograte.LinesPerSecond a second; the first line after a held-back run
 // says how many were not written, so the lines and their "suppressed"
 // counts add up to every refusal. Another refusal kind keeps its own
 // allowance, and every call still gets its answer.
@@ -109,14 +110,14 @@ func TestRefusalFloodIsLoggedAtABoundedRate(t *testing.T) {
 	var codes []string
 	lines := logLines(t, func(s *Server) {
 		now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-		s.refusals = newRefusalLog(func() time.Time { return now })
+		s.refusals = lograte.New[refusalKind](func() time.Time { return now })
 		ctx := grpc.NewContextWithServerTransportStream(acme(), headerStream{})
 		bad := &ordersv1.CreateOrderRequest{RequestId: "17000000-0000-0000-0000-000000000501", Total: "-1"}
 		for i := 0; i < 1000; i++ {
 			_, err := s.CreateOrder(ctx, bad)
 			codes = append(codes, status.Code(err).String())
 		}
-		now = now.Add(time.Second) // one second later: its allowance refilled by refusalLinesPerSecond
+		now = now.Add(time.Second) // one second later: its allowance refilled by lograte.LinesPerSecond
 		for i := 0; i < 100; i++ {
 			_, _ = s.CreateOrder(ctx, bad)
 		}
@@ -144,14 +145,14 @@ func TestRefusalFloodIsLoggedAtABoundedRate(t *testing.T) {
 			sawSuppressed = true
 		}
 	}
-	wantLines := refusalLineBurst + refusalLinesPerSecond
+	wantLines := lograte.Burst + lograte.LinesPerSecond
 	if invalid != wantLines {
 		t.Errorf("%d lines for 1,100 invalid calls, want %d (the burst, then one second's rate)", invalid, wantLines)
 	}
 	// The last run held back (after the second batch's allowance) has no
 	// line after it yet; every earlier one is counted.
-	if !sawSuppressed || suppressed != 1000-refusalLineBurst {
-		t.Errorf("suppressed adds up to %d, want %d (the first batch past its burst)", suppressed, 1000-refusalLineBurst)
+	if !sawSuppressed || suppressed != 1000-lograte.Burst {
+		t.Errorf("suppressed adds up to %d, want %d (the first batch past its burst)", suppressed, 1000-lograte.Burst)
 	}
 	if other != 1 {
 		t.Errorf("%d lines of the other refusal kind, want 1", other)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/auth"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/lograte"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/orderpb"
 	"github.com/atlasmart/orderd/internal/workflow"
@@ -86,7 +87,7 @@ type Server struct {
 	requeuer Requeuer
 	scanner  Scanner
 	log      *slog.Logger
-	refusals *refusalLog
+	refusals *lograte.Sampler[refusalKind]
 }
 
 var _ ordersv1.OrderServiceServer = (*Server)(nil)
@@ -104,7 +105,7 @@ func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Se
 	}
 	key := append([]byte(nil), cfg.PageTokenKey...)
 	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, scanner: cfg.Scanner, log: log,
-		refusals: newRefusalLog(time.Now)}
+		refusals: lograte.New[refusalKind](nil)}
 	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, status: s.Status}
 	return s, nil
 }

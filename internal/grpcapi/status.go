@@ -78,7 +78,7 @@ func (s *Server) Status(ctx context.Context, method string, err error, attrs ...
 }
 
 // logRefusal writes the refusal's line (INFO; WARN for UNAVAILABLE) unless
-// its kind used up its allowance (refusalLog); the first line after a
+// its (code, reason) used up its allowance (lograte); the first line after a
 // held-back run carries "suppressed", how many were not written.
 func (s *Server) logRefusal(ctx context.Context, method string, code codes.Code, reason fault.Reason, err error, attrs []slog.Attr) {
 	level := slog.LevelInfo
@@ -88,7 +88,7 @@ func (s *Server) logRefusal(ctx context.Context, method string, code codes.Code,
 	if !s.log.Enabled(ctx, level) {
 		return // nothing is written, so nothing is held back
 	}
-	ok, held := s.refusals.admit(code, reason)
+	ok, held := s.refusals.Admit(refusalKind{code, reason})
 	if !ok {
 		return
 	}
@@ -98,6 +98,12 @@ func (s *Server) logRefusal(ctx context.Context, method string, code codes.Code,
 		attrs = append(attrs, slog.Int64("suppressed", held))
 	}
 	s.log.LogAttrs(ctx, level, "request refused", attrs...)
+}
+
+// refusalKind is what refusal lines are rate-limited by: a bounded set.
+type refusalKind struct {
+	code   codes.Code
+	reason fault.Reason
 }
 
 // PushbackTrailer is the trailer gRPC's built-in retry reads (gRFC A6): a
