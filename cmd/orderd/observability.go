@@ -212,14 +212,8 @@ func settleLogger(log *slog.Logger, serial string, m *metrics.Metrics) func(stri
 	lines := lograte.New[settleKind](nil)
 	return func(op string, outcome ledger.SettleOutcome, cause error) {
 		m.UnknownOutcome(op, outcome)
-		ok, held := lines.Admit(settleKind{op, outcome})
-		if !ok {
-			return
-		}
-		attrs := []any{"op", op, "settled", string(outcome), "cause", cause, "serial", serial}
-		if held > 0 {
-			attrs = append(attrs, "suppressed", held)
-		}
-		log.Warn("write outcome was unknown; settled by a serial read (ORDERD_SERIAL_CONSISTENCY)", attrs...)
+		lines.Log(context.Background(), log, slog.LevelWarn, settleKind{op, outcome},
+			"write outcome was unknown; settled by a serial read (ORDERD_SERIAL_CONSISTENCY)",
+			slog.String("op", op), slog.String("settled", string(outcome)), slog.Any("cause", cause), slog.String("serial", serial))
 	}
 }

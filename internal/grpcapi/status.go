@@ -85,19 +85,9 @@ func (s *Server) logRefusal(ctx context.Context, method string, code codes.Code,
 	if code == codes.Unavailable {
 		level = slog.LevelWarn
 	}
-	if !s.log.Enabled(ctx, level) {
-		return // nothing is written, so nothing is held back
-	}
-	ok, held := s.refusals.Admit(refusalKind{code, reason})
-	if !ok {
-		return
-	}
 	attrs = append(attrs, slog.String("method", method), slog.String("code", code.String()),
 		slog.String("reason", string(reason)), slog.Any("error", err))
-	if held > 0 {
-		attrs = append(attrs, slog.Int64("suppressed", held))
-	}
-	s.log.LogAttrs(ctx, level, "request refused", attrs...)
+	s.refusals.Log(ctx, s.log, level, refusalKind{code, reason}, "request refused", attrs...)
 }
 
 // refusalKind is what refusal lines are rate-limited by: a bounded set.

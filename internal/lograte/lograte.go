@@ -6,6 +6,8 @@
 package lograte
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -57,4 +59,22 @@ func (s *Sampler[K]) Admit(k K) (ok bool, held int64) {
 	}
 	held, a.held = a.held, 0
 	return true, held
+}
+
+// Log writes msg at level unless kind k used up its allowance; the first
+// line after a held-back run carries "suppressed", how many were not
+// written. While level is disabled nothing is written, so nothing counts
+// as held back.
+func (s *Sampler[K]) Log(ctx context.Context, log *slog.Logger, level slog.Level, k K, msg string, attrs ...slog.Attr) {
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	ok, held := s.Admit(k)
+	if !ok {
+		return
+	}
+	if held > 0 {
+		attrs = append(attrs, slog.Int64("suppressed", held))
+	}
+	log.LogAttrs(ctx, level, msg, attrs...)
 }

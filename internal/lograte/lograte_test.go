@@ -1,6 +1,11 @@
 package lograte
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,5 +68,38 @@ func TestSamplerCountsEveryEventUnderConcurrency(t *testing.T) {
 	_, last := s.Admit(1) // the line that reports the rest
 	if logged+held+last != 4000 {
 		t.Errorf("logged %d + reported held %d + %d = %d, want 4000", logged, held, last, logged+held+last)
+	}
+}
+
+// Log writes through the sampler and adds "suppressed" to the line after a
+// held-back run; at a disabled level it writes nothing and holds nothing
+// back, so a later line does not report events that were never to be logged.
+func TestLogAddsSuppressedAndIgnoresDisabledLevels(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := New[string](func() time.Time { return now })
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx := context.Background()
+	for range 1000 {
+		s.Log(ctx, log, slog.LevelInfo, "k", "quiet") // below the handler's level
+	}
+	for range Burst + 5 {
+		s.Log(ctx, log, slog.LevelWarn, "k", "loud", slog.String("a", "b"))
+	}
+	now = now.Add(time.Second)
+	s.Log(ctx, log, slog.LevelWarn, "k", "loud")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != Burst+1 {
+		t.Fatalf("%d lines, want %d", len(lines), Burst+1)
+	}
+	if strings.Contains(buf.String(), "quiet") || strings.Contains(lines[0], "suppressed") {
+		t.Errorf("first line %s: want no disabled-level line and nothing suppressed before it", lines[0])
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	if last["suppressed"] != float64(5) {
+		t.Errorf("last line %v: want suppressed 5 (the held-back loud ones only)", last)
 	}
 }

@@ -1,12 +1,18 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/lograte"
 	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/internal/outbox/outboxtest"
 	"github.com/atlasmart/orderd/ledger"
@@ -122,5 +128,33 @@ func TestWithoutPublisherTheEntryGoesOnceRecorded(t *testing.T) {
 	}
 	if err := f.svc.Settle(context.Background(), onlyRecord(t, f.led)); err != nil {
 		t.Errorf("Settle without a publisher = %v", err)
+	}
+}
+
+// With the broker down every new order still gets its answer and keeps its
+// due entry (the delivery obligation), but the per-order WARN line is
+// written at a bounded rate (lograte), not once per order: the outbox
+// metrics count every undelivered event.
+func TestBrokerOutageIsLoggedAtABoundedRate(t *testing.T) {
+	f, pub := deliveryFixture(t)
+	pub.SetDown(true)
+	var buf bytes.Buffer
+	f.svc.log = slog.New(slog.NewJSONHandler(&buf, nil))
+	f.svc.warns = lograte.New[string](func() time.Time { return claimTime }) // no time passes
+	const orders = 100
+	for range orders {
+		in := baseInput()
+		in.RequestID = uuid.NewString()
+		if res, err := f.svc.CreateOrder(context.Background(), testTenant, in); err != nil || res.Outcome != OutcomeNew {
+			t.Fatalf("CreateOrder with the broker down = %+v, %v; want the new order", res, err)
+		}
+	}
+	f.svc.Wait()
+	if n := len(f.led.AllEntries()); n != orders {
+		t.Errorf("%d due entries, want %d: every undelivered event keeps its entry", n, orders)
+	}
+	lines := strings.Count(buf.String(), "order event not delivered yet")
+	if lines != lograte.Burst {
+		t.Errorf("%d log lines for %d undelivered events, want the burst (%d)", lines, orders, lograte.Burst)
 	}
 }

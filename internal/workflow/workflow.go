@@ -21,6 +21,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/lograte"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/ledger"
 )
@@ -198,6 +199,7 @@ type Service struct {
 	failpoints *failpoint.Set
 	replays    replayCache
 	log        *slog.Logger
+	warns      *lograte.Sampler[string] // per-request WARN lines, by message
 	now        func() time.Time
 	settling   sync.WaitGroup // deliveries and due-entry releases under way (settleLater, releaseLater)
 }
@@ -206,7 +208,7 @@ type Service struct {
 func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log *slog.Logger) *Service {
 	cfg = cfg.withDefaults()
 	return &Service{cfg: cfg, ledger: l, projector: p, failpoints: failpoints, replays: newReplayCache(cfg.ReplayCacheSize),
-		log: log, now: time.Now}
+		log: log, warns: lograte.New[string](nil), now: time.Now}
 }
 
 // Result is the answer to one CreateOrder attempt.
@@ -609,8 +611,8 @@ const releaseTimeout = 5 * time.Second
 func (s *Service) settleLater(rec ledger.Record, ev order.Event) {
 	s.settling.Go(func() {
 		if err := s.publish(context.Background(), ev); err != nil {
-			s.log.Warn("order event not delivered yet; the reconciler will publish it", "request_id", rec.RequestID,
-				"order_id", ev.Order.ID, "event", ev.Type, "error", err)
+			s.warn("order event not delivered yet; the reconciler will publish it", slog.Any("request_id", rec.RequestID),
+				slog.Any("order_id", ev.Order.ID), slog.String("event", ev.Type), slog.Any("error", err))
 			return
 		}
 		s.release(rec)
@@ -629,8 +631,16 @@ func (s *Service) release(rec ledger.Record) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := s.ledger.Release(ctx, rec); err != nil {
-		s.log.Warn("could not release a settled request's due entry; the reconciler will", "request_id", rec.RequestID, "error", err)
+		s.warn("could not release a settled request's due entry; the reconciler will", slog.Any("request_id", rec.RequestID), slog.Any("error", err))
 	}
+}
+
+// warn logs one of the per-request WARN lines, at a bounded rate per
+// message (lograte): an outage (the broker down, the cluster refusing
+// writes) would otherwise write one per order, while the metrics (outbox
+// backlog, attempts) already count every one.
+func (s *Service) warn(msg string, attrs ...slog.Attr) {
+	s.warns.Log(context.Background(), s.log, slog.LevelWarn, msg, msg, attrs...)
 }
 
 // Wait blocks until every background delivery and release has ended (each
@@ -671,7 +681,7 @@ func (s *Service) note(ctx context.Context, rec ledger.Record, err error) {
 		return
 	}
 	if nerr := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, string(fault.ReasonOf(err))); nerr != nil {
-		s.log.Warn("could not record a failed attempt", "request_id", rec.RequestID, "error", nerr)
+		s.warn("could not record a failed attempt", slog.Any("request_id", rec.RequestID), slog.Any("error", nerr))
 	}
 }
 
