@@ -60,11 +60,19 @@ const (
 	clusterNowCQL = `/* ledger.cluster-now */ SELECT toTimestamp(now()) FROM system.local`
 )
 
+// MinRetention and MaxRetention bound Config.Retention: the range
+// NewCassandraStore (and the in-memory fake) accept, which orderd checks
+// before it connects.
+const (
+	MinRetention = time.Minute
+	MaxRetention = 10 * 365 * 24 * time.Hour
+)
+
 // Config tunes the Cassandra store.
 type Config struct {
 	// Retention is how long a request is remembered after its claim; a retry
 	// after that claims afresh (and finds the order its first claim wrote:
-	// see workflow.Finish). Default 7 days.
+	// see workflow.Finish). Default 7 days; MinRetention to MaxRetention.
 	Retention time.Duration
 	// SettleAttempts bounds the LOCAL_SERIAL reads used to settle one unknown
 	// outcome, and the resends of a conditional update that settled as not
@@ -132,7 +140,7 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
-	if cfg.Retention < time.Minute || cfg.Retention > 10*365*24*time.Hour {
+	if cfg.Retention < MinRetention || cfg.Retention > MaxRetention {
 		return nil, fmt.Errorf("ledger retention %s: must be between 1m and 10 years", cfg.Retention)
 	}
 	if cfg.SettleAttempts == 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/outbox"
+	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 )
 
@@ -328,7 +329,6 @@ func (c *config) validate(cmd string) error {
 // default" (a setting the operator wrote as 0 is not a request for 30 s),
 // and wherever it cannot work (a request timeout of 0 fails every call).
 func (c *config) rangeErrors() []string {
-	const tenYears = 10 * 365 * 24 * time.Hour
 	checks := []struct {
 		flag string
 		ok   bool
@@ -338,7 +338,8 @@ func (c *config) rangeErrors() []string {
 		{"cql-timeout", c.cqlTimeout > 0, c.cqlTimeout, "a positive duration"},
 		{"connect-wait", c.connectWait >= 0, c.connectWait, "0 (one try) or more"},
 		{"replication-factor", c.replicationFactor >= 1, c.replicationFactor, "at least 1"},
-		{"retention", c.retention >= time.Minute && c.retention <= tenYears, c.retention, "between 1m and 87600h (10 years)"},
+		{"retention", c.retention >= ledger.MinRetention && c.retention <= ledger.MaxRetention, c.retention,
+			fmt.Sprintf("between %s and %s", ledger.MinRetention, ledger.MaxRetention)},
 		{"takeover-after", c.takeoverAfter > 0, c.takeoverAfter, "a positive duration"},
 		{"replay-cache-size", c.replayCacheSize >= 0, c.replayCacheSize, "0 (off) or more"},
 		{"reconcile-grace", c.reconcileGrace > 0, c.reconcileGrace, "a positive duration"},

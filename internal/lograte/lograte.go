@@ -42,10 +42,10 @@ func New[K comparable](now func() time.Time) *Sampler[K] {
 	return &Sampler[K]{now: now, kinds: map[K]*allowance{}}
 }
 
-// Admit reports whether an event of kind k is logged, and if so how many of
+// admit reports whether an event of kind k is logged, and if so how many of
 // its kind were held back since the last one logged (log it as
 // "suppressed" when positive).
-func (s *Sampler[K]) Admit(k K) (ok bool, held int64) {
+func (s *Sampler[K]) admit(k K) (ok bool, held int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.kinds[k]
@@ -69,7 +69,7 @@ func (s *Sampler[K]) Log(ctx context.Context, log *slog.Logger, level slog.Level
 	if !log.Enabled(ctx, level) {
 		return
 	}
-	ok, held := s.Admit(k)
+	ok, held := s.admit(k)
 	if !ok {
 		return
 	}

@@ -133,7 +133,7 @@ func NewMemory(cfg Config) *Memory {
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
-	if cfg.Retention < time.Minute || cfg.Retention > 10*365*24*time.Hour {
+	if cfg.Retention < ledger.MinRetention || cfg.Retention > ledger.MaxRetention {
 		panic(fmt.Sprintf("ledgertest: retention %s: must be between 1m and 10 years", cfg.Retention))
 	}
 	if cfg.SettleAttempts == 0 {
