@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/lograte"
 	"github.com/atlasmart/orderd/ledger"
 )
 
@@ -139,7 +140,11 @@ type Loop struct {
 	finish Finisher
 	coord  Coordinator
 	log    *slog.Logger
-	now    func() time.Time
+	// lines bounds the per-request lines, per message: healing a crash's
+	// backlog or failing it through an outage settles thousands of
+	// entries a pass, and the counters, not the log, count each one.
+	lines *lograte.Sampler[string]
+	now   func() time.Time
 
 	mu sync.Mutex
 	// owned is the shards this instance holds, each with when its lease was
@@ -162,7 +167,7 @@ type Loop struct {
 func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
-		now: time.Now, owned: map[int]time.Time{}, readTo: map[int]time.Time{}}
+		lines: lograte.New[string](nil), now: time.Now, owned: map[int]time.Time{}, readTo: map[int]time.Time{}}
 }
 
 // Stats returns a snapshot of the counters.
@@ -565,7 +570,7 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 			)
 			settled, err := l.handle(ctx, e, now, &mine, &mineOldest)
 			if err != nil {
-				l.log.Warn("could not reconcile request", "request_id", e.RequestID, "error", err)
+				l.note(slog.LevelWarn, "could not reconcile request", slog.Any("request_id", e.RequestID), slog.Any("error", err))
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -612,10 +617,11 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 	case ferr == nil:
 		res.Finished++
 		l.finished.Add(1)
-		l.log.Info("reconciled request", "request_id", rec.RequestID, "tenant", rec.Tenant, "age", now.Sub(rec.CreatedAt).String())
+		l.note(slog.LevelInfo, "reconciled request", slog.Any("request_id", rec.RequestID), slog.String("tenant", rec.Tenant),
+			slog.String("age", now.Sub(rec.CreatedAt).String()))
 		return true, l.ledger.RemoveEntry(ctx, e)
 	case fault.KindOf(ferr) == fault.Conflict:
-		l.log.Info("withdrew a claim whose request id already has another order", "request_id", rec.RequestID)
+		l.note(slog.LevelInfo, "withdrew a claim whose request id already has another order", slog.Any("request_id", rec.RequestID))
 		return true, l.removeIfNotClaims(ctx, e, rec)
 	case fault.KindOf(ferr) == fault.Failed:
 		return true, l.drop(ctx, e, res)
@@ -649,21 +655,20 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 	}
 	res.Retried++
 	l.retried.Add(1)
+	retry := []slog.Attr{slog.Any("request_id", rec.RequestID), slog.Int("attempts", attempts), slog.Time("next", due), slog.Any("error", ferr)}
 	switch {
 	case undelivered(ferr) && attempts >= l.cfg.MaxAttempts:
-		l.log.Warn("order event still undelivered after repeated attempts: parked, retried later", "request_id", rec.RequestID,
-			"attempts", attempts, "next", due, "error", ferr)
+		l.note(slog.LevelWarn, "order event still undelivered after repeated attempts: parked, retried later", retry...)
 		return true, nil
 	case undelivered(ferr):
-		l.log.Info("order event not delivered; retrying later", "request_id", rec.RequestID, "attempts", attempts, "next", due, "error", ferr)
+		l.note(slog.LevelInfo, "order event not delivered; retrying later", retry...)
 		return true, nil
 	case attempts >= l.cfg.MaxAttempts:
 		l.stuck.Add(1)
-		l.log.Error("request still unfinished after repeated attempts; retrying later", "request_id", rec.RequestID,
-			"attempts", attempts, "next", due, "error", ferr)
+		l.note(slog.LevelError, "request still unfinished after repeated attempts; retrying later", retry...)
 		return true, nil
 	}
-	l.log.Info("reconcile attempt failed; retrying later", "request_id", rec.RequestID, "attempts", attempts, "next", due, "error", ferr)
+	l.note(slog.LevelInfo, "reconcile attempt failed; retrying later", retry...)
 	return true, nil
 }
 
@@ -688,7 +693,7 @@ func (l *Loop) deadLetter(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 	if now.State == ledger.Failed {
 		res.DeadLettered++
 		l.deadLettered.Add(1)
-		l.log.Warn("request cannot be finished; set aside as FAILED", "request_id", rec.RequestID, "error", ferr)
+		l.note(slog.LevelWarn, "request cannot be finished; set aside as FAILED", slog.Any("request_id", rec.RequestID), slog.Any("error", ferr))
 	}
 	return true, l.ledger.RemoveEntry(ctx, e)
 }
@@ -700,6 +705,12 @@ func (l *Loop) removeIfNotClaims(ctx context.Context, e ledger.DueEntry, rec led
 		return nil
 	}
 	return l.ledger.RemoveEntry(ctx, e)
+}
+
+// note writes one per-request line at a bounded rate per message
+// (lograte): the first after a held-back run carries "suppressed".
+func (l *Loop) note(level slog.Level, msg string, attrs ...slog.Attr) {
+	l.lines.Log(context.Background(), l.log, level, msg, msg, attrs...)
 }
 
 func (l *Loop) drop(ctx context.Context, e ledger.DueEntry, res *PassResult) error {
