@@ -34,8 +34,7 @@ func runMain(m *testing.M) int {
 	cluster, err = OpenCluster(ctx, os.Stderr)
 	if err != nil {
 		// Never a silent skip: no cluster fails the run, in CI and out of it.
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: no Cassandra cluster: %v\n", err)
-		return 1
+		return setupFailed("no Cassandra cluster", err)
 	}
 	defer func() {
 		if err := cluster.Close(context.WithoutCancel(ctx)); err != nil {
@@ -44,13 +43,11 @@ func runMain(m *testing.M) int {
 	}()
 	fmt.Fprintf(os.Stderr, "e2e: cluster: %s\n", cluster.Describe())
 	if err := logNodes(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: cluster not usable: %v\n", err)
-		return 1
+		return setupFailed("cluster not usable", err)
 	}
 
 	if broker, err = OpenBroker(ctx, cluster, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: no Kafka broker: %v\n", err)
-		return 1
+		return setupFailed("no Kafka broker", err)
 	}
 	defer func() {
 		if err := broker.Close(context.WithoutCancel(ctx)); err != nil {
@@ -62,13 +59,11 @@ func runMain(m *testing.M) int {
 
 	dir, err := os.MkdirTemp("", "orderd-e2e-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+		return setupFailed("temporary folder", err)
 	}
 	defer os.RemoveAll(dir)
 	if err := setUpSecurity(dir); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: security setup: %v\n", err)
-		return 1
+		return setupFailed("security setup", err)
 	}
 	// ORDERD_E2E_BINARY runs the suite against another build, e.g. an older
 	// commit's, to show that a regression test fails there.
@@ -80,15 +75,13 @@ func runMain(m *testing.M) int {
 		build.Dir = repoRoot()
 		out, err := build.CombinedOutput()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: FAIL: build orderd: %v\n%s", err, out)
-			return 1
+			return setupFailed("build orderd", err, string(out))
 		}
 	}
 
 	keyspace = fmt.Sprintf("e2e_%d", time.Now().UnixNano()/1e6)
 	if out, err := runOrderd(ctx, "migrate", "--keyspace", keyspace); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: migrate %s: %v\n%s", keyspace, err, out)
-		return 1
+		return setupFailed("migrate "+keyspace, err, out)
 	}
 	defer dropKeyspace(ctx, keyspace)
 
@@ -96,8 +89,7 @@ func runMain(m *testing.M) int {
 	// so that what finishes a request is always the thing under test.
 	shared, err = launchOrderd("ORDERD_RECONCILER=false")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: start the shared orderd: %v\n", err)
-		return 1
+		return setupFailed("start the shared orderd", err)
 	}
 	defer func() {
 		if err := shared.stop(); err != nil {
@@ -109,6 +101,21 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: shared orderd output:\n%s\n", shared.output.String())
 	}
 	return code
+}
+
+// setupFailed reports why the run could not start, and returns its exit code.
+// Every line carries the "e2e:" prefix because make test-e2e shows only such
+// lines, and the lines under the first (a Java tool's usage error, a compiler
+// error) are the ones that say why.
+func setupFailed(what string, err error, output ...string) int {
+	text := fmt.Sprintf("FAIL: %s: %v", what, err)
+	for _, out := range output {
+		text += "\n" + out
+	}
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		fmt.Fprintf(os.Stderr, "e2e: %s\n", line)
+	}
+	return 1
 }
 
 // logNodes prints every node the driver sees, so the test output names the

@@ -181,7 +181,7 @@ func (b *Broker) start(ctx context.Context, lib string) error {
 	classpath := filepath.Join(lib, "*")
 	if _, err := os.Stat(filepath.Join(b.dataDir(), "meta.properties")); err != nil {
 		// First start: format the storage (what kafka-storage.sh format does).
-		id, err := clusterID()
+		id, err := clusterID(rand.Reader)
 		if err != nil {
 			return err
 		}
@@ -220,14 +220,21 @@ func (b *Broker) writeConfig() error {
 	return renderFile("kafka-log4j2.properties.tmpl", filepath.Join(b.cfg.StateDir, "conf", "log4j2.properties"), data)
 }
 
-// clusterID is a fresh KRaft cluster id: 16 random bytes, base64url (22
-// characters), as kafka-storage.sh random-uuid prints.
-func clusterID() (string, error) {
-	var raw [16]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("make a cluster id: %w", err)
+// clusterID is a fresh KRaft cluster id read from random: 16 bytes,
+// base64url (22 characters), as kafka-storage.sh random-uuid prints. Like
+// Kafka's Uuid.randomUuid it never starts with '-': the storage tool would
+// read such an id as an option and fail ("argument --cluster-id/-t: expected
+// one argument"), which broke one fresh start in 64.
+func clusterID(random io.Reader) (string, error) {
+	for {
+		var raw [16]byte
+		if _, err := io.ReadFull(random, raw[:]); err != nil {
+			return "", fmt.Errorf("make a cluster id: %w", err)
+		}
+		if id := base64.RawURLEncoding.EncodeToString(raw[:]); id[0] != '-' {
+			return id, nil
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(raw[:]), nil
 }
 
 // answers reports whether the client listener accepts connections (its

@@ -1,6 +1,9 @@
 package local
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,11 +101,30 @@ func TestBrokerConfig(t *testing.T) {
 }
 
 func TestClusterIDIsWhatKRaftAccepts(t *testing.T) {
-	id, err := clusterID()
+	for range 1000 {
+		id, err := clusterID(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(id) != 22 || strings.ContainsAny(id, "+/=") || id[0] == '-' {
+			t.Fatalf("cluster id %q: want 22 characters of base64url, not starting with '-'", id)
+		}
+	}
+}
+
+// An id starting with '-' is what the storage tool reads as an option; the
+// next 16 bytes are drawn instead.
+func TestClusterIDNeverStartsWithADash(t *testing.T) {
+	dash := bytes.Repeat([]byte{0xf8}, 16) // 111110.. encodes as '-' first
+	next := bytes.Repeat([]byte{0x01}, 16)
+	id, err := clusterID(bytes.NewReader(append(dash, next...)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(id) != 22 || strings.ContainsAny(id, "+/=") {
-		t.Errorf("cluster id %q: want 22 characters of base64url", id)
+	if want := base64.RawURLEncoding.EncodeToString(next); id != want {
+		t.Errorf("cluster id %q, want %q (the draw after the one starting with '-')", id, want)
+	}
+	if _, err := clusterID(bytes.NewReader(dash)); err == nil {
+		t.Error("no error when the random source ran out")
 	}
 }
