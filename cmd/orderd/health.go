@@ -66,9 +66,9 @@ func healthListener(addr string, h *health.Server) (*healthOnlyServer, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := listen("health", "health-addr", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen for health on %s: %w", addr, err)
+		return nil, err
 	}
 	srv := grpc.NewServer()
 	healthpb.RegisterHealthServer(srv, h)

@@ -418,9 +418,13 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 
-	lis, err := net.Listen("tcp", cfg.grpcAddr)
+	// Bound only now, after the cluster connect (which may wait up to
+	// connect-wait): a port bound earlier would accept connections it cannot
+	// answer, so clients would hang instead of being refused and trying
+	// another instance.
+	lis, err := listen("gRPC", "grpc-addr", cfg.grpcAddr)
 	if err != nil {
-		return fmt.Errorf("listen for gRPC on %s: %w", cfg.grpcAddr, err)
+		return err
 	}
 	// The guard runs before any handler (after the deadline, so that the
 	// metrics see its refusals); panic recovery is innermost.
@@ -481,6 +485,22 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return nil
 	})
 	return g.Wait()
+}
+
+// listen binds addr, the value of the setting flag, for what it serves; its
+// error names the address, the setting and the cause:
+// "listen for gRPC on 127.0.0.1:8080 (grpc-addr, ORDERD_GRPC_ADDR): bind:
+// address already in use".
+func listen(what, flag, addr string) (net.Listener, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) {
+			err = op.Err // its text repeats the address
+		}
+		return nil, fmt.Errorf("listen for %s on %s (%s, %s): %w", what, addr, flag, envName(flag), err)
+	}
+	return lis, nil
 }
 
 // transportLimits bound what one client can hold or send: streams per

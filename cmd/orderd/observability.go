@@ -48,7 +48,7 @@ type observability struct {
 func newObservability(ctx context.Context, cfg *config, log *slog.Logger) (*observability, error) {
 	o := &observability{pprof: cfg.pprof}
 	if cfg.metricsAddr != "" {
-		lis, err := net.Listen("tcp", cfg.metricsAddr)
+		lis, err := listen("metrics", "metrics-addr", cfg.metricsAddr)
 		switch {
 		case err == nil:
 			o.lis = lis
@@ -60,7 +60,7 @@ func newObservability(ctx context.Context, cfg *config, log *slog.Logger) (*obse
 			log.Warn("metrics not exported: the default metrics address is taken; set ORDERD_METRICS_ADDR (empty disables)",
 				"metrics_addr", cfg.metricsAddr, "error", err)
 		default:
-			return nil, fmt.Errorf("listen for metrics on %s: %w", cfg.metricsAddr, err)
+			return nil, err
 		}
 	}
 	if o.lis != nil {

@@ -76,8 +76,9 @@ func TestMetricsAddressTaken(t *testing.T) {
 		t.Error("metrics on although the default address is taken")
 	}
 	// An address asked for: fail.
-	if _, err := newObservability(context.Background(), &config{metricsAddr: taken.Addr().String(), metricsAddrExplicit: true}, discard()); err == nil {
-		t.Error("explicit address taken: no error")
+	_, err = newObservability(context.Background(), &config{metricsAddr: taken.Addr().String(), metricsAddrExplicit: true}, discard())
+	if want := "listen for metrics on " + taken.Addr().String() + " (metrics-addr, ORDERD_METRICS_ADDR): bind: address already in use"; err == nil || err.Error() != want {
+		t.Errorf("explicit address taken: error %v, want %q", err, want)
 	}
 	// Empty: off.
 	obs, err = newObservability(context.Background(), &config{metricsAddrExplicit: true}, discard())
