@@ -26,6 +26,10 @@ var (
 	eventsTopic  string         // this run's topic of order events
 )
 
+// sharedOutputLines is how much of the shared orderd's log a failed run
+// shows.
+const sharedOutputLines = 100
+
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
@@ -98,7 +102,14 @@ func runMain(m *testing.M) int {
 	}()
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "e2e: shared orderd output:\n%s\n", shared.output.String())
+		// Prefixed, so that make test-e2e shows it; the whole log is in the
+		// go test output (bin/e2e.log).
+		lines := strings.Split(strings.TrimRight(shared.output.String(), "\n"), "\n")
+		from := max(0, len(lines)-sharedOutputLines)
+		fmt.Fprintf(os.Stderr, "e2e: the shared orderd's last %d lines of %d:\n", len(lines)-from, len(lines))
+		for _, line := range lines[from:] {
+			fmt.Fprintf(os.Stderr, "e2e: shared orderd: %s\n", line)
+		}
 	}
 	return code
 }
