@@ -107,9 +107,7 @@ func runMain(m *testing.M) int {
 		lines := strings.Split(strings.TrimRight(shared.output.String(), "\n"), "\n")
 		from := max(0, len(lines)-sharedOutputLines)
 		fmt.Fprintf(os.Stderr, "e2e: the shared orderd's last %d lines of %d:\n", len(lines)-from, len(lines))
-		for _, line := range lines[from:] {
-			fmt.Fprintf(os.Stderr, "e2e: shared orderd: %s\n", line)
-		}
+		printLines("e2e: shared orderd: ", strings.Join(lines[from:], "\n"))
 	}
 	return code
 }
@@ -123,10 +121,15 @@ func setupFailed(what string, err error, output ...string) int {
 	for _, out := range output {
 		text += "\n" + out
 	}
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
-		fmt.Fprintf(os.Stderr, "e2e: %s\n", line)
-	}
+	printLines("e2e: ", text)
 	return 1
+}
+
+// printLines writes text to stderr with prefix before each of its lines.
+func printLines(prefix, text string) {
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		fmt.Fprintf(os.Stderr, "%s%s\n", prefix, line)
+	}
 }
 
 // logNodes prints every node the driver sees, so the test output names the
