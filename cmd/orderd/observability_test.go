@@ -60,6 +60,31 @@ func TestMetricsServedAndStopped(t *testing.T) {
 	}
 }
 
+// A metrics listener that fails after the start (here: closed under the
+// server) ends the serving group with an error naming the metrics server,
+// so orderd exits rather than serving on without its metrics.
+func TestMetricsListenerFailureEndsTheGroup(t *testing.T) {
+	obs, err := newObservability(context.Background(), &config{metricsAddr: "127.0.0.1:0", tracing: "off"}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.shutdown(discard())
+	obs.lis.Close()
+	g, gctx := errgroup.WithContext(context.Background())
+	obs.serveMetrics(gctx, g, discard())
+
+	done := make(chan error)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.HasPrefix(err.Error(), "metrics server: ") || !errors.Is(err, net.ErrClosed) {
+			t.Errorf("group ended with %v; want metrics server: ... %v", err, net.ErrClosed)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group did not end when the metrics listener failed")
+	}
+}
+
 func TestMetricsAddressTaken(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
