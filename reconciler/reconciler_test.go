@@ -658,6 +658,63 @@ func TestRequestFailingTwiceThenSucceeding(t *testing.T) {
 	}
 }
 
+// A failed attempt the ledger cannot record, or whose entry cannot be
+// rescheduled, leaves the entry where it was: the database is the problem,
+// not the request, so the entry is neither moved nor dropped and the next
+// pass lists it again (a request whose entry went would be found by no
+// pass). The attempt counts only once the ledger has it.
+func TestFailedAttemptTheLedgerCannotRecordKeepsTheEntry(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		stmt     string // the statement that fails
+		attempts int    // the row's attempts after the pass
+	}{
+		{"attempt not recorded", ledgertest.StmtAttempt, 0},
+		{"entry not rescheduled", ledgertest.StmtEnqueue, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t0.Add(30 * time.Second))
+			h.fin.SetFail(1)
+			const shard = 6
+			rec, entry := h.addPending(t, shard, t0.Add(-10*time.Minute))
+			h.coord.SetCursor(shard, entry.Due)
+			l := h.loop(Config{MaxAttempts: 5, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour})
+			h.ledger.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
+				if st.Name == tc.stmt {
+					return cassandra.FaultUnavailable
+				}
+				return 0
+			})
+
+			res := mustPass(t, l, shard)
+			if res.Retried != 0 || res.Finished != 0 || res.Passed != 0 {
+				t.Errorf("PassResult = %+v, want nothing retried, finished or passed", res)
+			}
+			if got := wantState(t, h, rec.Key, ledger.Pending); got.Attempts != tc.attempts {
+				t.Errorf("attempts = %d, want %d", got.Attempts, tc.attempts)
+			}
+			if es := h.ledger.Entries(rec.Key); len(es) != 1 || !es[0].NotBefore.Equal(entry.NotBefore) {
+				t.Errorf("entries = %+v, want only the one due at %s", es, entry.NotBefore)
+			}
+			if c, _ := h.coord.CursorOf(shard); !c.Equal(entry.Due) {
+				t.Errorf("cursor = %s, want kept at the entry's minute %s", c, entry.Due)
+			}
+			if st := l.Stats(); st.Retried != 0 {
+				t.Errorf("Stats.Retried = %d, want 0", st.Retried)
+			}
+
+			// The ledger answers again: the next pass lists the entry and
+			// finishes the request.
+			h.ledger.SetIntercept(nil)
+			if res := mustPass(t, l, shard); res.Finished != 1 {
+				t.Fatalf("next pass = %+v, want the request finished", res)
+			}
+			wantFinished(t, h, rec.Key)
+			wantNoEntries(t, h, rec.Key)
+		})
+	}
+}
+
 // A retry whose backoff ends within the same minute is not attempted before
 // its time: the entry's not_before, not its minute, decides.
 func TestRetryWithinTheMinuteWaitsForItsBackoff(t *testing.T) {
