@@ -1535,6 +1535,75 @@ func TestPassFinishesABucketConcurrentlyWithinTheBound(t *testing.T) {
 	}
 }
 
+// stopAfterRemove is a Ledger that calls stop once its first RemoveEntry
+// has been applied.
+type stopAfterRemove struct {
+	*ledgertest.Memory
+	stop context.CancelFunc
+	once sync.Once
+}
+
+func (l *stopAfterRemove) RemoveEntry(ctx context.Context, e ledger.DueEntry) error {
+	err := l.Memory.RemoveEntry(ctx, e)
+	l.once.Do(l.stop)
+	return err
+}
+
+// A pass stopped mid-minute (orderd shutting down) starts no more entries,
+// and those it did not start are read again by the next pass: the minute
+// here is the current one, read incrementally, so an entry not started
+// moves the shard's read position back to it (were it taken as settled,
+// the next incremental read would start past it, and it would wait for the
+// minute's final sweep, minutes later).
+func TestPassStoppedMidMinuteLeavesTheRestForTheNextPass(t *testing.T) {
+	h := newHarness(t0.Add(50 * time.Second))
+	const shard, n = 4, 3
+	var keys []ledger.Key
+	for range n {
+		rec, _ := h.addPending(t, shard, t0.Add(15*time.Second)) // due at about 12:00:45
+		keys = append(keys, rec.Key)
+	}
+	h.coord.SetCursor(shard, t0)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	// The first request is finished and its entry removed; then the pass
+	// is stopped, before the next one starts.
+	stopping := &stopAfterRemove{Memory: h.ledger, stop: stop}
+	l := New(Config{Concurrency: 1}, stopping, h.fin.Finish, h.coord, discardLog())
+	l.now = h.clock.Now
+	res, err := l.PassShards(ctx, []int{shard})
+	t.Logf("stopped pass: %+v, %v", res, err)
+
+	if calls := h.fin.TotalCalls(); calls != 1 {
+		t.Fatalf("finisher calls = %d, want 1: no request starts once the pass is stopped", calls)
+	}
+	if n := h.ledger.Calls("RemoveEntry"); n != 1 {
+		t.Fatalf("RemoveEntry calls = %d, want 1 (the finished request's)", n)
+	}
+	unstarted := 0
+	for _, k := range keys {
+		if h.fin.Recorded(k) == 0 {
+			unstarted++
+			wantState(t, h, k, ledger.Pending)
+			if es := h.ledger.Entries(k); len(es) != 1 {
+				t.Errorf("request %s, not started: %d entries, want its one", k.RequestID, len(es))
+			}
+		}
+	}
+	if unstarted != n-1 {
+		t.Errorf("%d requests left unstarted, want %d", unstarted, n-1)
+	}
+
+	h.clock.Advance(time.Second) // the same minute, still read incrementally
+	if res := mustPass(t, l, shard); res.Finished < n-1 {
+		t.Fatalf("next pass = %+v, want the %d unstarted requests finished", res, n-1)
+	}
+	for _, k := range keys {
+		wantFinished(t, h, k)
+		wantNoEntries(t, h, k)
+	}
+}
+
 // The shards of a pass are passed side by side under one bound: a slow
 // request in one shard does not hold up the backlog of the others (its
 // finisher waits until every other shard's requests are finished, which
