@@ -250,10 +250,17 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		if len(l.owned) <= fair {
 			break
 		}
-		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
+		err := l.coord.Release(ctx, s, l.cfg.Instance)
+		if err == nil || fault.KindOf(err) == fault.OutcomeUnknown {
+			// A release whose outcome is unknown may have applied and the
+			// shard be another instance's by now: stop passing it. Had it
+			// not applied, the lease lapses within its TTL, or this loop
+			// takes it back once below its share.
+			delete(l.owned, s)
+		}
+		if err != nil {
 			return fmt.Errorf("release shard %d: %w", s, err)
 		}
-		delete(l.owned, s)
 	}
 	if len(l.owned) >= fair {
 		return nil

@@ -1166,6 +1166,72 @@ func checkSplit(t *testing.T, h *harness, a, b *Loop) {
 	}
 }
 
+// A coordinate that fails part-way (each statement it sends, failing or
+// with its outcome unknown) never leaves the loop passing a shard whose
+// lease it does not hold, and the next coordinate reaches the fair share
+// with the loop's view equal to the leases. (Holding a lease whose outcome
+// was unknown without knowing it only idles the shard until the next
+// coordinate takes it back.)
+func TestCoordinateFailurePartWayKeepsTheLoopsShardsLeased(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		joiner bool // a second member joins, so a must give back half
+		stmt   string
+		f      cassandra.Fault
+		times  int
+	}{
+		{"heartbeat fails", false, reconcilertest.StmtHeartbeat, cassandra.FaultUnavailable, 1},
+		{"leases unreadable", false, reconcilertest.StmtOwners, cassandra.FaultUnavailable, 1},
+		{"acquire fails", false, reconcilertest.StmtAcquire, cassandra.FaultUnavailable, 1},
+		{"acquire applied, outcome unknown and unsettled", false, reconcilertest.StmtAcquire, cassandra.FaultLoseResponse, 1},
+		{"release fails while rebalancing", true, reconcilertest.StmtRelease, cassandra.FaultUnavailable, 1},
+		{"release applied, outcome unknown and unsettled", true, reconcilertest.StmtRelease, cassandra.FaultLoseResponse, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t0)
+			a := h.member(uuid.New())
+			fair := ledger.PendingShards
+			if tc.joiner {
+				mustCoordinate(t, a)
+				h.coord.Heartbeat(context.Background(), uuid.New(), testTTL)
+				fair /= 2
+			}
+			h.coord.Arm(tc.stmt, tc.f, tc.times)
+			if tc.f == cassandra.FaultLoseResponse {
+				h.coord.Arm(reconcilertest.StmtLease, cassandra.FaultUnavailable, 1) // the settling read fails too
+			}
+			if err := a.coordinate(context.Background()); err == nil {
+				t.Fatal("coordinate: want the injected fault's error")
+			}
+			if held, leased := ownedShards(a), h.coord.LeasesOf(a.cfg.Instance); !isSubset(held, leased) {
+				t.Fatalf("after the failure the loop passes shards %v, leased to it: %v", held, leased)
+			}
+			mustCoordinate(t, a)
+			held, leased := ownedShards(a), h.coord.LeasesOf(a.cfg.Instance)
+			if len(held) != fair || !isSubset(held, leased) {
+				t.Fatalf("next coordinate: the loop passes %v, leased to it %v; want %d of those", held, leased, fair)
+			}
+			// A lease given back whose release did not apply lapses by its
+			// TTL; every other is passed or released.
+			h.clock.Advance(testTTL)
+			mustCoordinate(t, a)
+			if held, leased := ownedShards(a), h.coord.LeasesOf(a.cfg.Instance); !slices.Equal(held, leased) {
+				t.Fatalf("a TTL later: the loop passes %v, leased to it %v; want the same", held, leased)
+			}
+		})
+	}
+}
+
+// isSubset: every shard of a is in b (both sorted).
+func isSubset(a, b []int) bool {
+	for _, s := range a {
+		if _, ok := slices.BinarySearch(b, s); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func TestCoordinateTakesOverExpiredLeases(t *testing.T) {
 	h := newHarness(t0)
 	a, b := h.member(uuid.New()), h.member(uuid.New())
