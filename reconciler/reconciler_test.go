@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -1407,6 +1408,74 @@ func TestRunCoordinatesPassesAndLeaves(t *testing.T) {
 	for _, r := range recs {
 		wantFinished(t, h, r.Key)
 	}
+}
+
+// With the coordinator failing, Run goes on passing the shards it holds
+// (their leases still live) and says why each coordinate failed; on
+// shutdown, a release or leave that fails is logged, Run still returns nil,
+// and the loop claims no shard afterwards (the leases lapse by their TTL).
+func TestRunPassesThroughCoordinatorFailuresAndLeavesAnyway(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	var buf syncBuffer
+	l := New(Config{Instance: uuid.New(), LeaseTTL: time.Hour, Interval: 5 * time.Millisecond}, h.ledger, h.fin.Finish, h.coord,
+		slog.New(slog.NewJSONHandler(&buf, nil)))
+	l.now = h.clock.Now
+	mustCoordinate(t, l) // takes all 16 while the coordinator answers
+	var recs []ledger.Record
+	for s := 0; s < ledger.PendingShards; s++ {
+		r, _ := h.addPending(t, s, t0.Add(-10*time.Minute))
+		recs = append(recs, r)
+	}
+	const always = 1 << 20
+	for _, st := range []string{reconcilertest.StmtHeartbeat, reconcilertest.StmtRelease, reconcilertest.StmtLeave} {
+		h.coord.Arm(st, cassandra.FaultUnavailable, always)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Stats().Finished < int64(len(recs)) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil on cancellation", err)
+	}
+	for _, r := range recs {
+		wantFinished(t, h, r.Key)
+	}
+	if st := l.Stats(); st.OwnedShards != 0 {
+		t.Errorf("after Run, Stats.OwnedShards = %d, want 0", st.OwnedShards)
+	}
+	out := bytes.NewBufferString(buf.String())
+	for msg, want := range map[string]int{
+		"reconciler coordination failed":       1, // at least
+		"could not release shard lease":        ledger.PendingShards,
+		"could not leave the reconciler group": 1,
+	} {
+		if got := len(logLines(t, out, msg)); got < want {
+			t.Errorf("%d %q lines, want at least %d", got, msg, want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // ------------------------------------------------------------------ concurrency
