@@ -749,6 +749,41 @@ func TestFinishOnCompleteRecordReturnsOutcomeWithoutWriting(t *testing.T) {
 	}
 }
 
+// A request a version before the one-LWT protocol completed in the ledger
+// (COMPLETE with its outcome, during a rolling upgrade) whose order row
+// this attempt's read did not see yet (the older version wrote it after
+// that read, then completed the request before this attempt's claim): the
+// duplicate answers the ledger's recorded outcome, writes nothing, and a
+// duplicate with another payload is refused.
+func TestDuplicateOfARequestCompletedInTheLedgerByAnOlderVersion(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Complete)
+	_, cmd, _ := order.Canonicalize(baseInput())
+	rec.Outcome = order.New(testTenant, rec.RequestID, cmd, rec.CreatedAt).EncodeOutcome()
+	rec.CompletedAt = rec.CreatedAt.Add(time.Second)
+	f.led.Put(rec)
+	f.clock.Advance(time.Hour) // old enough to take over, were it PENDING
+
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, sameInputOtherSpelling())
+	if err != nil {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if want := (Result{Order: decodeOutcome(t, rec), Replayed: true, Outcome: OutcomeReplayed}); !reflect.DeepEqual(res, want) {
+		t.Errorf("duplicate = %+v, want the recorded outcome %+v", res, want)
+	}
+	other := baseInput()
+	other.Total, other.Lines = "70.00", other.Lines[1:] // sku-a only
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, other); fault.ReasonOf(err) != fault.ReasonRequestIDReused {
+		t.Errorf("another payload = %v, want REQUEST_ID_REUSED", err)
+	}
+	if got := f.proj.Calls("Write"); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, rec) {
+		t.Errorf("record changed:\n  %+v\nwas\n  %+v", after, rec)
+	}
+}
+
 func TestDuplicateOfFailedRequest(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Failed)
