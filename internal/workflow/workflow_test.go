@@ -500,6 +500,36 @@ func TestDuplicateOfYoungPendingIsInProgress(t *testing.T) {
 	}
 }
 
+// A duplicate whose client goes away while it waits (its context
+// cancelled, no deadline) stops waiting at once: REQUEST_IN_PROGRESS with a
+// retry hint, nothing written, no failed attempt noted.
+func TestDuplicateWhoseClientGoesAwayStopsWaiting(t *testing.T) {
+	f := newFixture(t, Config{TakeoverAfter: time.Minute, MaxWait: time.Minute, PollInterval: 50 * time.Millisecond}, nil)
+	f.svc.now = time.Now
+	seeded := recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending)
+	f.led.Put(seeded)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := f.svc.CreateOrder(ctx, testTenant, baseInput())
+	elapsed := time.Since(start)
+	fe := wantFault(t, err, fault.InProgress)
+	if fe.Reason != fault.ReasonRequestInProgress || fe.RetryAfter <= 0 {
+		t.Errorf("fault = %s (retry after %s), want REQUEST_IN_PROGRESS with a retry hint", fe.Reason, fe.RetryAfter)
+	}
+	if elapsed >= 10*time.Second {
+		t.Errorf("answered after %s, want soon after the client went away", elapsed)
+	}
+	if got := f.proj.Calls("Write"); got != 0 {
+		t.Errorf("projection calls = %d, want 0", got)
+	}
+	if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
+		t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
+	}
+}
+
 // quorumMisses is a ledger whose LOCAL_QUORUM reads do not see the claim
 // yet, as when its Paxos commit ran at ANY and has not landed on a quorum
 // (ledger.Config.ClaimCommitAny).
