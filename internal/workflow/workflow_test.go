@@ -362,6 +362,43 @@ func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
 	}
 }
 
+// A takeover (a retry of a request whose first attempt stopped after its
+// claim) that fails to write the order answers the failure, notes the
+// attempt on the ledger and leaves the request PENDING; the next retry
+// takes over again and creates the one order.
+func TestTakeoverThatFailsIsNotedAndTheNextCompletesIt(t *testing.T) {
+	f := newFixture(t, Config{}, nil)
+	seeded := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
+	f.led.Put(seeded)
+	f.clock.Advance(f.svc.cfg.TakeoverAfter + time.Millisecond)
+	f.proj.Arm(projectiontest.StmtOrdersByID, cassandra.FaultUnavailable, 1) // the recorded outcome's write
+
+	_, err := f.svc.CreateOrder(context.Background(), testTenant, sameInputOtherSpelling())
+	wantFault(t, err, fault.Unavailable)
+	rec := onlyRecord(t, f.led)
+	if rec.State != ledger.Pending || rec.Attempts != 1 || rec.LastError != string(fault.ReasonClusterUnavailable) {
+		t.Fatalf("after the failed takeover: %s, attempts %d, last_error %q; want PENDING, 1, %s",
+			rec.State, rec.Attempts, rec.LastError, fault.ReasonClusterUnavailable)
+	}
+	if rec.ClaimToken != seeded.ClaimToken {
+		t.Errorf("claim token %s, want the first attempt's %s", rec.ClaimToken, seeded.ClaimToken)
+	}
+	if view := requestView(t, f); view.State != ledger.Pending {
+		t.Fatalf("request seen as %s, want PENDING: its order is not recorded", view.State)
+	}
+
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+	if err != nil || res.Outcome != OutcomeTakeover {
+		t.Fatalf("next retry = %+v, %v; want a takeover", res, err)
+	}
+	if view := requestView(t, f); view.State != ledger.Complete || !reflect.DeepEqual(decodeOutcome(t, view), res.Order) {
+		t.Errorf("request = %s %+v, want COMPLETE with the answer's order %+v", view.State, view.Outcome, res.Order)
+	}
+	if writes := f.proj.Writes(); len(writes) != 1 || !reflect.DeepEqual(writes[0], res.Order) {
+		t.Errorf("orders recorded = %+v, want just %+v", writes, res.Order)
+	}
+}
+
 // A failure after the order is recorded (every row written, the due entry
 // not yet released) leaves the request PENDING in the ledger; a retry is
 // answered from the recorded order without writing again, and a finisher
