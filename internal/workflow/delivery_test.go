@@ -5,17 +5,21 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/lograte"
+	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/internal/outbox/outboxtest"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection/projectiontest"
 )
 
 // deliveryFixture is a fixture whose service publishes to an in-memory
@@ -156,5 +160,49 @@ func TestBrokerOutageIsLoggedAtABoundedRate(t *testing.T) {
 	lines := strings.Count(buf.String(), "order event not delivered yet")
 	if lines != lograte.Burst {
 		t.Errorf("%d log lines for %d undelivered events, want the burst (%d)", lines, orders, lograte.Burst)
+	}
+}
+
+// Settle (the reconciler's step) whose read of the order row fails writes
+// nothing and delivers nothing: the request id may already have an order,
+// here one with another command, and taking the failed read for "no order"
+// would overwrite it. Once the read answers, the claim is withdrawn and the
+// order stays as it was.
+func TestSettleWhoseOrderRowReadFailsWritesNothing(t *testing.T) {
+	f, pub := deliveryFixture(t)
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
+	f.led.Put(rec)
+	other := baseInput()
+	other.Total, other.Lines = "70.00", other.Lines[1:] // sku-a only
+	_, otherCmd, err := order.Canonicalize(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := order.New(testTenant, rec.RequestID, otherCmd, claimTime.Add(-time.Hour).Truncate(time.Millisecond))
+	if err := f.proj.Write(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+
+	wantFault(t, f.svc.Settle(context.Background(), rec), fault.Unavailable)
+	if n := f.proj.Calls("Write"); n != 1 {
+		t.Errorf("projection writes = %d, want only the first order's", n)
+	}
+	if n := len(pub.Records()); n != 0 {
+		t.Errorf("events published = %d, want 0", n)
+	}
+	if now := onlyRecord(t, f.led); !reflect.DeepEqual(now, rec) {
+		t.Errorf("claim changed:\n  %+v\nwas\n  %+v", now, rec)
+	}
+
+	err = f.svc.Settle(context.Background(), rec)
+	if fault.ReasonOf(err) != fault.ReasonRequestIDReused {
+		t.Fatalf("Settle once the read answers = %v, want REQUEST_ID_REUSED", err)
+	}
+	if got, err := f.proj.Order(context.Background(), testTenant, rec.EntityID); err != nil || !reflect.DeepEqual(got, first) {
+		t.Errorf("order row = %+v, %v; want the first order %+v", got, err, first)
+	}
+	if _, ok := f.led.Record(rec.Key); ok {
+		t.Error("the conflicting claim is still in the ledger, want it withdrawn")
 	}
 }
