@@ -134,6 +134,61 @@ func TestChangeAcceptedOnceThenReplayedFromItsReceipt(t *testing.T) {
 	}
 }
 
+// A retry of a change request whose first attempt is still at work waits,
+// and answers the change that attempt records meanwhile (replayed, the
+// same change and version), with no second version or event.
+func TestChangeDuplicateAnswersTheChangeRecordedWhileItWaits(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	f.svc.cfg.TakeoverAfter, f.svc.cfg.PollInterval = time.Minute, 5*time.Millisecond
+	f.svc.now = time.Now
+	in := f.amend(1, "gift wrap")
+	requestID, cmd, err := order.CanonicalizeChange(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded := cmd.Encode()
+	first := ledger.Record{ // the first attempt's claim, as changeOrder writes it
+		Key:         ledger.Key{Tenant: testTenant, Operation: in.Operation, RequestID: requestID},
+		EntityID:    cmd.OrderID,
+		Fingerprint: order.ChangeFingerprint(in.Operation, encoded),
+		Command:     encoded,
+		State:       ledger.Pending,
+		CreatedAt:   time.Now().UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+	}
+	f.led.Put(first)
+
+	// The first attempt finishes once the retry has started polling.
+	peeked := make(chan struct{})
+	var once sync.Once
+	f.led.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
+		if st.Name == ledgertest.StmtGet {
+			once.Do(func() { close(peeked) })
+		}
+		return 0
+	})
+	settled := make(chan error, 1)
+	go func() {
+		<-peeked
+		settled <- f.svc.Settle(context.Background(), first)
+	}()
+
+	res := f.change(t, in)
+	if err := <-settled; err != nil {
+		t.Fatalf("the first attempt's Settle: %v", err)
+	}
+	if res.Outcome != OutcomeReplayed || !res.Replayed || res.Change.Version != 2 || res.Order.ShippingNote != "gift wrap" ||
+		res.Change.ID != order.ChangeID(testTenant, in.Operation, requestID) {
+		t.Errorf("retry = %+v, want the first attempt's change, replayed", res)
+	}
+	if h := f.history(t); len(h) != 1 {
+		t.Errorf("history = %d changes, want 1", len(h))
+	}
+	if n := len(f.pub.Records()); n != 2 {
+		t.Errorf("published %d events, want 2 (created, the one change)", n)
+	}
+}
+
 func TestChangeKeyReusedForAnotherChangeIsRefusedAndChangesNothing(t *testing.T) {
 	f := newChangeFixture(t, nil)
 	in := f.amend(1, "a")
