@@ -32,7 +32,7 @@ LDFLAGS  := -X $(PROMVER).Version=$(VERSION) -X $(PROMVER).Revision=$(REVISION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit test-deploy model-check test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz clean bench-reconciler bench bench-soak
+	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak
 
 all: build
 
@@ -129,6 +129,13 @@ model-check:
 test-e2e:
 	$(GO) test -count=1 -p 1 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
 		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e.log; exit $$rc
+
+# Which statements no test reaches, over the unit tests and the e2e tests
+# with the orderd processes they start (scripts/cover.sh): each package's
+# share, every unreached block of the packages that decide an outcome, and
+# bin/cover/cover.html. About as long as test-unit and test-e2e together.
+cover:
+	scripts/cover.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=60s ./internal/order/

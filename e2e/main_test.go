@@ -156,6 +156,19 @@ func logNodes(ctx context.Context) error {
 	return nil
 }
 
+// orderdEnv is the environment every orderd process starts from: this
+// process's, with GOCOVERDIR set to ORDERD_E2E_GOCOVERDIR if that is set
+// (scripts/cover.sh, with a binary built with -cover): `go test -cover`
+// gives the test process a GOCOVERDIR of its own, which a child would
+// otherwise inherit and whose data nothing reads.
+func orderdEnv() []string {
+	env := os.Environ()
+	if dir := os.Getenv("ORDERD_E2E_GOCOVERDIR"); dir != "" {
+		env = append(env, "GOCOVERDIR="+dir)
+	}
+	return env
+}
+
 // runOrderd runs the orderd binary to completion against the cluster.
 func runOrderd(ctx context.Context, args ...string) (string, error) {
 	return runOrderdEnv(ctx, nil, args...)
@@ -164,7 +177,7 @@ func runOrderd(ctx context.Context, args ...string) (string, error) {
 // runOrderdEnv is runOrderd with extra ORDERD_* settings (later ones win).
 func runOrderdEnv(ctx context.Context, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, orderdBinary, args...)
-	base := append(os.Environ(), "ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","), "ORDERD_LOG_FORMAT=text")
+	base := append(orderdEnv(), "ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","), "ORDERD_LOG_FORMAT=text")
 	cmd.Env = append(append(base, sec.serverEnv()...), env...) // serve needs its TLS and keys
 	out, err := cmd.CombinedOutput()
 	return string(out), err

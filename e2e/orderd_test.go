@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -106,7 +105,7 @@ func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
 func spawnOrderd(command, addr, metricsAddr string, env ...string) (*orderdProcess, error) {
 	p := &orderdProcess{addr: addr, metricsAddr: metricsAddr, output: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(orderdBinary, command)
-	p.cmd.Env = append(os.Environ(),
+	p.cmd.Env = append(orderdEnv(),
 		"ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","),
 		"ORDERD_KEYSPACE="+keyspace,
 		"ORDERD_GRPC_ADDR="+addr,
