@@ -19,6 +19,7 @@ import (
 	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/internal/outbox/outboxtest"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/ledger/ledgertest"
 	"github.com/atlasmart/orderd/projection/projectiontest"
 )
 
@@ -205,4 +206,51 @@ func TestSettleWhoseOrderRowReadFailsWritesNothing(t *testing.T) {
 	if _, ok := f.led.Record(rec.Key); ok {
 		t.Error("the conflicting claim is still in the ledger, want it withdrawn")
 	}
+}
+
+// The ledger failing after the answer, or under a failed attempt, costs
+// the client nothing it can see, and what was left undone is named in a
+// WARN line and left as state the reconciler works from: a release that
+// fails keeps the due entry; a failed attempt the ledger cannot note keeps
+// the request PENDING with its attempts as they were.
+func TestLedgerWritesThatFailAroundTheAnswerAreLoggedAndLeaveState(t *testing.T) {
+	failing := func(f *fixture, stmt string) *bytes.Buffer {
+		var buf bytes.Buffer
+		f.svc.log = slog.New(slog.NewJSONHandler(&buf, nil))
+		f.led.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
+			if st.Name == stmt {
+				return cassandra.FaultUnavailable
+			}
+			return 0
+		})
+		return &buf
+	}
+	t.Run("release of the due entry", func(t *testing.T) {
+		f := newFixture(t, Config{}, nil)
+		log := failing(f, ledgertest.StmtRemove)
+		res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+		if err != nil || res.Outcome != OutcomeNew {
+			t.Fatalf("CreateOrder = %+v, %v; want the new order", res, err)
+		}
+		f.svc.Wait()
+		if n := len(f.led.Entries(onlyRecord(t, f.led).Key)); n != 1 {
+			t.Errorf("due entries = %d, want 1: left for the reconciler", n)
+		}
+		if !strings.Contains(log.String(), "could not release a settled request's due entry; the reconciler will") {
+			t.Errorf("log = %s, want the release's WARN line", log)
+		}
+	})
+	t.Run("note of a failed attempt", func(t *testing.T) {
+		f := newFixture(t, Config{}, nil)
+		log := failing(f, ledgertest.StmtAttempt)
+		f.proj.FailNext(1)
+		_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+		wantFault(t, err, fault.Unavailable)
+		if rec := onlyRecord(t, f.led); rec.State != ledger.Pending || rec.Attempts != 0 {
+			t.Errorf("request %s with %d attempts, want PENDING with 0", rec.State, rec.Attempts)
+		}
+		if !strings.Contains(log.String(), "could not record a failed attempt") {
+			t.Errorf("log = %s, want the note's WARN line", log)
+		}
+	})
 }
