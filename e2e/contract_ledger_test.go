@@ -12,6 +12,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/fault"
@@ -251,6 +252,38 @@ type nullable interface {
 func (c *cell[T]) dest() any  { return &c.p }
 func (c *cell[T]) null() bool { return c.p == nil }
 
+// peekBesideALiveClaim peeks the remnant of rec's request id and a live
+// claim of the same tenant many times at once, so that most peeks share a
+// grouped read (one query by several ids): the remnant is still nothing to
+// each, the live claim still the claim.
+func peekBesideALiveClaim(t *testing.T, ctx context.Context, store *ledger.CassandraStore, remnant ledger.Record) {
+	t.Helper()
+	live := claimRecord("live", time.Now())
+	live.Tenant = remnant.Tenant
+	if won, _, err := store.Claim(ctx, live, nil); err != nil || !won {
+		t.Fatalf("claim beside the remnant: won %v, %v", won, err)
+	}
+	const peeks = 16
+	var g errgroup.Group
+	for i := range peeks {
+		g.Go(func() error {
+			if i%2 == 0 {
+				if _, err := store.Peek(ctx, remnant.Key); !errors.Is(err, ledger.ErrNotFound) {
+					return fmt.Errorf("Peek of the remnant beside a live claim = %v, want ErrNotFound", err)
+				}
+				return nil
+			}
+			if got, err := store.Peek(ctx, live.Key); err != nil || got.ClaimToken != live.ClaimToken {
+				return fmt.Errorf("Peek of the live claim beside a remnant = %+v, %v", got, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Error(err)
+	}
+}
+
 // A ledger row past its retention whose row marker outlived its cells (the
 // claim's marker and the later cells' TTLs are rounded apart by under a
 // second) is an "expired remnant": a row with no state and no fingerprint.
@@ -293,6 +326,7 @@ func TestLedgerExpiredRemnant(t *testing.T) {
 	if listed := scanTenant(t, ctx, store, rec.Tenant); len(listed) != 0 {
 		t.Errorf("a scan of the remnant's tenant lists %v, want nothing", listed)
 	}
+	peekBesideALiveClaim(t, ctx, store, rec)
 
 	won, _, err := store.Claim(ctx, rec, nil)
 	if won || fault.KindOf(err) != fault.Unavailable {
