@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/ledger"
@@ -175,6 +176,48 @@ func TestFinishWhoseWithdrawalFindsTheClaimChanged(t *testing.T) {
 			}
 			if n := len(f.proj.Writes()) - writes; n != 0 {
 				t.Errorf("%d orders written, want none", n)
+			}
+		})
+	}
+}
+
+// A finisher whose withdrawal of a conflicting claim fails, or whose
+// outcome stays unknown, answers that failure (retry), not REQUEST_ID_REUSED:
+// the claim may still be there, and only a finisher that saw it go may say
+// the request id is free of it. Nothing is written; the next finisher
+// withdraws it.
+func TestFinishWhoseWithdrawalFailsKeepsTheClaim(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults map[string]cassandra.Fault
+		kind   fault.Kind
+	}{
+		{"unavailable", map[string]cassandra.Fault{ledgertest.StmtWithdraw: cassandra.FaultUnavailable}, fault.Unavailable},
+		{"timed out, unsettled", map[string]cassandra.Fault{ledgertest.StmtWithdraw: cassandra.FaultTimeout,
+			ledgertest.StmtGet: cassandra.FaultUnavailable}, fault.OutcomeUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Config{}, nil)
+			rec := seedLateConflictingClaim(t, f)
+			writes := len(f.proj.Writes())
+			f.led.SetIntercept(func(st ledgertest.Statement) cassandra.Fault { return tc.faults[st.Name] })
+
+			_, err := f.svc.Finish(context.Background(), rec)
+			wantFault(t, err, tc.kind)
+			f.led.SetIntercept(nil)
+			if now, ok := f.led.Record(rec.Key); !ok || now.ClaimToken != rec.ClaimToken || now.State != ledger.Pending {
+				t.Errorf("ledger row now %+v (present %v), want the claim kept", now, ok)
+			}
+			if n := len(f.proj.Writes()) - writes; n != 0 {
+				t.Errorf("%d orders written, want none", n)
+			}
+
+			_, err = f.svc.Finish(context.Background(), rec)
+			if fault.ReasonOf(err) != fault.ReasonRequestIDReused {
+				t.Fatalf("next Finish = %v, want REQUEST_ID_REUSED", err)
+			}
+			if _, ok := f.led.Record(rec.Key); ok {
+				t.Error("the conflicting claim is still in the ledger after the next Finish")
 			}
 		})
 	}
