@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/atlasmart/orderd/internal/versions/versionstest"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
+	"github.com/atlasmart/orderd/projection/projectiontest"
 )
 
 // changeFixture is a fixture with the version store and a publisher, and
@@ -134,6 +136,91 @@ func TestChangeAcceptedOnceThenReplayedFromItsReceipt(t *testing.T) {
 	}
 }
 
+// changeClaim is the PENDING claim a change attempt for in writes at
+// created, as changeOrder writes it.
+func changeClaim(t *testing.T, in order.ChangeInput, created time.Time) ledger.Record {
+	t.Helper()
+	requestID, cmd, err := order.CanonicalizeChange(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded := cmd.Encode()
+	return ledger.Record{
+		Key:         ledger.Key{Tenant: testTenant, Operation: in.Operation, RequestID: requestID},
+		EntityID:    cmd.OrderID,
+		Fingerprint: order.ChangeFingerprint(in.Operation, encoded),
+		Command:     encoded,
+		State:       ledger.Pending,
+		CreatedAt:   created.UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+	}
+}
+
+// A PENDING change request as its client sees it (Request): COMPLETE once
+// its accepted change is recorded and projected, completed at the change's
+// time; PENDING while it is not, or while it can never be (its order is
+// not there, its command cannot be read); the read's failure if the order
+// cannot be read. Reading the view writes nothing.
+func TestRequestViewOfAPendingChange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		seed  func(t *testing.T, f *changeFixture) ledger.Record
+		state ledger.State
+		kind  fault.Kind // the error's kind, or 0
+	}{
+		{"nothing recorded yet", func(t *testing.T, f *changeFixture) ledger.Record {
+			return changeClaim(t, f.amend(1, "x"), f.clock.Now())
+		}, ledger.Pending, 0},
+		{"accepted and projected", func(t *testing.T, f *changeFixture) ledger.Record {
+			rec := changeClaim(t, f.amend(1, "x"), f.clock.Now())
+			f.led.Put(rec)
+			if err := f.svc.Settle(context.Background(), rec); err != nil {
+				t.Fatalf("Settle: %v", err)
+			}
+			return rec
+		}, ledger.Complete, 0},
+		{"its order is not there", func(t *testing.T, f *changeFixture) ledger.Record {
+			in := f.amend(1, "x")
+			in.OrderID = uuid.NewString()
+			return changeClaim(t, in, f.clock.Now())
+		}, ledger.Pending, 0},
+		{"its command cannot be read", func(t *testing.T, f *changeFixture) ledger.Record {
+			rec := changeClaim(t, f.amend(1, "x"), f.clock.Now())
+			rec.Command = []byte("{not json")
+			return rec
+		}, ledger.Pending, 0},
+		{"the order cannot be read", func(t *testing.T, f *changeFixture) ledger.Record {
+			rec := changeClaim(t, f.amend(1, "x"), f.clock.Now())
+			f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+			return rec
+		}, "", fault.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newChangeFixture(t, nil)
+			rec := tc.seed(t, f)
+			f.led.Put(rec)
+			before, writes := f.led.Records(), len(f.proj.Writes())
+
+			view, err := f.svc.Request(context.Background(), testTenant, rec.Operation, rec.RequestID)
+
+			switch {
+			case tc.kind != 0:
+				wantFault(t, err, tc.kind)
+			case err != nil || view.State != tc.state || view.ClaimToken != rec.ClaimToken:
+				t.Errorf("Request = %s (claim %s), %v; want %s (claim %s)", view.State, view.ClaimToken, err, tc.state, rec.ClaimToken)
+			case tc.state == ledger.Complete && !view.CompletedAt.Equal(rec.CreatedAt):
+				t.Errorf("completed_at = %s, want the change's time %s", view.CompletedAt, rec.CreatedAt)
+			}
+			if after := f.led.Records(); !reflect.DeepEqual(after, before) {
+				t.Errorf("reading the view changed the ledger:\n  %+v\nwas\n  %+v", after, before)
+			}
+			if n := len(f.proj.Writes()) - writes; n != 0 {
+				t.Errorf("reading the view wrote %d orders", n)
+			}
+		})
+	}
+}
+
 // A retry of a change request whose first attempt is still at work waits,
 // and answers the change that attempt records meanwhile (replayed, the
 // same change and version), with no second version or event.
@@ -142,20 +229,7 @@ func TestChangeDuplicateAnswersTheChangeRecordedWhileItWaits(t *testing.T) {
 	f.svc.cfg.TakeoverAfter, f.svc.cfg.PollInterval = time.Minute, 5*time.Millisecond
 	f.svc.now = time.Now
 	in := f.amend(1, "gift wrap")
-	requestID, cmd, err := order.CanonicalizeChange(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	encoded := cmd.Encode()
-	first := ledger.Record{ // the first attempt's claim, as changeOrder writes it
-		Key:         ledger.Key{Tenant: testTenant, Operation: in.Operation, RequestID: requestID},
-		EntityID:    cmd.OrderID,
-		Fingerprint: order.ChangeFingerprint(in.Operation, encoded),
-		Command:     encoded,
-		State:       ledger.Pending,
-		CreatedAt:   time.Now().UTC().Truncate(time.Millisecond),
-		ClaimToken:  uuid.New(),
-	}
+	first := changeClaim(t, in, time.Now())
 	f.led.Put(first)
 
 	// The first attempt finishes once the retry has started polling.
@@ -178,7 +252,7 @@ func TestChangeDuplicateAnswersTheChangeRecordedWhileItWaits(t *testing.T) {
 		t.Fatalf("the first attempt's Settle: %v", err)
 	}
 	if res.Outcome != OutcomeReplayed || !res.Replayed || res.Change.Version != 2 || res.Order.ShippingNote != "gift wrap" ||
-		res.Change.ID != order.ChangeID(testTenant, in.Operation, requestID) {
+		res.Change.ID != order.ChangeID(testTenant, in.Operation, first.RequestID) {
 		t.Errorf("retry = %+v, want the first attempt's change, replayed", res)
 	}
 	if h := f.history(t); len(h) != 1 {
