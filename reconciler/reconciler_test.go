@@ -1582,6 +1582,42 @@ func TestCoordinateTakesBackALeaseItLostTrackOf(t *testing.T) {
 	}
 }
 
+// stopOnRenew is a Coordinator whose first Renew stops the loop (cancels
+// its context) before it is sent, as orderd shutting down mid-coordinate.
+type stopOnRenew struct {
+	*reconcilertest.MemoryCoordinator
+	stop context.CancelFunc
+}
+
+func (c stopOnRenew) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
+	c.stop()
+	return c.MemoryCoordinator.Renew(ctx, shard, instance, ttl)
+}
+
+// A renewal cut short by shutdown is no lost lease: the loop keeps its
+// shards, so that leaving releases every lease at once instead of leaving
+// them held, and their shards idle, until their TTL.
+func TestShutdownDuringARenewalStillReleasesEveryLease(t *testing.T) {
+	h := newHarness(t0)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL}, h.ledger, h.fin.Finish, stopOnRenew{h.coord, stop}, discardLog())
+	a.now = h.clock.Now
+	mustCoordinate(t, a)
+	h.clock.Advance(testTTL / 2) // the leases are due for renewal
+
+	if err := a.coordinate(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("coordinate stopped mid-renewal = %v, want context.Canceled", err)
+	}
+	if n := len(ownedShards(a)); n != ledger.PendingShards {
+		t.Fatalf("after the stopped renewal the loop holds %d shards, want all %d", n, ledger.PendingShards)
+	}
+	a.leave()
+	if got := h.coord.LeasesOf(a.cfg.Instance); len(got) != 0 {
+		t.Errorf("after leave, leases %v still held", got)
+	}
+}
+
 // renewCounter counts the lease renewals sent to the coordinator it wraps.
 type renewCounter struct {
 	Coordinator
