@@ -388,6 +388,33 @@ func TestDropBucketErrorKeepsTheCursor(t *testing.T) {
 	}
 }
 
+// A cursor that cannot be saved fails the pass and stays where it was;
+// the minute it would have passed is already settled and dropped, so the
+// next pass reads it empty and moves the cursor on.
+func TestSaveCursorErrorKeepsTheCursorForTheNextPass(t *testing.T) {
+	now := t0.Add(3*time.Minute + time.Second)
+	h := newHarness(now)
+	const shard = 2
+	h.coord.SetCursor(shard, t0)
+	rec, _ := h.addPending(t, shard, t0.Add(-20*time.Second))
+	h.coord.Arm(reconcilertest.StmtSaveCursor, cassandra.FaultUnavailable, 1)
+	l := h.loop(Config{})
+	if _, err := l.PassShards(context.Background(), []int{shard}); err == nil {
+		t.Fatal("PassShards: want the SaveCursor error")
+	}
+	wantFinished(t, h, rec.Key)
+	wantNoEntries(t, h, rec.Key)
+	if c, _ := h.coord.CursorOf(shard); !c.Equal(t0) {
+		t.Errorf("cursor = %s, want kept at 12:00", c)
+	}
+	if res := mustPass(t, l, shard); res.Finished != 0 {
+		t.Errorf("next pass = %+v, want nothing left to finish", res)
+	}
+	if c, _ := h.coord.CursorOf(shard); !c.After(t0) {
+		t.Errorf("cursor = %s after the next pass, want past 12:00", c)
+	}
+}
+
 func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {
 	h := newHarness(t0)
 	const shard = 5
