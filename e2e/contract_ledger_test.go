@@ -49,7 +49,7 @@ func runLedgerContract(t *testing.T, cfg ledger.Config) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ledgertest.Subject{Store: store, Arm: fs.Arm, Pending: fs.Pending,
+		return ledgertest.Subject{Store: store, Arm: fs.Arm, Before: fs.Before, Pending: fs.Pending,
 			Legacy: func(ctx context.Context, rec ledger.Record) error { return writeLegacyComplete(ctx, s, rec) }}
 	})
 }

@@ -20,7 +20,7 @@ import (
 func TestMemoryContract(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledgertest.Subject {
 		m := ledgertest.NewMemory(ledgertest.Config{})
-		return ledgertest.Subject{Store: m, Arm: m.Arm, Pending: m.Pending, Now: m.Now,
+		return ledgertest.Subject{Store: m, Arm: m.Arm, Before: m.Before, Pending: m.Pending, Now: m.Now,
 			Legacy: func(_ context.Context, rec ledger.Record) error { m.Put(rec); return nil }}
 	})
 }

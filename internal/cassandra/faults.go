@@ -51,14 +51,15 @@ func (f Fault) String() string {
 // reconcilertest) serve them the same way, so one test arms either alike.
 // Safe for concurrent use.
 type Faults struct {
-	mu    sync.Mutex
-	armed map[string][]Fault // statement name -> faults, one per execution, in order
-	hits  map[string]int     // statement name -> faults served
+	mu     sync.Mutex
+	armed  map[string][]Fault  // statement name -> faults, one per execution, in order
+	hits   map[string]int      // statement name -> faults served
+	before map[string][]func() // statement name -> what runs before its next executions
 }
 
 // NewFaults returns a set with nothing armed.
 func NewFaults() *Faults {
-	return &Faults{armed: map[string][]Fault{}, hits: map[string]int{}}
+	return &Faults{armed: map[string][]Fault{}, hits: map[string]int{}, before: map[string][]func(){}}
 }
 
 // Arm makes the next times executions of statement name fail with f
@@ -116,9 +117,35 @@ func (s *Faults) ArmSpec(spec string) error {
 	return nil
 }
 
-// Take consumes the next fault armed for statement name, if any. A
-// FaultPass is consumed and counted, but reported as no fault.
+// Before makes do run once, just before the next execution of statement
+// name (before any fault armed for it is served): a test's way to change
+// what a store's write finds between the store's read and that write, as a
+// racing client would. do may run statements of its own, name included:
+// FaultSession and ledgertest.Memory run it holding no lock of theirs.
+func (s *Faults) Before(name string, do func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.before[name] = append(s.before[name], do)
+}
+
+// runBefore runs the next Before hook of name, if any, outside the lock.
+func (s *Faults) runBefore(name string) {
+	s.mu.Lock()
+	q := s.before[name]
+	if len(q) > 0 {
+		s.before[name] = q[1:]
+	}
+	s.mu.Unlock()
+	if len(q) > 0 {
+		q[0]()
+	}
+}
+
+// Take runs the next Before hook of statement name, then consumes the next
+// fault armed for it, if any. A FaultPass is consumed and counted, but
+// reported as no fault.
 func (s *Faults) Take(name string) (Fault, bool) {
+	s.runBefore(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.armed[name]

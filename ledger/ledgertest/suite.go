@@ -23,6 +23,10 @@ type Subject struct {
 	// Arm makes the next times executions of a named statement fail
 	// (Memory.Arm, or cassandra.FaultSession.Arm under a CassandraStore).
 	Arm func(statement string, f cassandra.Fault, times int)
+	// Before runs a function once, just before the next execution of a
+	// named statement (Memory.Before, FaultSession.Before): a racing
+	// client's write between a store's read and its conditional write.
+	Before func(statement string, do func())
 	// Pending is how many faults armed for a statement are still unserved
 	// (Memory.Pending, FaultSession.Pending): the suite checks that every
 	// fault it armed was served, i.e. that the branch it meant to run ran.
@@ -1277,6 +1281,36 @@ var requeueCases = []testCase{
 		s.wantRow(t, done)
 		s.wantNoRequeueEntry(t, rec, lo, hi)
 		s.wantNoEntry(t, s.Store.ClaimEntry(rec))
+	}},
+	{"Requeue/not applied, requeued meanwhile: PENDING as the other requeue left it", func(t *testing.T, s *suite) {
+		// An operator's second requeue of the same request lands between
+		// this one's read (FAILED) and its LWT: the LWT finds the row
+		// PENDING, and this requeue answers the row as it now is.
+		failed := s.failedClaim(t)
+		var (
+			other    ledger.Record
+			otherErr error
+		)
+		s.Before(StmtRequeue, func() { other, otherErr = s.Store.Requeue(s.ctx, failed.Key) })
+		s.arm(StmtRequeue, cassandra.FaultPass, 2) // counts both LWTs
+		lo := s.Now()
+		got, err := s.Store.Requeue(s.ctx, failed.Key)
+		hi := s.Now()
+		if otherErr != nil || err != nil {
+			t.Fatalf("Requeue: %v; the one in between: %v", err, otherErr)
+		}
+		if n := s.Pending(StmtRequeue); n != 0 {
+			t.Fatalf("%d of the two requeue LWTs were not sent", n)
+		}
+		want := requeued(failed)
+		if d := diff(other, want); d != "" {
+			t.Errorf("the requeue in between returned: %s", d)
+		}
+		if d := diff(got, want); d != "" {
+			t.Errorf("Requeue returned: %s", d)
+		}
+		s.wantRow(t, want)
+		s.wantRequeueEntry(t, failed, lo, hi)
 	}},
 	{"Requeue/no row: ErrNotFound", func(t *testing.T, s *suite) {
 		_, err := s.Store.Requeue(s.ctx, s.key())
