@@ -700,3 +700,29 @@ func TestSettleOfAChangeOfNoOrderIsUnfinishableAndWritesNothing(t *testing.T) {
 		t.Errorf("published %d events, want none", n)
 	}
 }
+
+// A change claim whose stored command no finisher can read (damaged at
+// rest, or written by a version whose encoding this one cannot read) is
+// unfinishable, for the reconciler to set aside: nothing of it can have
+// been applied, and nothing is written or published.
+func TestSettleOfAnUnreadableChangeCommandIsUnfinishableAndWritesNothing(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	rec := changeClaim(t, f.amend(1, "x"), f.clock.Now())
+	rec.Command = []byte("{not json")
+	f.led.Put(rec)
+	events := len(f.pub.Records())
+
+	err := f.svc.Settle(context.Background(), rec)
+	if !errors.Is(err, ledger.ErrUnfinishable) || fault.ReasonOf(err) != fault.ReasonCommandUnreadable {
+		t.Fatalf("Settle = %v, want ErrUnfinishable with COMMAND_UNREADABLE", err)
+	}
+	if h := f.history(t); len(h) != 0 {
+		t.Errorf("the order has %d changes, want none", len(h))
+	}
+	if cur := f.current(t); cur.Version != 1 {
+		t.Errorf("order at version %d, want 1", cur.Version)
+	}
+	if n := len(f.pub.Records()) - events; n != 0 {
+		t.Errorf("published %d events, want none", n)
+	}
+}
