@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -367,5 +368,71 @@ func scanTenant(t *testing.T, ctx context.Context, store *ledger.CassandraStore,
 		if next = page.Next; next == nil {
 			return out
 		}
+	}
+}
+
+// A scan page that fills up on the last row of a chunk (scanChunk rows,
+// one query) resumes at the next chunk, not at a skip of the whole chunk
+// (which no position may hold): in a keyspace of its own, holding exactly
+// one tenant's 201 claims, a page of 200 ends there, and the next page
+// holds the last claim and ends the scan. Every claim is listed once.
+func TestLedgerScanPageFullAtAChunksLastRow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	ks := fmt.Sprintf("%s_scan", keyspace)
+	if out, err := runOrderd(ctx, "migrate", "--keyspace", ks); err != nil {
+		t.Fatalf("migrate %s: %v\n%s", ks, err, out)
+	}
+	t.Cleanup(func() { dropKeyspace(context.Background(), ks) })
+	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer s.Close()
+	store, err := ledger.NewCassandraStore(cassandra.Wrap(s), ledger.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const claims, pageSize = 201, 200 // pageSize: one chunk
+	tenant := "scan-" + uuid.NewString()
+	want := map[uuid.UUID]bool{}
+	var g errgroup.Group
+	g.SetLimit(16)
+	var mu sync.Mutex
+	for range claims {
+		rec := claimRecord("scan", time.Now())
+		rec.Tenant = tenant
+		g.Go(func() error {
+			if won, _, err := store.Claim(ctx, rec, nil); err != nil || !won {
+				return fmt.Errorf("claim %s: won %v, %v", rec.RequestID, won, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want[rec.RequestID] = true
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	first, err := store.Scan(ctx, ledger.ScanFilter{Tenant: tenant}, pageSize, nil)
+	if err != nil || len(first.Records) != pageSize || first.Next == nil {
+		t.Fatalf("first page: %d records, next %x, %v; want %d and a next page", len(first.Records), first.Next, err, pageSize)
+	}
+	second, err := store.Scan(ctx, ledger.ScanFilter{Tenant: tenant}, pageSize, first.Next)
+	if err != nil || len(second.Records) != claims-pageSize || second.Next != nil {
+		t.Fatalf("second page: %d records, next %x, %v; want %d and the end", len(second.Records), second.Next, err, claims-pageSize)
+	}
+	seen := map[uuid.UUID]int{}
+	for _, r := range append(first.Records, second.Records...) {
+		seen[r.RequestID]++
+		if !want[r.RequestID] || seen[r.RequestID] > 1 {
+			t.Errorf("listed %s (%d times), a claim of this test: %v", r.RequestID, seen[r.RequestID], want[r.RequestID])
+		}
+	}
+	if len(seen) != claims {
+		t.Errorf("%d claims listed, want all %d", len(seen), claims)
 	}
 }
