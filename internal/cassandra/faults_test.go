@@ -145,3 +145,34 @@ func TestFaultSessionFailsABatchAsOneRequest(t *testing.T) {
 		t.Errorf("after its faults: %v, %d rows; want nil and 6", err, inner.ran["queue.remove"])
 	}
 }
+
+// A Before hook runs once, just before the statement's next execution and
+// before a fault armed for it is served: a statement the hook runs itself
+// is that next execution, and gets the fault; the one that ran the hook
+// goes through.
+func TestBeforeRunsOnceJustBeforeTheNextExecution(t *testing.T) {
+	inner := &countingSession{ran: map[string]int{}}
+	fs := NewFaultSession(inner)
+	ctx := context.Background()
+	const stmt = "/* ledger.requeue */ UPDATE t SET a = 1 WHERE k = 1 IF a = 0"
+	fs.Arm("ledger.requeue", FaultUnavailable, 1)
+	hooks, ranAtHook := 0, -1
+	var nested error
+	fs.Before("ledger.requeue", func() {
+		hooks++
+		ranAtHook = inner.ran["ledger.requeue"]
+		_, nested = fs.Query(stmt).MapScanCASContext(ctx, map[string]any{})
+	})
+	if _, err := fs.Query(stmt).MapScanCASContext(ctx, map[string]any{}); err != nil {
+		t.Fatalf("the execution that ran the hook: %v, want it through", err)
+	}
+	if fault.KindOf(WriteError("requeue", nested)) != fault.Unavailable {
+		t.Errorf("the hook's own execution: %v, want the armed unavailable", nested)
+	}
+	if _, err := fs.Query(stmt).MapScanCASContext(ctx, map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if hooks != 1 || ranAtHook != 0 || inner.ran["ledger.requeue"] != 2 {
+		t.Errorf("hook ran %d times, with %d executions before it; %d executions in all; want 1, 0, 2", hooks, ranAtHook, inner.ran["ledger.requeue"])
+	}
+}
