@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +134,18 @@ func (s *suite) recordFor(key ledger.Key) ledger.Record {
 func (s *suite) claimed(t *testing.T) ledger.Record {
 	t.Helper()
 	return s.mustClaim(t, s.record())
+}
+
+// claimedAlone claims a fresh record dated 6 to 12 hours ago, so that its
+// due entry falls in a minute no other subtest's claims use: DropBucket
+// deletes a whole (shard, minute) partition of the due queue, whichever
+// tenants' entries it holds, and the subtests run side by side (one run
+// dropped another subtest's entry that way).
+func (s *suite) claimedAlone(t *testing.T) ledger.Record {
+	t.Helper()
+	rec := s.record()
+	rec.CreatedAt = rec.CreatedAt.Add(-6*time.Hour - time.Duration(rand.IntN(6*60))*time.Minute)
+	return s.mustClaim(t, rec)
 }
 
 // recordsInOneShard is n fresh claims of fresh keys at one claim time, so
@@ -1574,7 +1587,7 @@ var queueCases = []testCase{
 		s.wantNoEntry(t, e)
 	}},
 	{"Queue/DropBucket: the minute's entries go, other minutes stay", func(t *testing.T, s *suite) {
-		a := s.claimed(t)
+		a := s.claimedAlone(t)
 		b := s.mustClaim(t, s.laterInShard(a, 2*time.Minute)) // same shard, a later minute
 		ea, eb := s.Store.ClaimEntry(a), s.Store.ClaimEntry(b)
 		if err := s.Store.DropBucket(s.ctx, ea.Shard, ea.Due); err != nil {
@@ -1585,7 +1598,7 @@ var queueCases = []testCase{
 		s.wantRow(t, pending(a)) // the request itself is untouched
 	}},
 	{"Queue/DropBucket unavailable: Unavailable, the entries stay", func(t *testing.T, s *suite) {
-		rec := s.claimed(t)
+		rec := s.claimedAlone(t)
 		e := s.Store.ClaimEntry(rec)
 		s.arm(StmtDropBucket, cassandra.FaultUnavailable, 1)
 		wantKind(t, "DropBucket", s.Store.DropBucket(s.ctx, e.Shard, e.Due), fault.Unavailable)
