@@ -64,6 +64,13 @@ func baseInput() order.Input {
 	}
 }
 
+// otherInput is baseInput's request id with another command: sku-a only.
+func otherInput() order.Input {
+	in := baseInput()
+	in.Total, in.Lines = "70.00", in.Lines[1:]
+	return in
+}
+
 // sameInputOtherSpelling is baseInput written differently but canonically
 // equal: amounts "77.7" and "7.70", upper-case id and currency, lines reversed.
 func sameInputOtherSpelling() order.Input {
@@ -838,9 +845,7 @@ func TestDuplicateOfARequestCompletedInTheLedgerByAnOlderVersion(t *testing.T) {
 	if want := (Result{Order: decodeOutcome(t, rec), Replayed: true, Outcome: OutcomeReplayed}); !reflect.DeepEqual(res, want) {
 		t.Errorf("duplicate = %+v, want the recorded outcome %+v", res, want)
 	}
-	other := baseInput()
-	other.Total, other.Lines = "70.00", other.Lines[1:] // sku-a only
-	if _, err := f.svc.CreateOrder(context.Background(), testTenant, other); fault.ReasonOf(err) != fault.ReasonRequestIDReused {
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, otherInput()); fault.ReasonOf(err) != fault.ReasonRequestIDReused {
 		t.Errorf("another payload = %v, want REQUEST_ID_REUSED", err)
 	}
 	if got := f.proj.Calls("Write"); got != 0 {
