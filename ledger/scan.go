@@ -93,30 +93,50 @@ func (c *CassandraStore) Scan(ctx context.Context, f ScanFilter, limit int, next
 	if err != nil {
 		return ScanPage{}, err
 	}
+	return scan(ctx, f, limit, pos, c.scanChunk)
+}
+
+// resolveWindow is the fewest rows of a chunk one call of f.Resolve gets.
+// A chunk is filtered a window at a time and the scan stops as soon as the
+// page is full, so a page resolves about the rows it lists, not the rest
+// of the chunk the next page reads again: with pages of one, resolving
+// whole chunks resolved up to scanChunk rows per page listed.
+const resolveWindow = 32
+
+// scan is Scan from pos, reading chunks with read.
+func scan(ctx context.Context, f ScanFilter, limit int, pos scanPosition,
+	read func(context.Context, []byte) ([]Record, []byte, error)) (ScanPage, error) {
 	var page ScanPage
-	for read := 0; read < ScanBudget; {
-		rows, after, err := c.scanChunk(ctx, pos.chunk)
+	for budget := ScanBudget; budget > 0; {
+		rows, after, err := read(ctx, pos.chunk)
 		if err != nil {
 			return ScanPage{}, err
 		}
 		rows = rows[min(pos.skip, len(rows)):]
-		read += len(rows)
-		keep, err := f.apply(ctx, rows)
-		if err != nil {
-			return ScanPage{}, err
-		}
-		for i, r := range rows {
-			if !keep[i] {
-				continue
+		budget -= len(rows)
+		for start := 0; start < len(rows); {
+			end := min(len(rows), start+max(resolveWindow, limit-len(page.Records)))
+			keep, err := f.apply(ctx, rows[start:end])
+			if err != nil {
+				return ScanPage{}, err
 			}
-			page.Records = append(page.Records, r)
-			if len(page.Records) == limit && (i+1 < len(rows) || len(after) > 0) {
-				page.Next = scanPosition{chunk: pos.chunk, skip: pos.skip + i + 1}.encode()
-				if i+1 == len(rows) {
+			for i, r := range rows[start:end] {
+				if !keep[i] {
+					continue
+				}
+				page.Records = append(page.Records, r)
+				if len(page.Records) < limit {
+					continue
+				}
+				switch read := start + i + 1; {
+				case read < len(rows):
+					page.Next = scanPosition{chunk: pos.chunk, skip: pos.skip + read}.encode()
+				case len(after) > 0:
 					page.Next = scanPosition{chunk: after}.encode()
 				}
 				return page, nil
 			}
+			start = end
 		}
 		if len(after) == 0 {
 			return page, nil // the whole ledger was read
