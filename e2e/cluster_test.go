@@ -184,6 +184,7 @@ func isUnavailable(err error) bool {
 // TestMigrateTwiceIsNoop runs `orderd migrate` on a new keyspace twice: the
 // first run applies every version, the second changes nothing.
 func TestMigrateTwiceIsNoop(t *testing.T) {
+	isolated(t)
 	ctx := context.Background()
 	ks := fmt.Sprintf("e2e_migrate_%d", time.Now().UnixNano()/1e6)
 	t.Cleanup(func() { dropKeyspace(context.Background(), ks) })
@@ -199,7 +200,7 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 	if !strings.Contains(out, "applied schema version") || !strings.Contains(out, fmt.Sprintf("applied=%d", len(versions))) {
 		t.Fatalf("first migrate should apply all %d versions:\n%s", len(versions), out)
 	}
-	before := agreedSchemaVersion(t)
+	before := keyspaceSchema(t, ks)
 	out, err = runOrderd(ctx, "migrate", "--keyspace", ks)
 	if err != nil {
 		t.Fatalf("second migrate: %v\n%s", err, out)
@@ -207,8 +208,8 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 	if strings.Contains(out, "applied schema version") || !strings.Contains(out, "applied=0") {
 		t.Fatalf("second migrate should apply nothing:\n%s", out)
 	}
-	if after := agreedSchemaVersion(t); after != before {
-		t.Fatalf("second migrate changed the schema: version %s -> %s", before, after)
+	if after := keyspaceSchema(t, ks); after != before {
+		t.Fatalf("second migrate changed the keyspace's schema:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	s := freshSession(t)
 	var version int
@@ -219,33 +220,44 @@ func TestMigrateTwiceIsNoop(t *testing.T) {
 	}
 }
 
-// agreedSchemaVersion waits until every node reports the same schema
-// version (from its own system.local) and returns it.
-func agreedSchemaVersion(t *testing.T) string {
+// keyspaceSchema waits until every node describes keyspace ks the same way
+// (its tables with their options, and their columns, from each node's own
+// system_schema) and returns that description. It looks at ks alone, not
+// at the cluster's schema version, because tests that run side by side
+// create and drop keyspaces of their own.
+func keyspaceSchema(t *testing.T, ks string) string {
 	t.Helper()
 	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var versions []string
+	var described []string
 	_, err = eventually(30*time.Second, func() error {
-		versions = versions[:0]
+		described = described[:0]
 		for _, h := range s.GetHosts() {
-			var v gocql.UUID
-			if err := s.Query(`SELECT schema_version FROM system.local`).Consistency(gocql.One).SetHostID(h.HostID()).Scan(&v); err != nil {
-				return err
+			var rows []string
+			for _, table := range []string{"tables", "columns"} {
+				iter := s.Query(`SELECT JSON * FROM system_schema.`+table+` WHERE keyspace_name = ?`, ks).
+					Consistency(gocql.One).SetHostID(h.HostID()).Iter()
+				var row string
+				for iter.Scan(&row) {
+					rows = append(rows, row)
+				}
+				if err := iter.Close(); err != nil {
+					return err
+				}
 			}
-			versions = append(versions, v.String())
+			slices.Sort(rows)
+			described = append(described, strings.Join(rows, "\n"))
 		}
-		slices.Sort(versions)
-		if versions = slices.Compact(versions); len(versions) != 1 {
-			return fmt.Errorf("nodes disagree on the schema: %v", versions)
+		if slices.Sort(described); len(slices.Compact(described)) != 1 {
+			return fmt.Errorf("nodes describe keyspace %s differently", ks)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return versions[0]
+	return described[0]
 }
