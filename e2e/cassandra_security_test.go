@@ -30,6 +30,7 @@ func (w testLog) Write(p []byte) (int, error) {
 // PasswordAuthenticator and client encryption, started by the local
 // launcher beside the run's main cluster.
 func TestOrderdLogsInToASecuredClusterOverTLS(t *testing.T) {
+	isolated(t)
 	if _, ok := cluster.(*localCluster); !ok {
 		failInCIElseSkip(t, "the secured cluster needs the local launcher; this run uses "+cluster.Describe())
 	}

@@ -15,6 +15,7 @@ import (
 // the suite's shards are far above the reconciler's, and its membership
 // measurements are relative to whatever else is alive.
 func TestCoordinatorContract(t *testing.T) {
+	isolated(t)
 	s := freshSession(t)
 	reconcilertest.RunCoordinator(t, func(t *testing.T) reconcilertest.CoordinatorSubject {
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))

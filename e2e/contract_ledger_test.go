@@ -376,6 +376,7 @@ func scanTenant(t *testing.T, ctx context.Context, store *ledger.CassandraStore,
 // one tenant's 201 claims, a page of 200 ends there, and the next page
 // holds the last claim and ends the scan. Every claim is listed once.
 func TestLedgerScanPageFullAtAChunksLastRow(t *testing.T) {
+	isolated(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	ks := fmt.Sprintf("%s_scan", keyspace)

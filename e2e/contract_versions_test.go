@@ -17,6 +17,7 @@ import (
 // the run's keyspace to an order (an LWT-only table's partitions cannot be
 // deleted conditionally to clean up after it).
 func TestVersionsContract(t *testing.T) {
+	isolated(t)
 	s, _, done := benchKeyspace(t, "e2e_versions")
 	t.Cleanup(done)
 	versionstest.Run(t, func(t *testing.T) versionstest.Subject {

@@ -44,6 +44,7 @@ const (
 // order exists nowhere is left out; a second copy and a replayed Write
 // change nothing.
 func TestCopyListing(t *testing.T) {
+	isolated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ks := fmt.Sprintf("e2e_copy_%d", time.Now().UnixNano()/1e6)

@@ -112,6 +112,15 @@ func runMain(m *testing.M) int {
 	return code
 }
 
+// isolated marks a test that shares nothing another test can disturb or be
+// disturbed by: it works in a keyspace (or a cluster) of its own, starts no
+// reconciler on the run's keyspace and kills nothing. go test runs such
+// tests side by side once every other test has run (make test-e2e's
+// -parallel), so the node kills, pauses and broker restarts of the others
+// never overlap them. Most of their time is schema changes and process
+// starts, which wait more than they compute.
+func isolated(t *testing.T) { t.Parallel() }
+
 // setupFailed reports why the run could not start, and returns its exit code.
 // Every line carries the "e2e:" prefix because make test-e2e shows only such
 // lines, and the lines under the first (a Java tool's usage error, a compiler

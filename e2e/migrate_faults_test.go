@@ -18,6 +18,7 @@ import (
 // answered as timeouts, or not sent at all (settled, then sent again), and
 // the lease LWT timing out unapplied (not held: wait and take it again).
 func TestMigrationLWTsUnknownOutcomes(t *testing.T) {
+	isolated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ks := fmt.Sprintf("e2e_migfault_%d", time.Now().UnixNano()/1e6)

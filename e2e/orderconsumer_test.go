@@ -29,6 +29,7 @@ import (
 // cluster: the same suite storetest.Memory passes
 // (cmd/orderconsumer/store/storetest/memory_test.go).
 func TestOrderConsumerStoreContract(t *testing.T) {
+	isolated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ks := fmt.Sprintf("e2e_consumer_contract_%d", time.Now().UnixNano())

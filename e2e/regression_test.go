@@ -152,6 +152,7 @@ func TestLateRetryAfterLedgerExpiryNeverRewritesTheOrder(t *testing.T) {
 // would reset the reconciler's cursors past entries written in between; so
 // orderd does not serve until every version is applied.
 func TestServeRefusesAKeyspaceNotFullyMigrated(t *testing.T) {
+	isolated(t)
 	ks := "e2e_partial_" + uuid.NewString()[:8]
 	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)

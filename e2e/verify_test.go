@@ -24,6 +24,7 @@ import (
 // request stranded PENDING, an acknowledgement with no request — and verify
 // exits non-zero naming every one of them.
 func TestVerifyFindsEachViolation(t *testing.T) {
+	isolated(t)
 	ctx := context.Background()
 	ks := fmt.Sprintf("e2e_verify_%d", time.Now().UnixNano()/1e6)
 	t.Cleanup(func() { dropKeyspace(context.Background(), ks) })

@@ -28,7 +28,7 @@ echo "== e2e tests (about 25 minutes; log in $out/e2e.log)"
 go build -tags failpoints -cover -coverpkg=./... -o "$out/orderd" ./cmd/orderd
 # Not GOCOVERDIR: go test -cover sets that for the test process itself.
 ORDERD_E2E_GOCOVERDIR="$(pwd)/$out/binary" ORDERD_E2E_BINARY="$(pwd)/$out/orderd" \
-	go test -count=1 -p 1 -timeout 45m -run "$run" -coverpkg=./... -coverprofile="$out/e2e.out" -v ./e2e/ \
+	go test -count=1 -p 1 -parallel 4 -timeout 45m -run "$run" -coverpkg=./... -coverprofile="$out/e2e.out" -v ./e2e/ \
 	>"$out/e2e.log" 2>&1 || { scripts/e2e-failures.sh "$out/e2e.log"; exit 1; }
 go tool covdata textfmt -i "$out/binary" -o "$out/binary.out"
 
