@@ -33,3 +33,47 @@ func TestReportRatios(t *testing.T) {
 		}
 	}
 }
+
+// The driver bound is each statement kind's client CPU as a share of the
+// cluster's, and its verdict follows the least share of the run, whichever
+// way it falls.
+func TestReportDriverBound(t *testing.T) {
+	results := func(claimClient float64) []Result {
+		return []Result{
+			{Phase: "compare", Driver: "orderd", Concurrency: 16, OrderdCPUPer1k: 0.6, ClusterCPUPer1k: 5},
+			{Phase: "compare", Driver: "one-lwt", Concurrency: 16, ClientCPUPer1k: 0.5, ClusterCPUPer1k: 5},
+			{Phase: "compare", Driver: "floor", Concurrency: 16, ClientCPUPer1k: 0.2, ClusterCPUPer1k: 1},
+			{Phase: "compare", Driver: "claim", Concurrency: 16, ClientCPUPer1k: claimClient, ClusterCPUPer1k: 2},
+			{Phase: "compare", Driver: "orderd", Concurrency: 64, OrderdCPUPer1k: 0.4, ClusterCPUPer1k: 4},
+			{Phase: "compare", Driver: "floor", Concurrency: 64, ClientCPUPer1k: 0.15, ClusterCPUPer1k: 1},
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		claimClient float64
+		want        []string
+	}{
+		{"every kind above the goal", 0.18, []string{
+			"| 16 | 0.090 | 0.200 | 0.100 | 0.12 | 0.020 |",
+			"| 64 | – | 0.150 | – | 0.10 | – |",
+			"The least in this run is 0.090 (claim at concurrency 16).",
+			"issue 10's CPU goal (≤ 0.05) is below what the driver alone costs here",
+		}},
+		{"a kind under the goal", 0.08, []string{
+			"| 16 | 0.040 | 0.200 | 0.100 | 0.12 | 0.020 |",
+			"The least in this run is 0.040 (claim at concurrency 16).",
+			"in this run the driver's own cost does not rule the goal out",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			writeReport(&b, []Run{{Results: results(tc.claimClient)}}, "")
+			got := b.String()
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("report lacks %q:\n%s", want, got)
+				}
+			}
+		})
+	}
+}
