@@ -40,6 +40,8 @@ func TestReportRatios(t *testing.T) {
 func TestReportDriverBound(t *testing.T) {
 	results := func(claimClient float64) []Result {
 		return []Result{
+			// One stream is shown but not taken for the bound.
+			{Phase: "compare", Driver: "claim", Concurrency: 1, ClientCPUPer1k: 0.01, ClusterCPUPer1k: 2},
 			{Phase: "compare", Driver: "orderd", Concurrency: 16, OrderdCPUPer1k: 0.6, ClusterCPUPer1k: 5},
 			{Phase: "compare", Driver: "one-lwt", Concurrency: 16, ClientCPUPer1k: 0.5, ClusterCPUPer1k: 5},
 			{Phase: "compare", Driver: "floor", Concurrency: 16, ClientCPUPer1k: 0.2, ClusterCPUPer1k: 1},
@@ -54,14 +56,15 @@ func TestReportDriverBound(t *testing.T) {
 		want        []string
 	}{
 		{"every kind above the goal", 0.18, []string{
-			"| 16 | 0.090 | 0.200 | 0.100 | 0.12 | 0.020 |",
-			"| 64 | – | 0.150 | – | 0.10 | – |",
-			"The least in this run is 0.090 (claim at concurrency 16).",
+			"| 16 | 0.090 | 0.200 | 0.100 | 0.120 | 0.020 |",
+			"| 64 | – | 0.150 | – | 0.100 | – |",
+			"| 1 | 0.005 | – | – | – | – |",
+			"is 0.090 in this run (claim at concurrency 16).",
 			"issue 10's CPU goal (≤ 0.05) is below what the driver alone costs here",
 		}},
 		{"a kind under the goal", 0.08, []string{
-			"| 16 | 0.040 | 0.200 | 0.100 | 0.12 | 0.020 |",
-			"The least in this run is 0.040 (claim at concurrency 16).",
+			"| 16 | 0.040 | 0.200 | 0.100 | 0.120 | 0.020 |",
+			"is 0.040 in this run (claim at concurrency 16).",
 			"in this run the driver's own cost does not rule the goal out",
 		}},
 	} {
