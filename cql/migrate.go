@@ -270,7 +270,7 @@ func record(ctx context.Context, s Session, keyspace string, v Version, versions
 
 // appliedVersions reads the recorded versions at LOCAL_SERIAL (the table is
 // written only with LWTs; a serial read also finishes any in flight).
-func appliedVersions(ctx context.Context, s Session, keyspace string, versions []Version) (map[int]string, error) {
+func appliedVersions(ctx context.Context, s cassandra.Session, keyspace string, versions []Version) (map[int]string, error) {
 	applied := map[int]string{}
 	iter := s.Query(fmt.Sprintf(selectApplied, keyspace)).Consistency(s.Serial()).IterContext(ctx)
 	var (
@@ -281,7 +281,10 @@ func appliedVersions(ctx context.Context, s Session, keyspace string, versions [
 		applied[v] = sum
 	}
 	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("read applied schema versions: %w", err)
+		// Unavailable when the cluster did not answer (a timeout, no
+		// host); Internal when the statement itself was refused (no
+		// schema_migrations table: a keyspace never migrated).
+		return nil, cassandra.ReadError("read applied schema versions", err)
 	}
 	for _, ver := range versions {
 		if sum, ok := applied[ver.Number]; ok && sum != ver.Checksum {
@@ -337,13 +340,22 @@ func lock(ctx context.Context, s Session, keyspace string) (func(), error) {
 // keyspace: a version half applied and then re-run must not find requests
 // written in between (0002 re-run would move every reconciler cursor past
 // their due entries).
-func Check(ctx context.Context, s Session, keyspace string) error {
+//
+// An error of kind fault.Unavailable means the cluster did not answer the
+// read (a timeout, no host): the keyspace may well be migrated, and asking
+// again later can pass. Any other error names what is wrong with the
+// keyspace (not migrated, behind, a version edited after it was applied).
+func Check(ctx context.Context, s cassandra.Session, keyspace string) error {
 	versions, err := Versions(keyspace)
 	if err != nil {
 		return err
 	}
 	applied, err := appliedVersions(ctx, s, keyspace, versions)
-	if err != nil {
+	switch {
+	case fault.KindOf(err) == fault.Unavailable:
+		// The cluster did not answer: migrating would not help.
+		return fmt.Errorf("keyspace %s: %w", keyspace, err)
+	case err != nil:
 		return fmt.Errorf("keyspace %s: %w (run `orderd migrate`)", keyspace, err)
 	}
 	var missing []string

@@ -63,3 +63,19 @@ func freeAddr(t *testing.T) string {
 	}
 	return addr
 }
+
+// TestStartAsksAgainWhileTheSchemaCheckTimesOut starts the built binary
+// with its first two schema-check reads timing out, as they can just after
+// a node is lost, before its peers take it for down: it says it retries,
+// then serves. Before, the first timeout ended the start, telling the
+// operator to run `orderd migrate` on a migrated keyspace.
+func TestStartAsksAgainWhileTheSchemaCheckTimesOut(t *testing.T) {
+	p := startOrderd(t, "ORDERD_CQL_FAULTS=migrate.applied=timeout*2")
+	out := p.output.String()
+	if n := strings.Count(out, `msg="cluster not answering the schema check yet; retrying"`); n != 2 {
+		t.Fatalf("%d retry lines, want 2:\n%s", n, out)
+	}
+	if strings.Contains(out, "orderd migrate") {
+		t.Errorf("a timed-out schema check was taken for a keyspace to migrate:\n%s", out)
+	}
+}

@@ -47,6 +47,7 @@ import (
 	"github.com/atlasmart/orderd/internal/buildinfo"
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/failpoint"
+	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/grpcapi"
 	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/limit"
@@ -181,12 +182,12 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		return nil, err
 	}
 	driver := cassandra.Wrap(session)
-	if err := cql.Check(ctx, driver, cfg.keyspace); err != nil {
+	stmts, err := statementSession(driver, cfg.cqlFaults, log)
+	if err != nil {
 		session.Close()
 		return nil, err
 	}
-	stmts, err := statementSession(driver, cfg.cqlFaults, log)
-	if err != nil {
+	if err := checkSchema(ctx, cfg, stmts, log); err != nil {
 		session.Close()
 		return nil, err
 	}
@@ -379,7 +380,7 @@ func copyListing(ctx context.Context, cfg *config, log *slog.Logger) error {
 	}
 	defer session.Close()
 	stmts := cassandra.Wrap(session)
-	if err := cql.Check(ctx, stmts, cfg.keyspace); err != nil {
+	if err := checkSchema(ctx, cfg, stmts, log); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -548,23 +549,56 @@ func connectObserved(ctx context.Context, cfg *config, keyspace string, log *slo
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(cfg.connectWait)
+	var (
+		s        *gocql.Session
+		badLogin bool
+	)
+	err = keepTrying(ctx, cfg.connectWait, startRetryPause, log, "cluster not reachable yet; retrying", func() (bool, error) {
+		var err error
+		s, err = cassandra.NewSession(cc)
+		badLogin = err != nil && cassandra.IsBadCredentials(err)
+		return !badLogin, err
+	})
+	switch {
+	case badLogin:
+		return nil, fmt.Errorf("the cluster refused the login of role %q: check ORDERD_CASSANDRA_USERNAME and the password file: %w", cfg.cassandraUser, err)
+	case err != nil && ctx.Err() == nil:
+		return nil, fmt.Errorf("%w (is the cluster up? `make cluster-up` starts the local one)", err)
+	}
+	return s, err
+}
+
+// checkSchema checks that the keyspace is fully migrated (cql.Check),
+// asking again for cfg.connectWait while the cluster does not answer: a
+// node lost just before orderd starts can time out its first reads until
+// its peers take it for down, and a process that exited then would only be
+// restarted into the same wait. A keyspace that is behind fails at once.
+func checkSchema(ctx context.Context, cfg *config, s cassandra.Session, log *slog.Logger) error {
+	return keepTrying(ctx, cfg.connectWait, startRetryPause, log, "cluster not answering the schema check yet; retrying", func() (bool, error) {
+		err := cql.Check(ctx, s, cfg.keyspace)
+		return fault.KindOf(err) == fault.Unavailable, err
+	})
+}
+
+// startRetryPause is the pause between two tries of a start-up step.
+const startRetryPause = 2 * time.Second
+
+// keepTrying runs try until it succeeds, says not to try again, or wait has
+// passed since the first try (0: one try), pausing between tries and
+// logging each failure it tries again after with msg. It returns try's last
+// error, or the context's if it ends first.
+func keepTrying(ctx context.Context, wait, pause time.Duration, log *slog.Logger, msg string, try func() (again bool, err error)) error {
+	deadline := time.Now().Add(wait)
 	for {
-		s, err := cassandra.NewSession(cc)
-		if err == nil {
-			return s, nil
+		again, err := try()
+		if err == nil || !again || time.Now().After(deadline) {
+			return err
 		}
-		if cassandra.IsBadCredentials(err) {
-			return nil, fmt.Errorf("the cluster refused the login of role %q: check ORDERD_CASSANDRA_USERNAME and the password file: %w", cfg.cassandraUser, err)
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w (is the cluster up? `make cluster-up` starts the local one)", err)
-		}
-		log.Warn("cluster not reachable yet; retrying", "error", err)
+		log.Warn(msg, "error", err)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(2 * time.Second):
+			return ctx.Err()
+		case <-time.After(pause):
 		}
 	}
 }
