@@ -96,7 +96,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	fs.StringVar(&c.cassandraTLS.CertFile, "cassandra-tls-cert-file", env("ORDERD_CASSANDRA_TLS_CERT_FILE", ""), "PEM client certificate for Cassandra (if the cluster requires one)")
 	fs.StringVar(&c.cassandraTLS.KeyFile, "cassandra-tls-key-file", env("ORDERD_CASSANDRA_TLS_KEY_FILE", ""), "PEM key of -cassandra-tls-cert-file")
 	fs.BoolVar(&c.cassandraTLS.SkipHostVerification, "cassandra-tls-skip-host-verification", c.envBool("ORDERD_CASSANDRA_TLS_SKIP_HOST_VERIFICATION", false), "accept node certificates that do not name the node's address (still CA-signed)")
-	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying, at start, to reach the cluster and to get an answer to the schema check")
+	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying, at start, to reach the cluster, and then again to get an answer to the schema check")
 	fs.StringVar(&c.logFormat, "log-format", env("ORDERD_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&c.logLevel, "log-level", env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
 	if cmd != "migrate" && cmd != "copy-listing" {
