@@ -115,6 +115,9 @@ const (
 	ReasonStaleVersion Reason = "STALE_VERSION"
 	// ReasonOrderCancelled: the order is cancelled and takes no change.
 	ReasonOrderCancelled Reason = "ORDER_CANCELLED"
+	// ReasonOperationUnknown: a request of an operation this release does
+	// not know (a newer release's); never recorded as a last_error.
+	ReasonOperationUnknown Reason = "OPERATION_UNKNOWN"
 )
 
 // reasons is the one table of what each reason means to a caller.
@@ -138,6 +141,7 @@ var reasons = map[Reason]struct {
 	ReasonInternal:           {kind: Internal},
 	ReasonStaleVersion:       {kind: Stale},
 	ReasonOrderCancelled:     {kind: Rejected},
+	ReasonOperationUnknown:   {kind: Unavailable, retryAfter: time.Second},
 }
 
 // Reasons lists every reason (for tests that check each has a message).

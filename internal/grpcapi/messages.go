@@ -22,4 +22,5 @@ var messageOf = map[fault.Reason]string{
 	fault.ReasonInternal:           "internal error",
 	fault.ReasonStaleVersion:       "the order is not at expected_version (its version is in the ErrorInfo metadata current_version); read the order and send a corrected change with a new request_id",
 	fault.ReasonOrderCancelled:     "the order is cancelled and cannot be changed",
+	fault.ReasonOperationUnknown:   "this request's operation is not known to this server's release; a server of the release that accepted it finishes it",
 }

@@ -493,16 +493,35 @@ func failpointsOrDie(t *testing.T, spec string) *failpoint.Set {
 	return fps
 }
 
-// A ledger row of an operation no handler claims (another program's, or a
-// test's) is unfinishable: the reconciler sets it aside instead of
-// retrying it for ever as a CreateOrder it is not.
-func TestSettleOfAnUnknownOperationIsUnfinishable(t *testing.T) {
+// A ledger row of an operation this release does not know (a newer
+// release's, claimed and maybe partly written by it) is left alone: Settle
+// says so (ledger.ErrUnknownOperation, so the reconciler keeps the entry for
+// a release that knows it) and writes nothing. Unfinishable, as before, made
+// the reconciler set the request aside as FAILED, contradicting what the
+// newer release had told its client.
+func TestSettleOfAnUnknownOperationActsOnNothing(t *testing.T) {
 	f := newChangeFixture(t, nil)
 	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
-	rec.Operation = "CreateOrder"
+	rec.Operation = "SPLIT_ORDER"
+	ledgerCalls := map[string]int{}
+	for _, call := range []string{"RecordAttempt", "MarkFailed", "Withdraw", "Complete", "RemoveEntry"} {
+		ledgerCalls[call] = f.led.Calls(call)
+	}
+	written := len(f.proj.Writes())
 	err := f.svc.Settle(context.Background(), rec)
-	if !errors.Is(err, ledger.ErrUnfinishable) {
-		t.Errorf("Settle of operation %q = %v, want ErrUnfinishable", rec.Operation, err)
+	if errors.Is(err, ledger.ErrUnfinishable) || fault.ReasonOf(err) != fault.ReasonOperationUnknown {
+		t.Fatalf("Settle of operation %q = %v, want OPERATION_UNKNOWN and never unfinishable", rec.Operation, err)
+	}
+	if !errors.Is(err, ledger.ErrUnknownOperation) {
+		t.Errorf("Settle of operation %q = %v, want it to wrap ledger.ErrUnknownOperation", rec.Operation, err)
+	}
+	for call, before := range ledgerCalls {
+		if n := f.led.Calls(call) - before; n != 0 {
+			t.Errorf("ledger %s called %d times for an unknown operation", call, n)
+		}
+	}
+	if n := len(f.proj.Writes()) - written; n != 0 {
+		t.Errorf("%d orders written for an unknown operation", n)
 	}
 }
 

@@ -555,7 +555,8 @@ func (s *Service) project(ctx context.Context, o order.Order) (order.Order, erro
 // event, or nothing to deliver when its conflict is recorded (the request
 // is done). A delivery that failed is an error with reason
 // DELIVERY_FAILED (kind Unavailable): the work is recorded, the entry
-// must stay.
+// must stay. A request of an operation this release does not know is left
+// as it is: an error wrapping ledger.ErrUnknownOperation.
 func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 	var ev order.Event
 	switch rec.Operation {
@@ -575,10 +576,12 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 		}
 		ev = order.CreatedEvent(o)
 	default:
-		// No handler claims any other operation: nothing of it can have
-		// been written, and no finisher knows its command.
-		return fault.New(fault.ReasonCommandUnreadable,
-			fmt.Errorf("request %s: %w: unknown operation %q", rec.RequestID, ledger.ErrUnfinishable, rec.Operation))
+		// A newer release's operation: its claim may be accepted and partly
+		// written by that release, so acting on it as anything this release
+		// knows (finishing it as a create, withdrawing it, setting it aside
+		// as FAILED) could undo what a client was told succeeded.
+		return fault.New(fault.ReasonOperationUnknown,
+			fmt.Errorf("request %s: %w: %q", rec.RequestID, ledger.ErrUnknownOperation, rec.Operation))
 	}
 	return s.publish(ctx, ev)
 }
