@@ -118,6 +118,9 @@ const (
 	// ReasonOperationUnknown: a request of an operation this release does
 	// not know (a newer release's); never recorded as a last_error.
 	ReasonOperationUnknown Reason = "OPERATION_UNKNOWN"
+	// ReasonClockSkewed: this process's clock is too far from the
+	// cluster's to date a claim or judge one due; nothing was written.
+	ReasonClockSkewed Reason = "CLOCK_SKEWED"
 )
 
 // reasons is the one table of what each reason means to a caller.
@@ -142,6 +145,7 @@ var reasons = map[Reason]struct {
 	ReasonStaleVersion:       {kind: Stale},
 	ReasonOrderCancelled:     {kind: Rejected},
 	ReasonOperationUnknown:   {kind: Unavailable, retryAfter: time.Second},
+	ReasonClockSkewed:        {kind: Unavailable, retryAfter: time.Second},
 }
 
 // Reasons lists every reason (for tests that check each has a message).

@@ -23,4 +23,5 @@ var messageOf = map[fault.Reason]string{
 	fault.ReasonStaleVersion:       "the order is not at expected_version (its version is in the ErrorInfo metadata current_version); read the order and send a corrected change with a new request_id",
 	fault.ReasonOrderCancelled:     "the order is cancelled and cannot be changed",
 	fault.ReasonOperationUnknown:   "this request's operation is not known to this server's release; a server of the release that accepted it finishes it",
+	fault.ReasonClockSkewed:        "this server's clock is too far from the database's to accept new work safely; retry with the same request_id (another server may answer)",
 }

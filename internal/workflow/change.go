@@ -106,6 +106,9 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		if done {
 			return errRecorded
 		}
+		if checkErr == nil {
+			checkErr = s.clockOK()
+		}
 		return checkErr
 	})
 	if done || checkErr != nil {

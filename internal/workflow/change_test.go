@@ -745,3 +745,39 @@ func TestSettleOfAnUnreadableChangeCommandIsUnfinishableAndWritesNothing(t *test
 		t.Errorf("published %d events, want none", n)
 	}
 }
+
+// A process whose clock is too far from the cluster's sends no claim: a
+// new order or change is refused CLOCK_SKEWED (Unavailable: retry, another
+// instance may answer) with nothing claimed, while a request already
+// recorded is still answered. Its claim and due entry would be dated by
+// that clock, and the reconciler's decisions rest on the two being close.
+func TestSkewedClockSendsNoClaim(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	skewed := fault.New(fault.ReasonClockSkewed, errors.New("this clock is 90s off the cluster's"))
+	f.svc.cfg.Clock = func() error { return skewed }
+	claimsBefore := len(f.led.Records())
+
+	in := baseInput()
+	in.RequestID = uuid.NewString()
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, in); fault.ReasonOf(err) != fault.ReasonClockSkewed || fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("new CreateOrder with a skewed clock = %v, want CLOCK_SKEWED (Unavailable)", err)
+	}
+	if _, err := f.svc.ChangeOrder(context.Background(), testTenant, f.amend(1, "leave at the door")); fault.ReasonOf(err) != fault.ReasonClockSkewed {
+		t.Errorf("new AmendOrder with a skewed clock = %v, want CLOCK_SKEWED", err)
+	}
+	f.svc.Wait()
+	if n := len(f.led.Records()) - claimsBefore; n != 0 {
+		t.Errorf("%d requests claimed with a skewed clock, want none", n)
+	}
+
+	// The order created before is recorded: its duplicate is answered.
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+	if err != nil || !res.Replayed || res.Order.ID != f.order.ID {
+		t.Errorf("duplicate of a recorded order with a skewed clock = %+v, %v; want the order replayed", res, err)
+	}
+
+	f.svc.cfg.Clock = func() error { return nil }
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, in); err != nil {
+		t.Errorf("CreateOrder once the clock is back = %v", err)
+	}
+}

@@ -89,9 +89,21 @@ type Config struct {
 	// Versions is the orders' authoritative version, which CancelOrder and
 	// AmendOrder need (internal/versions); nil refuses them as internal.
 	Versions Versions
+	// Clock, if set, says whether this process's clock is close enough to
+	// the cluster's to date a claim (clockskew.Monitor.Check): a claim's
+	// time and its due entry's are this clock's, and the reconciler's
+	// decisions are safe only while both clocks are within the bound. An
+	// error refuses the claim (it is never sent); a request already
+	// recorded is still answered. Nil: always close enough.
+	Clock func() error
+	// Now is this process's clock; default time.Now.
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	if c.TakeoverAfter == 0 {
 		c.TakeoverAfter = time.Second
 	}
@@ -208,7 +220,7 @@ type Service struct {
 func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log *slog.Logger) *Service {
 	cfg = cfg.withDefaults()
 	return &Service{cfg: cfg, ledger: l, projector: p, failpoints: failpoints, replays: newReplayCache(cfg.ReplayCacheSize),
-		log: log, warns: lograte.New[string](nil), now: time.Now}
+		log: log, warns: lograte.New[string](nil), now: cfg.Now}
 }
 
 // Result is the answer to one CreateOrder attempt.
@@ -278,6 +290,14 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 	return res, err
 }
 
+// clockOK is nil while this process may date a claim (Config.Clock).
+func (s *Service) clockOK() error {
+	if s.cfg.Clock == nil {
+		return nil
+	}
+	return s.cfg.Clock()
+}
+
 // admit asks the configured Admission (if any) to let one call of tenant
 // through, before it does anything.
 func (s *Service) admit(budget func(Admission, string) error, tenant string) error {
@@ -315,6 +335,9 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		prior, done, checkErr = s.recorded(ctx, claim.Tenant, claim.EntityID, cmd)
 		if done {
 			return errRecorded
+		}
+		if checkErr == nil {
+			checkErr = s.clockOK()
 		}
 		return checkErr
 	})
