@@ -258,19 +258,7 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 // any minute; a settled entry is marked done, not deleted).
 func dueEntries(t *testing.T, requestID string) int {
 	t.Helper()
-	s := freshSession(t)
-	it := s.Query(`SELECT done FROM due_requests WHERE request_id = ? ALLOW FILTERING`, requestID).IterContext(callCtx(t))
-	var done *bool
-	n := 0
-	for it.Scan(&done) {
-		if done == nil || !*done {
-			n++
-		}
-	}
-	if err := it.Close(); err != nil {
-		t.Fatalf("read due entries of %s: %v", requestID, err)
-	}
-	return n
+	return dueEntriesIn(t, keyspace, requestID)
 }
 
 func waitNoDueEntries(t *testing.T, requestID string, within time.Duration) {
