@@ -88,6 +88,16 @@ func (s *suite) wantLookup(t *testing.T, ch order.Change, want *versions.Record)
 	}
 }
 
+// unsettled applies ch with stmt's response lost and the settling read
+// failing: OutcomeUnknown.
+func (s *suite) unsettled(t *testing.T, stmt string, ch order.Change) {
+	t.Helper()
+	s.Arm(stmt, cassandra.FaultLoseResponse, 1)
+	s.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
+	_, err := s.Store.Apply(s.ctx, ch)
+	wantKind(t, err, fault.OutcomeUnknown)
+}
+
 func refused(reason fault.Reason, current int64) versions.Decision {
 	return versions.Decision{Refusal: order.ChangeOutcome{Reason: reason, CurrentVersion: current}}
 }
@@ -249,10 +259,7 @@ var cases = []testCase{
 	}},
 	{"Apply/unknown and unsettled: OutcomeUnknown; it had applied, and a retry finds it", func(t *testing.T, s *suite) {
 		ch := s.change(order.OperationAmend, 1, "a")
-		s.Arm(versions.StmtApply, cassandra.FaultLoseResponse, 1)
-		s.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.Apply(s.ctx, ch)
-		wantKind(t, err, fault.OutcomeUnknown)
+		s.unsettled(t, versions.StmtApply, ch)
 		wantDecision(t, s.apply(t, ch), versions.Decision{Accepted: true})
 		s.wantHistory(t, ch)
 	}},
@@ -325,10 +332,7 @@ var cases = []testCase{
 	}},
 	{"Refuse/unknown and unsettled: OutcomeUnknown; it was recorded, and a retry answers it", func(t *testing.T, s *suite) {
 		ahead := s.change(order.OperationAmend, 2, "ahead")
-		s.Arm(versions.StmtRefuse, cassandra.FaultLoseResponse, 1)
-		s.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.Apply(s.ctx, ahead)
-		wantKind(t, err, fault.OutcomeUnknown)
+		s.unsettled(t, versions.StmtRefuse, ahead)
 		s.wantLookup(t, ahead, refusal(ahead, stale(1)))
 		a := s.change(order.OperationAmend, 1, "a")
 		s.accepted(t, a)
