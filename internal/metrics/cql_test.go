@@ -109,6 +109,8 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"versions.applyNextCQL":  {"update_order_versions", true},
 		"versions.stateCQL":      {"select_order_versions", false},
 		"versions.historyCQL":    {"select_order_versions", false},
+		"versions.refuseCQL":     {"update_order_versions", true},
+		"versions.lookupCQL":     {"select_order_versions", false},
 
 		"reconciler.heartbeatCQL":  {"insert_reconciler_members", false},
 		"reconciler.membersCQL":    {"select_reconciler_members", false},

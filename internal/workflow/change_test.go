@@ -590,14 +590,27 @@ func TestConflictWhoseClaimChangedBeforeItsReceiptIsStillTheAnswer(t *testing.T)
 				t.Errorf("published %d events for a conflict, want none", n)
 			}
 
-			// The retry, once a newer claim would be taken over: it claims
-			// afresh or takes the newer claim over, and decides the same.
+			// The retry is answered from the refusal recorded with the
+			// order, before any claim; the reconciler settles a newer claim
+			// still PENDING to the same conflict receipt.
 			f.clock.Advance(time.Minute)
+			claims := len(f.led.Statements(ledgertest.StmtClaim))
 			_, err = f.svc.ChangeOrder(context.Background(), testTenant, in)
 			f.svc.Wait()
 			wantConflict(t, err, fault.Stale, "3")
+			if n := len(f.led.Statements(ledgertest.StmtClaim)) - claims; n != 0 {
+				t.Errorf("the retry sent %d claims, want none (the recorded refusal first)", n)
+			}
+			if !tc.kept {
+				return
+			}
+			if err := f.svc.Settle(context.Background(), changed); err != nil {
+				t.Fatalf("Settle of the newer claim: %v", err)
+			}
 			if now, ok := f.led.Record(key); !ok || now.State != ledger.Complete {
-				t.Errorf("after the retry: ledger row = %+v (present %v), want its conflict receipt", now, ok)
+				t.Errorf("after Settle: ledger row = %+v (present %v), want its conflict receipt", now, ok)
+			} else {
+				wantConflict(t, conflictOf(now), fault.Stale, "3")
 			}
 		})
 	}
