@@ -121,8 +121,42 @@ func TestUpgradeAndRollbackFinishEachOthersChanges(t *testing.T) {
 					t.Errorf("%s %s: %d due entries left, want none (event delivered, request settled)", ch.op, ch.requestID, n)
 				}
 			}
+			if c.finisher == previous {
+				changesWaitForTheOlderReconciler(t, own, finisher, changes[0].orderID)
+			}
 		})
 	}
+}
+
+// changesWaitForTheOlderReconciler: while a reconciler of the previous
+// release is live (its heartbeats say nothing of the operations it
+// finishes), this release accepts no change (UNAVAILABLE,
+// OPERATION_NOT_ENABLED, nothing claimed) but still takes orders; once it
+// has left, the change goes through.
+func changesWaitForTheOlderReconciler(t *testing.T, own []string, older *orderdProcess, orderID string) {
+	t.Helper()
+	newer := startOrderd(t, append(slices.Clone(own), "ORDERD_RECONCILER=false")...)
+	held := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: orderID, ExpectedVersion: 2, ShippingNote: "once the rollout completes"}
+	_, err := newer.client.AmendOrder(callCtx(t), held)
+	if st := status.Convert(err); st.Code() != codes.Unavailable || reason(st) != "OPERATION_NOT_ENABLED" {
+		t.Fatalf("AmendOrder beside a live older reconciler = %v, want UNAVAILABLE with OPERATION_NOT_ENABLED", err)
+	}
+	if r, err := newer.client.GetRequest(callCtx(t), &ordersv1.GetRequestRequest{RequestId: held.RequestId, Operation: order.OperationAmend}); status.Code(err) != codes.NotFound {
+		t.Errorf("the refused change's request = %v, %v; want NOT_FOUND (never claimed)", r, err)
+	}
+	if _, _, err := create(t, newer.client, newRequest("5.00")); err != nil {
+		t.Errorf("CreateOrder beside a live older reconciler = %v", err)
+	}
+	if err := older.stop(); err != nil { // leaves the reconciler group on its way out
+		t.Fatal(err)
+	}
+	if _, err := eventually(30*time.Second, func() error {
+		_, err := newer.client.AmendOrder(callCtx(t), held)
+		return err
+	}); err != nil {
+		t.Fatalf("AmendOrder once the older reconciler left: %v", err)
+	}
+	getOrder(t, newer.client, orderID, 3)
 }
 
 // pendingChange is one change request of the upgrade test.

@@ -136,7 +136,12 @@ type app struct {
 	metrics     *metrics.Metrics // nil when not exported
 	clock       *clockskew.Monitor
 	now         func() time.Time // this process's clock (ORDERD_CLOCK_LEAD shifts it in test builds)
+	coord       *reconciler.CassandraCoordinator
 }
+
+// fleetReadTTL is how long a read of which operations the live reconcilers
+// finish is reused before a change is let through on it.
+const fleetReadTTL = 5 * time.Second
 
 // close waits for the workflow's background deliveries and writes, then
 // closes the producer and the session they use.
@@ -221,6 +226,8 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	wcfg := workflow.Config{TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
 		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays}),
 		Versions:  versions.NewCassandraStore(stmts), Clock: clock.Check, Now: now}
+	coord := reconciler.NewCassandraCoordinator(stmts, workflow.Operations()...)
+	wcfg.Enabled = reconciler.NewFleet(coord, fleetReadTTL).Finishes
 	if m != nil {
 		wcfg.Observer = m
 	}
@@ -234,7 +241,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	}
 	wf := workflow.New(wcfg, store, projections, failpoints, log)
 	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, publisher: publisher, metrics: m,
-		clock: clock, now: now}, nil
+		clock: clock, now: now, coord: coord}, nil
 }
 
 // processClock is the clock this process dates claims and judges due
@@ -324,7 +331,7 @@ func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error
 	loop := reconciler.New(reconciler.Config{
 		Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
 		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax, Concurrency: cfg.reconcileConcurrency,
-	}, a.ledger, a.workflow.Settle, reconciler.NewCassandraCoordinator(a.stmts), log)
+	}, a.ledger, a.workflow.Settle, a.coord, log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err
 	}

@@ -114,6 +114,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 
 		"reconciler.heartbeatCQL":  {"insert_reconciler_members", false},
 		"reconciler.membersCQL":    {"select_reconciler_members", false},
+		"reconciler.memberOpsCQL":  {"select_reconciler_members", false},
 		"reconciler.leaveCQL":      {"delete_reconciler_members", false},
 		"reconciler.ownersCQL":     {"select_reconciler_leases", false},
 		"reconciler.leaseCQL":      {"select_reconciler_leases", false},

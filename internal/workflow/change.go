@@ -113,6 +113,9 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		if checkErr == nil {
 			checkErr = s.clockOK()
 		}
+		if checkErr == nil {
+			checkErr = s.enabled(ctx, in.Operation)
+		}
 		return checkErr
 	})
 	if done || checkErr != nil {

@@ -794,3 +794,64 @@ func TestSkewedClockSendsNoClaim(t *testing.T) {
 		t.Errorf("CreateOrder once the clock is back = %v", err)
 	}
 }
+
+// While a live reconciler of an older release does not finish changes, no
+// change claim is sent: AmendOrder and CancelOrder are refused
+// OPERATION_NOT_ENABLED (Unavailable: retry once the rollout completes)
+// with nothing claimed, a change already recorded is still answered, and
+// CreateOrder, which every release finishes, never asks.
+func TestChangeNotEnabledSendsNoClaim(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	done := f.amend(1, "before the rollback")
+	if _, err := f.svc.ChangeOrder(context.Background(), testTenant, done); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	var asked []string
+	f.svc.cfg.Enabled = func(_ context.Context, op string) error {
+		asked = append(asked, op)
+		return fault.New(fault.ReasonOperationNotEnabled, errors.New("1 of 2 live reconciler instances do not say they finish it"))
+	}
+	claimsBefore := len(f.led.Records())
+
+	for _, in := range []order.ChangeInput{f.amend(2, "after the rollback"), f.cancel(2)} {
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+		if fault.ReasonOf(err) != fault.ReasonOperationNotEnabled || fault.KindOf(err) != fault.Unavailable {
+			t.Errorf("%s while not enabled = %v, want OPERATION_NOT_ENABLED (Unavailable)", in.Operation, err)
+		}
+	}
+	f.svc.Wait()
+	if n := len(f.led.Records()) - claimsBefore; n != 0 {
+		t.Errorf("%d change requests claimed while not enabled, want none", n)
+	}
+	if got := f.order; got.Version != 1 {
+		t.Fatalf("fixture order at version %d", got.Version)
+	}
+	if res, err := f.svc.ChangeOrder(context.Background(), testTenant, done); err != nil || !res.Replayed || res.Change.Version != 2 {
+		t.Errorf("the recorded change again = %+v, %v; want it replayed at version 2", res, err)
+	}
+
+	in := baseInput()
+	in.RequestID = uuid.NewString()
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, in); err != nil {
+		t.Errorf("CreateOrder while changes are not enabled = %v", err)
+	}
+	for _, op := range asked {
+		if op == order.Operation {
+			t.Errorf("CreateOrder asked whether %s is enabled", op)
+		}
+	}
+}
+
+// Every operation this release says it finishes (what its reconcilers'
+// heartbeats advertise) is one Settle knows.
+func TestSettleKnowsEveryOperationItAdvertises(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	for _, op := range Operations() {
+		rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
+		rec.Operation = op
+		if err := f.svc.Settle(context.Background(), rec); errors.Is(err, ledger.ErrUnknownOperation) {
+			t.Errorf("Settle of advertised operation %s = %v", op, err)
+		}
+	}
+}

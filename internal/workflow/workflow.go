@@ -98,6 +98,13 @@ type Config struct {
 	Clock func() error
 	// Now is this process's clock; default time.Now.
 	Now func() time.Time
+	// Enabled, if set, says whether a change operation (CancelOrder,
+	// AmendOrder) may be claimed: nil only while every live reconciler
+	// finishes it (reconciler.Fleet.Finishes), since any of them may meet
+	// the request's due entry. An error refuses the claim (it is never
+	// sent); a change already recorded is still answered. CreateOrder, which
+	// every release finishes, never asks. Nil: every operation is enabled.
+	Enabled func(ctx context.Context, op string) error
 }
 
 func (c Config) withDefaults() Config {
@@ -288,6 +295,21 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 		s.replays.add(key, fingerprint, res.Order)
 	}
 	return res, err
+}
+
+// Operations are the operations whose requests Settle finishes: what this
+// release's reconcilers say they finish (reconciler.NewCassandraCoordinator).
+func Operations() []string {
+	return []string{order.Operation, order.OperationCancel, order.OperationAmend}
+}
+
+// enabled is nil while a claim of change operation op may be sent
+// (Config.Enabled).
+func (s *Service) enabled(ctx context.Context, op string) error {
+	if s.cfg.Enabled == nil {
+		return nil
+	}
+	return s.cfg.Enabled(ctx, op)
 }
 
 // clockOK is nil while this process may date a claim (Config.Clock).
