@@ -57,6 +57,12 @@ type EventVerdict struct {
 	Distinct int // distinct event ids
 	Acked    int // acknowledged writes checked
 	Problems []string
+	// Reordered lists each order version first delivered after a later
+	// version of the order. Not a broken promise: publication order is
+	// not version order (docs/outbox.md, "Ordering per order"), and each
+	// event carries the whole order at its version; reported so that a
+	// run shows how often consumers meet it.
+	Reordered []string
 }
 
 // OK reports whether the topic kept every promise checked.
@@ -65,9 +71,11 @@ func (v EventVerdict) OK() bool { return len(v.Problems) == 0 }
 func (v EventVerdict) String() string {
 	s := fmt.Sprintf("%d records, %d distinct events, %d acknowledged writes", v.Records, v.Distinct, v.Acked)
 	if v.OK() {
-		return s + ": every one published, ids unique, versions in order"
+		s += ": every one published, ids unique"
+	} else {
+		s += fmt.Sprintf(": %d problems", len(v.Problems))
 	}
-	return s + fmt.Sprintf(": %d problems", len(v.Problems))
+	return s + fmt.Sprintf("; %d versions first delivered after a later one", len(v.Reordered))
 }
 
 // CheckEvents checks the records of the topic (in each partition's offset
@@ -76,7 +84,8 @@ func (v EventVerdict) String() string {
 //     order and version;
 //   - an event id names one event: every record carrying it is of the same
 //     tenant, order, version and type (copies of one event are allowed);
-//   - an order's events first arrive in increasing version order.
+//
+// and lists the versions first delivered after a later one (Reordered).
 func CheckEvents(events []Event, acks []Ack) EventVerdict {
 	v := EventVerdict{Records: len(events), Acked: len(acks)}
 	type what struct {
@@ -101,7 +110,7 @@ func CheckEvents(events []Event, acks []Ack) EventVerdict {
 		published[a] = true
 		k := [2]string{e.Tenant, e.OrderID}
 		if e.Version < newest[k] {
-			v.Problems = append(v.Problems, fmt.Sprintf("order %s/%s: v%d first delivered after v%d (record %d@%d)",
+			v.Reordered = append(v.Reordered, fmt.Sprintf("order %s/%s: v%d first delivered after v%d (record %d@%d)",
 				e.Tenant, e.OrderID, e.Version, newest[k], e.Partition, e.Offset))
 		}
 		newest[k] = max(newest[k], e.Version)

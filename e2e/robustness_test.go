@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atlasmart/orderd/internal/outbox"
+	rb "github.com/atlasmart/orderd/internal/robustness"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// The settings of a robustness run.
+const (
+	robustWorkers   = 8
+	robustInstances = 3
+	// robustDefaultTraffic keeps the whole test at 2-3 minutes;
+	// ROBUSTNESS_DURATION (make robustness DURATION=30m) runs longer.
+	robustDefaultTraffic = 90 * time.Second
+	// robustEventsWithin bounds the wait for every acknowledged write's
+	// event after the traffic: the reconcilers deliver what a killed
+	// instance or a stopped broker left undelivered.
+	robustEventsWithin = 3 * time.Minute
+	robustCheckTimeout = time.Minute // per order
+	maxProblemsShown   = 20
+)
+
+// robustEnv is every instance's settings: reconcilers on and quick, so
+// what a fault leaves unfinished is finished within the run.
+var robustEnv = []string{
+	"ORDERD_RECONCILER=true",
+	"ORDERD_RECONCILE_GRACE=10s",
+	"ORDERD_REQUEST_TIMEOUT=4s",
+	"ORDERD_RECONCILE_INTERVAL=500ms",
+	"ORDERD_RECONCILE_BACKOFF=300ms",
+	"ORDERD_RECONCILE_BACKOFF_MAX=2s",
+	"ORDERD_PUBLISH_TIMEOUT=2s",
+}
+
+// TestRobustness is the robustness suite, after etcd's tests/robustness:
+// workers of two tenants that share request ids send randomised traffic
+// (creates, duplicates, conflicting reuses, late retries, racing cancels
+// and amendments, their retries, gets, listings) to three orderd
+// instances, while a nemesis kills and restarts instances, pauses a
+// Cassandra node, partitions one off (iptables), kills the broker (and,
+// in long runs, a node). Every call's invoke and return time and answer
+// form a history, checked for linearizability against the sequential
+// model of internal/robustness; then the run's events topic is read from
+// its start and checked: every acknowledged order and change has its
+// event, and an event id names one event. How many versions were first
+// delivered after a later one is reported, not failed: publication order
+// is not version order (docs/outbox.md, "Ordering per order").
+//
+// ROBUSTNESS_SEED replays a run's calls and faults (their interleaving is
+// the machine's); ROBUSTNESS_DURATION sets how long the traffic runs. The
+// seed and a one-line verdict are printed.
+func TestRobustness(t *testing.T) {
+	if !cluster.CanControlNodes() || !broker.CanControl() {
+		failInCIElseSkip(t, "the robustness run needs node and broker control: "+cluster.Describe()+"; "+broker.Describe())
+	}
+	seed, traffic := robustSettings(t)
+	fmt.Fprintf(os.Stderr, "e2e: robustness: seed %d (ROBUSTNESS_SEED), %s of traffic (ROBUSTNESS_DURATION)\n", seed, traffic)
+	kinds := faultKinds(t, traffic)
+	if slices.Contains(kinds, faultPartition) {
+		if err := healIptables(); err != nil { // a rule a killed run left behind
+			t.Fatal(err)
+		}
+	}
+
+	topic := fmt.Sprintf("robustness.%d.events", time.Now().UnixNano()/1e6)
+	procs := &instances{env: append(append([]string{}, robustEnv...), "ORDERD_KAFKA_TOPIC="+topic)}
+	for range robustInstances {
+		p, err := launchOrderd(procs.env...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs.procs = append(procs.procs, p)
+	}
+	t.Cleanup(func() {
+		if err := procs.stopAll(); err != nil {
+			t.Error(err)
+		}
+	})
+
+	tenants := []string{"robust-a", "robust-b"}
+	clients := map[string][]ordersv1.OrderServiceClient{} // tenant -> one per instance
+	for _, tn := range tenants {
+		creds := sec.files.Client(sec.jwtFor(t, tn, []string{"create", "read"}, time.Now().Add(24*time.Hour)))
+		for _, addr := range procs.addrs() {
+			clients[tn] = append(clients[tn], dialAs(t, addr, creds))
+		}
+	}
+
+	history, gen := rb.NewHistory(), newTraffic(tenants)
+	nem := &nemesis{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 0)), kinds: kinds, procs: procs, counts: map[string]int{}}
+	// However the test ends, the fault in force is healed: registered
+	// after the instances' cleanup, so it runs before it.
+	t.Cleanup(func() {
+		if err := nem.healNow(); err != nil {
+			t.Errorf("heal the fault in force: %v", err)
+		}
+	})
+	ctx, stop := context.WithTimeout(context.Background(), traffic)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nem.run(ctx)
+	}()
+	for w := range robustWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(w+1)))
+			for ctx.Err() == nil {
+				c := gen.next(rng)
+				cl := clients[c.in.Tenant][rng.IntN(robustInstances)]
+				call := history.Invoke(w, c.in)
+				out, unexpected := send(ctx, cl, c)
+				call.Return(out)
+				gen.learn(c, out, unexpected)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := nem.healNow(); err != nil {
+		t.Errorf("heal the last fault: %v", err)
+	}
+	t.Logf("faults:\n%s", strings.Join(nem.log, "\n"))
+
+	ops := history.Operations()
+	acks := rb.Acknowledged(ops)
+	events := readEvents(t, topic, tenants, acks, robustEventsWithin)
+	ev := rb.CheckEvents(events, acks)
+	lin := rb.Check(ops, robustCheckTimeout)
+
+	verdict := "PASS"
+	if !lin.OK() || !ev.OK() || len(gen.codes) > 0 {
+		verdict = "FAIL"
+	}
+	line := fmt.Sprintf("robustness: %s seed=%d traffic=%s calls=%s faults=%s unexpected=%v | history: %v | events: %v",
+		verdict, seed, traffic, gen.summary(), nem.summary(), gen.codes, lin, ev)
+	fmt.Fprintf(os.Stderr, "e2e: %s\n", line)
+	t.Log(line)
+	for i, s := range append(lin.Illegal, lin.TimedOut...) {
+		if i == maxProblemsShown {
+			t.Errorf("... and %d more orders", len(lin.Illegal)+len(lin.TimedOut)-i)
+			break
+		}
+		t.Errorf("not linearizable: %s", s)
+	}
+	for i, p := range ev.Problems {
+		if i == maxProblemsShown {
+			t.Errorf("... and %d more event problems", len(ev.Problems)-i)
+			break
+		}
+		t.Errorf("events: %s", p)
+	}
+	if len(gen.codes) > 0 {
+		t.Errorf("answers no call of this traffic may get: %v", gen.codes)
+	}
+}
+
+// robustSettings reads ROBUSTNESS_SEED (default: the clock) and
+// ROBUSTNESS_DURATION (default robustDefaultTraffic).
+func robustSettings(t *testing.T) (int64, time.Duration) {
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("ROBUSTNESS_SEED"); s != "" {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("ROBUSTNESS_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	traffic := robustDefaultTraffic
+	if s := os.Getenv("ROBUSTNESS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("ROBUSTNESS_DURATION=%q: want a positive duration like 30m (%v)", s, err)
+		}
+		traffic = d
+	}
+	return seed, traffic
+}
+
+// readEvents reads topic from its start until every acknowledged write has
+// an event or within elapses, then a little longer for late copies, and
+// returns the records of tenants' orders.
+func readEvents(t *testing.T, topic string, tenants []string, acks []rb.Ack, within time.Duration) []rb.Event {
+	t.Helper()
+	c := newKafkaClient(t, broker.Addr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	want := map[rb.Ack]bool{}
+	for _, a := range acks {
+		want[a] = true
+	}
+	var events []rb.Event
+	deadline := time.Now().Add(within)
+	var settleUntil time.Time
+	for {
+		now := time.Now()
+		if len(want) == 0 && settleUntil.IsZero() {
+			settleUntil = now.Add(3 * time.Second)
+		}
+		if !settleUntil.IsZero() && now.After(settleUntil) || now.After(deadline) {
+			return events
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fetches := c.PollFetches(ctx)
+		cancel()
+		fetches.EachRecord(func(r *kgo.Record) {
+			e, err := outbox.Decode(r)
+			if err != nil {
+				t.Errorf("record %d@%d: %v", r.Partition, r.Offset, err)
+				return
+			}
+			if !slices.Contains(tenants, e.GetTenant()) {
+				return // another test's order, finished by this run's reconcilers
+			}
+			ev := rb.Event{ID: outbox.Header(r, outbox.HeaderEventID), Type: outbox.Header(r, outbox.HeaderEventType),
+				Tenant: e.GetTenant(), OrderID: e.GetOrder().GetOrderId(), Version: e.GetOrderVersion(), Partition: r.Partition, Offset: r.Offset}
+			events = append(events, ev)
+			delete(want, rb.Ack{Tenant: ev.Tenant, OrderID: ev.OrderID, Version: ev.Version})
+		})
+	}
+}
