@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// The nemesis of the robustness run: one fault at a time, chosen by the
-// run's seed, held for a few seconds and then healed, until the traffic
+// The nemesis of the robustness run: one fault at a time, in rounds of
+// every kind shuffled by the run's seed, held for a few seconds and then healed, until the traffic
 // ends. Every fault it injects is healed before it returns, and any it
 // could not heal (the test failed mid-fault) is healed by the test's
 // cleanup, so the cluster, the broker and the loopback rules are as they
@@ -69,6 +69,9 @@ type nemesis struct {
 	rng   *rand.Rand
 	kinds []string
 	procs *instances
+	// deck is what is left of a shuffled round of kinds: every kind comes
+	// once before any comes again, so a short run meets each.
+	deck []string
 
 	mu     sync.Mutex
 	counts map[string]int
@@ -107,7 +110,12 @@ func (n *nemesis) run(ctx context.Context) {
 		if !sleepCtx(ctx, time.Duration(2000+n.rng.IntN(4000))*time.Millisecond) {
 			return
 		}
-		kind := n.kinds[n.rng.IntN(len(n.kinds))]
+		if len(n.deck) == 0 {
+			n.deck = slices.Clone(n.kinds)
+			n.rng.Shuffle(len(n.deck), func(i, j int) { n.deck[i], n.deck[j] = n.deck[j], n.deck[i] })
+		}
+		kind := n.deck[0]
+		n.deck = n.deck[1:]
 		hold := time.Duration(3000+n.rng.IntN(7000)) * time.Millisecond
 		target := n.rng.IntN(3)
 		if err := n.inject(ctx, kind, target); err != nil {

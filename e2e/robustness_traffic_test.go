@@ -41,6 +41,7 @@ type trafficKey struct {
 	customer  string
 	total     string
 	version   int64 // the newest version an answer showed (1 until then)
+	floor     int64 // the newest version an answer showed written (rb.Input.Floor)
 	changes   []*trafficChange
 }
 
@@ -95,6 +96,12 @@ type call struct {
 func (tr *traffic) next(rng *rand.Rand) call {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	c := tr.choose(rng)
+	c.in.Floor = c.key.floor
+	return c
+}
+
+func (tr *traffic) choose(rng *rand.Rand) call {
 	tenant := tr.tenants[rng.IntN(len(tr.tenants))]
 	p := rng.IntN(100)
 	if len(tr.shared) == 0 || p < 15 {
@@ -135,7 +142,11 @@ func (tr *traffic) next(rng *rand.Rand) call {
 	case p < 78 && len(k.changes) > 0:
 		c := k.changes[rng.IntN(len(k.changes))]
 		if c.answered {
-			return tr.changeCall("change-reuse", k, c, c.expected+1, c.note+"!")
+			note := c.note
+			if c.kind == rb.Amend {
+				note += "!"
+			}
+			return tr.changeCall("change-reuse", k, c, c.expected+1, note)
 		}
 		return tr.changeCall("change-retry", k, c, c.expected, c.note)
 	case p < 90:
@@ -181,12 +192,21 @@ func (tr *traffic) learn(c call, out rb.Output, unexpected string) {
 	if unexpected != "" {
 		tr.codes[c.name+": "+unexpected]++
 	}
-	if out.Result != rb.Unknown && c.chg != nil && c.in.Expected == c.chg.expected && c.in.Note == c.chg.note {
+	decided := out.Result == rb.OK || out.Result == rb.Stale || out.Result == rb.Cancelled
+	if decided && c.chg != nil && c.in.Expected == c.chg.expected && c.in.Note == c.chg.note {
 		c.chg.answered = true
 	}
 	switch {
-	case out.Result == rb.OK && c.in.Kind != rb.Create, out.Result == rb.Stale, out.Result == rb.Cancelled:
+	case out.Result == rb.OK && c.in.Kind == rb.Create:
+		c.key.floor = max(c.key.floor, 1)
+	case out.Result == rb.OK && c.in.Kind == rb.List:
 		c.key.version = max(c.key.version, out.Version)
+	case out.Result == rb.OK:
+		c.key.version = max(c.key.version, out.Version)
+		c.key.floor = max(c.key.floor, out.Version)
+	case out.Result == rb.Stale, out.Result == rb.Cancelled:
+		c.key.version = max(c.key.version, out.Version)
+		c.key.floor = max(c.key.floor, 1)
 	}
 }
 

@@ -14,11 +14,10 @@
 // or may not have happened, at any time after it was sent: its return time
 // is the end of time and the model lets it apply or not.
 //
-// Reads may lag a write whose outcome its client never learned (orderd
-// writes the order row last, after its version check or claim): the model
-// keeps, beside the decided state, the version every read must at least
-// show (raised by acknowledged writes and by reads), and a read may show any
-// version between that and the decided one.
+// Reads may lag a decided write until it is answered (orderd writes the
+// order row last, after the claim or version check that decides the
+// write): a read may show any version from the newest one answered before
+// it was sent (Input.Floor, which the caller fills in) to the decided one.
 //
 // The package knows no transport: the e2e suite turns gRPC calls and Kafka
 // records into Operations and Events.

@@ -56,7 +56,10 @@ type EventVerdict struct {
 	Records  int // records read
 	Distinct int // distinct event ids
 	Acked    int // acknowledged writes checked
-	Problems []string
+	// Shared counts event ids that name more than one event; Missing,
+	// acknowledged writes without an event. Problems describes each.
+	Shared, Missing int
+	Problems        []string
 	// Reordered lists each order version first delivered after a later
 	// version of the order. Not a broken promise: publication order is
 	// not version order (docs/outbox.md, "Ordering per order"), and each
@@ -73,7 +76,7 @@ func (v EventVerdict) String() string {
 	if v.OK() {
 		s += ": every one published, ids unique"
 	} else {
-		s += fmt.Sprintf(": %d problems", len(v.Problems))
+		s += fmt.Sprintf(": %d event ids name two events, %d acknowledged writes unpublished", v.Shared, v.Missing)
 	}
 	return s + fmt.Sprintf("; %d versions first delivered after a later one", len(v.Reordered))
 }
@@ -93,6 +96,7 @@ func CheckEvents(events []Event, acks []Ack) EventVerdict {
 		version            int64
 	}
 	byID := map[string]what{}
+	shared := map[string]bool{}
 	published := map[Ack]bool{}
 	newest := map[[2]string]int64{} // (tenant, order) -> newest version first delivered so far
 	for _, e := range events {
@@ -100,6 +104,7 @@ func CheckEvents(events []Event, acks []Ack) EventVerdict {
 		if prev, ok := byID[e.ID]; !ok {
 			byID[e.ID] = w
 		} else if prev != w {
+			shared[e.ID] = true
 			v.Problems = append(v.Problems, fmt.Sprintf("event id %s names two events: %s of %s/%s v%d and %s of %s/%s v%d (record %d@%d)",
 				e.ID, prev.typ, prev.tenant, prev.order, prev.version, w.typ, w.tenant, w.order, w.version, e.Partition, e.Offset))
 		}
@@ -115,7 +120,7 @@ func CheckEvents(events []Event, acks []Ack) EventVerdict {
 		}
 		newest[k] = max(newest[k], e.Version)
 	}
-	v.Distinct = len(byID)
+	v.Distinct, v.Shared = len(byID), len(shared)
 	var missing []string
 	for _, a := range acks {
 		if !published[a] {
@@ -123,6 +128,7 @@ func CheckEvents(events []Event, acks []Ack) EventVerdict {
 		}
 	}
 	slices.Sort(missing)
+	v.Missing = len(missing)
 	for _, m := range missing {
 		v.Problems = append(v.Problems, "acknowledged but never published: "+m)
 	}

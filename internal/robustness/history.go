@@ -54,6 +54,17 @@ type Input struct {
 	// Expected and Note are a change's payload (Note: amendments only).
 	Expected int64
 	Note     string
+	// Floor is the newest version of the order that an answer returned
+	// before this call was sent showed as written (0: none did): an
+	// accepted create (1), an accepted change (its version), a conflict
+	// (1: the order was found), a GetOrder (the version it showed; a
+	// listing, written before the order row, says nothing of it). A read
+	// shows at least Floor, and NOT_FOUND only while Floor is 0. It is
+	// the real-time order of write answers and later calls, which the
+	// sequential state cannot hold: orderd writes the order row after the
+	// claim or version check that decides a write, so between the two a
+	// read shows the order as it was.
+	Floor int64
 }
 
 // Result is the kind of answer a call got.

@@ -16,10 +16,6 @@ type state struct {
 	total   string
 	// orderID: the order id the first answer that named one gave.
 	orderID string
-	// seen is the lowest version a read may show: 0 while the order may
-	// not be visible yet, then the version of the newest acknowledged write
-	// or read. A read may show any version from seen to len(versions).
-	seen int64
 	// versions[i] is the order at version i+1.
 	versions []version
 	// changes holds every change request the order decided, by its key.
@@ -57,7 +53,7 @@ func (s state) clone() state {
 }
 
 func (s state) equal(o state) bool {
-	return s.created == o.created && s.total == o.total && s.orderID == o.orderID && s.seen == o.seen &&
+	return s.created == o.created && s.total == o.total && s.orderID == o.orderID &&
 		slices.Equal(s.versions, o.versions) && maps.Equal(s.changes, o.changes)
 }
 
@@ -65,7 +61,7 @@ func (s state) String() string {
 	if !s.created {
 		return "no order"
 	}
-	return fmt.Sprintf("order %.8s total %s at v%d (reads show >= v%d), %d changes decided", s.orderID, s.total, len(s.versions), s.seen, len(s.changes))
+	return fmt.Sprintf("order %.8s total %s at v%d, %d changes decided", s.orderID, s.total, len(s.versions), len(s.changes))
 }
 
 // Model is the sequential specification of orderd, one order per
@@ -164,7 +160,7 @@ func stepCreate(s state, in Input, out Output) []state {
 			return nil
 		}
 		c = c.clone()
-		c.orderID, c.seen = out.OrderID, max(c.seen, 1)
+		c.orderID = out.OrderID
 		return []state{c}
 	}
 	return nil
@@ -212,49 +208,38 @@ func stepChange(s state, in Input, out Output) []state {
 		}
 		return answer(s, decided, out)
 	}
-	if !s.created {
-		// Nothing to change: NOT_FOUND, nothing recorded.
-		if out.Result == NotFound || out.Result == Unknown {
+	switch {
+	case out.Result == NotFound:
+		// No order, or its row not written yet: nothing recorded.
+		if in.Floor == 0 {
 			return []state{s}
 		}
 		return nil
-	}
-	switch out.Result {
-	case Unknown:
+	case !s.created:
+		if out.Result == Unknown {
+			return []state{s}
+		}
+		return nil
+	case out.Result == Unknown:
 		c, _ := decide(s, in)
 		return []state{s, c}
-	case NotFound:
-		// The order's row may not be written yet.
-		if s.seen == 0 {
-			return []state{s}
-		}
-		return nil
 	}
 	c, ch := decide(s, in)
 	return answer(c, ch, out)
 }
 
-// answer checks out against a decided change and returns the state after
-// it: an accepted change's answer comes after its order row is written.
+// answer checks out against a decided change.
 func answer(s state, ch change, out Output) []state {
-	if out.Result == Unknown {
+	if out.Result == Unknown || out.Result == ch.result && out.Version == ch.version {
 		return []state{s}
 	}
-	if out.Result != ch.result || out.Version != ch.version {
-		return nil
-	}
-	c := s.clone()
-	c.seen = max(c.seen, 1)
-	if ch.result == OK {
-		c.seen = max(c.seen, ch.version)
-	}
-	return []state{c}
+	return nil
 }
 
 func stepRead(s state, in Input, out Output) []state {
 	switch out.Result {
 	case NotFound:
-		if s.seen == 0 {
+		if in.Floor == 0 {
 			return []state{s}
 		}
 		return nil
@@ -263,7 +248,7 @@ func stepRead(s state, in Input, out Output) []state {
 		return nil
 	}
 	v := out.Version
-	if !s.created || v < max(s.seen, 1) || v > int64(len(s.versions)) || out.Total != s.total || !s.knows(out.OrderID) {
+	if !s.created || v < max(in.Floor, 1) || v > int64(len(s.versions)) || out.Total != s.total || !s.knows(out.OrderID) {
 		return nil
 	}
 	at := s.versions[v-1]
@@ -272,10 +257,5 @@ func stepRead(s state, in Input, out Output) []state {
 	}
 	c := s.clone()
 	c.orderID = out.OrderID
-	// The listing is written before the order row: a listing that shows a
-	// version says nothing of what GetOrder shows yet.
-	if in.Kind == Get {
-		c.seen = v
-	}
 	return []state{c}
 }

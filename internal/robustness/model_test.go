@@ -35,6 +35,9 @@ func amend(rid string, expected int64, note string) Input {
 
 var get = Input{Kind: Get}
 
+// after is in sent after answers that showed the order at version floor.
+func after(floor int64, in Input) Input { in.Floor = floor; return in }
+
 func made(order, total string, replayed bool) Output {
 	return Output{Result: OK, OrderID: order, Total: total, Replayed: replayed}
 }
@@ -77,9 +80,16 @@ func TestLinearizableHistoriesPass(t *testing.T) {
 		"a read may lag a change whose client never learned its outcome": {
 			op(0, 0, 10, creating("10.00"), made("o1", "10.00", false)),
 			op(1, 20, never, amend("c1", 1, "x"), result(Unknown, 0)),
-			op(2, 30, 40, cancel("c2", 1), result(Stale, 2)),
-			op(2, 50, 60, get, shown(1, Open, "")),
-			op(2, 70, 80, get, shown(2, Open, "x")),
+			op(2, 30, 40, after(1, cancel("c2", 1)), result(Stale, 2)),
+			op(2, 50, 60, after(1, get), shown(1, Open, "")),
+			op(2, 70, 80, after(1, get), shown(2, Open, "x")),
+		},
+		"a read may lag a decided change until it is answered": {
+			op(0, 0, 10, creating("10.00"), made("o1", "10.00", false)),
+			op(1, 20, 90, amend("c1", 1, "x"), changed(2)),
+			op(2, 30, 40, after(1, cancel("c2", 1)), result(Stale, 2)),
+			op(2, 50, 60, after(1, get), shown(1, Open, "")),
+			op(2, 100, 110, after(2, get), shown(2, Open, "x")),
 		},
 	}
 	for name, h := range cases {
@@ -121,11 +131,11 @@ func TestNonLinearizableHistoriesFail(t *testing.T) {
 		"a read older than an acknowledged change": {
 			op(0, 0, 10, creating("10.00"), made("o1", "10.00", false)),
 			op(1, 20, 30, amend("c1", 1, "x"), changed(2)),
-			op(2, 40, 50, get, shown(1, Open, "")),
+			op(2, 40, 50, after(2, get), shown(1, Open, "")),
 		},
 		"NOT_FOUND after the order was acknowledged": {
 			op(0, 0, 10, creating("10.00"), made("o1", "10.00", false)),
-			op(2, 40, 50, get, result(NotFound, 0)),
+			op(2, 40, 50, after(1, get), result(NotFound, 0)),
 		},
 		"a cancelled order amended": {
 			op(0, 0, 10, creating("10.00"), made("o1", "10.00", false)),
