@@ -25,7 +25,7 @@ const (
 	robustInstances = 3
 	// robustDefaultTraffic keeps the whole test at 2-3 minutes;
 	// ROBUSTNESS_DURATION (make robustness DURATION=30m) runs longer.
-	robustDefaultTraffic = 90 * time.Second
+	robustDefaultTraffic = 2 * time.Minute
 	// robustEventsWithin bounds the wait for every acknowledged write's
 	// event after the traffic: the reconcilers deliver what a killed
 	// instance or a stopped broker left undelivered.
