@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,6 +153,15 @@ func TestRobustness(t *testing.T) {
 		verdict, seed, traffic, gen.summary(), nem.summary(), gen.codes, lin, ev)
 	fmt.Fprintf(os.Stderr, "e2e: %s\n", line)
 	t.Log(line)
+	if len(lin.Illegal) > 0 {
+		// Outside the test's temporary folder, so that it outlives the run.
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("robustness-%d.html", seed))
+		if err := rb.Visualize(ops, lin.Illegal, path); err != nil {
+			t.Errorf("visualize the history: %v", err)
+		} else {
+			t.Logf("porcupine's view of the orders not linearizable: %s", path)
+		}
+	}
 	for i, s := range append(lin.Illegal, lin.TimedOut...) {
 		if i == maxProblemsShown {
 			t.Errorf("... and %d more orders", len(lin.Illegal)+len(lin.TimedOut)-i)

@@ -70,3 +70,22 @@ func describeOrder(ops []porcupine.Operation) string {
 	}
 	return b.String()
 }
+
+// Visualize writes porcupine's HTML view of the orders of history that
+// Check found not linearizable (their longest partial linearizations and
+// where each got stuck) to path.
+func Visualize(history []porcupine.Operation, illegal []string, path string) error {
+	keep := map[string]bool{}
+	for _, d := range illegal {
+		keep[strings.TrimPrefix(strings.SplitN(d, ":", 2)[0], "order ")] = true
+	}
+	var ops []porcupine.Operation
+	for _, op := range history {
+		if keep[partitionKey(op.Input.(Input))] {
+			ops = append(ops, op)
+		}
+	}
+	model := Model()
+	_, info := porcupine.CheckOperationsVerbose(model, ops, time.Minute)
+	return porcupine.VisualizePath(model, info, path)
+}

@@ -2,6 +2,8 @@ package robustness
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +160,22 @@ func TestTenantsSharingARequestIDAreTwoOrders(t *testing.T) {
 	b := op(1, 0, 10, Input{Kind: Create, Tenant: "b", Total: "99.00"}, made("ob", "99.00", false))
 	if v := Check([]porcupine.Operation{a, b}, 10*time.Second); !v.OK() || v.Orders != 2 {
 		t.Fatalf("%v; want two orders, linearizable", v)
+	}
+}
+
+func TestVisualizeWritesTheIllegalOrders(t *testing.T) {
+	h := []porcupine.Operation{
+		op(0, 0, 10, creating("10.00"), made("o1", "10.00", false)),
+		op(1, 20, 30, creating("10.00"), made("o2", "10.00", true)),
+		op(0, 0, 10, Input{Kind: Create, Order: "r2", Total: "5.00"}, made("o3", "5.00", false)),
+	}
+	v := Check(h, 10*time.Second)
+	path := filepath.Join(t.TempDir(), "history.html")
+	if err := Visualize(h, v.Illegal, path); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(page), "o2") || strings.Contains(string(page), "o3") {
+		t.Fatalf("%s: %d bytes, %v; want the illegal order's calls and no other's", path, len(page), err)
 	}
 }
