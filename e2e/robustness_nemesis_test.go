@@ -118,7 +118,12 @@ func (n *nemesis) run(ctx context.Context) {
 		n.deck = n.deck[1:]
 		hold := time.Duration(3000+n.rng.IntN(7000)) * time.Millisecond
 		target := n.rng.IntN(3)
-		if err := n.inject(ctx, kind, target); err != nil {
+		// Not ctx: a fault half injected when the traffic ends would
+		// be left without its heal.
+		injectCtx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		err := n.inject(injectCtx, kind, target)
+		cancel()
+		if err != nil {
 			n.t.Errorf("nemesis: %s: %v", kind, err)
 			return
 		}
@@ -145,18 +150,42 @@ func (n *nemesis) note(format string, args ...any) {
 	n.log = append(n.log, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 }
 
-// inject starts one fault on target (an instance or a node, 0-based).
+// inject starts one fault on target (an instance or a node, 0-based). The
+// heal is in force before the fault is, so a fault that fails half way
+// (a node stopped, then an error) is healed too.
 func (n *nemesis) inject(ctx context.Context, kind string, target int) error {
-	var heal func(context.Context) error
+	act, heal, err := n.fault(kind, target)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.heal = heal
+	n.mu.Unlock()
+	if err := act(ctx); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.counts[kind]++
+	n.mu.Unlock()
+	n.note("%s %d", kind, target+1)
+	return nil
+}
+
+// fault returns what injects a fault of kind on target, and what heals it.
+func (n *nemesis) fault(kind string, target int) (act, heal func(context.Context) error, err error) {
+	node := target + 1
 	switch kind {
 	case faultKillOrderd:
 		n.procs.mu.Lock()
 		p := n.procs.procs[target]
 		n.procs.mu.Unlock()
-		if err := p.cmd.Process.Kill(); err != nil {
-			return err
+		act = func(context.Context) error {
+			if err := p.cmd.Process.Kill(); err != nil {
+				return err
+			}
+			<-p.exited
+			return nil
 		}
-		<-p.exited
 		heal = func(context.Context) error {
 			q, err := launchOrderdAt(p.addr, n.procs.env...)
 			if err != nil {
@@ -168,39 +197,31 @@ func (n *nemesis) inject(ctx context.Context, kind string, target int) error {
 			return nil
 		}
 	case faultPauseNode:
-		if err := cluster.PauseNode(ctx, target+1); err != nil {
-			return err
-		}
-		heal = func(ctx context.Context) error { return cluster.ResumeNode(ctx, target+1) }
+		act = func(ctx context.Context) error { return cluster.PauseNode(ctx, node) }
+		heal = func(ctx context.Context) error { return cluster.ResumeNode(ctx, node) }
 	case faultKillBroker:
-		if err := broker.Kill(ctx); err != nil {
-			return err
-		}
-		heal = broker.Start
+		act, heal = broker.Kill, broker.Start
 	case faultKillNode:
-		if err := cluster.KillNode(ctx, target+1); err != nil {
-			return err
-		}
-		heal = func(ctx context.Context) error { return cluster.StartNode(ctx, target+1) }
+		act = func(ctx context.Context) error { return cluster.KillNode(ctx, node) }
+		heal = func(ctx context.Context) error { return cluster.StartNode(ctx, node) }
 	case faultPartition:
 		rules, err := partitionRules(target)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		for _, r := range rules {
-			if err := iptables(append([]string{"-I", "INPUT"}, r...)...); err != nil {
-				_ = healIptables()
-				return err
+		act = func(context.Context) error {
+			for _, r := range rules {
+				if err := iptables(append([]string{"-I", "INPUT"}, r...)...); err != nil {
+					return err
+				}
 			}
+			return nil
 		}
 		heal = func(context.Context) error { return healIptables() }
+	default:
+		return nil, nil, fmt.Errorf("no fault %q", kind)
 	}
-	n.mu.Lock()
-	n.counts[kind]++
-	n.heal = heal
-	n.mu.Unlock()
-	n.note("%s %d", kind, target+1)
-	return nil
+	return act, heal, nil
 }
 
 // healNow heals the fault in force, if any.
@@ -217,6 +238,13 @@ func (n *nemesis) healNow() error {
 	err := heal(ctx)
 	n.note("healed (err %v)", err)
 	return err
+}
+
+// record is the log of faults injected and healed, one a line.
+func (n *nemesis) record() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.log, "\n")
 }
 
 func (n *nemesis) summary() string {

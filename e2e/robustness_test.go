@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atlasmart/orderd/internal/outbox"
@@ -76,32 +76,11 @@ func TestRobustness(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-
 	topic := fmt.Sprintf("robustness.%d.events", time.Now().UnixNano()/1e6)
-	procs := &instances{env: append(append([]string{}, robustEnv...), "ORDERD_KAFKA_TOPIC="+topic)}
-	for range robustInstances {
-		p, err := launchOrderd(procs.env...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs.procs = append(procs.procs, p)
-	}
-	t.Cleanup(func() {
-		if err := procs.stopAll(); err != nil {
-			t.Error(err)
-		}
-	})
-
+	procs := startRobustInstances(t, topic)
 	tenants := []string{"robust-a", "robust-b"}
-	clients := map[string][]ordersv1.OrderServiceClient{} // tenant -> one per instance
-	for _, tn := range tenants {
-		creds := sec.files.Client(sec.jwtFor(t, tn, []string{"create", "read"}, time.Now().Add(24*time.Hour)))
-		for _, addr := range procs.addrs() {
-			clients[tn] = append(clients[tn], dialAs(t, addr, creds))
-		}
-	}
+	clients := dialTenants(t, tenants, procs.addrs())
 
-	history, gen := rb.NewHistory(), newTraffic(tenants)
 	nem := &nemesis{t: t, rng: rand.New(rand.NewPCG(uint64(seed), 0)), kinds: kinds, procs: procs, counts: map[string]int{}}
 	// However the test ends, the fault in force is healed: registered
 	// after the instances' cleanup, so it runs before it.
@@ -110,6 +89,56 @@ func TestRobustness(t *testing.T) {
 			t.Errorf("heal the fault in force: %v", err)
 		}
 	})
+	history, gen := rb.NewHistory(), newTraffic(tenants)
+	runTraffic(seed, traffic, nem, gen, history, clients)
+	if err := nem.healNow(); err != nil {
+		t.Errorf("heal the last fault: %v", err)
+	}
+	t.Logf("faults:\n%s", nem.record())
+
+	ops := history.Operations()
+	acks := rb.Acknowledged(ops)
+	ev := rb.CheckEvents(readEvents(t, topic, tenants, acks, robustEventsWithin), acks)
+	lin := rb.Check(ops, robustCheckTimeout)
+	reportRobustness(t, seed, traffic, gen, nem, ops, lin, ev)
+}
+
+// startRobustInstances starts the run's orderd instances, publishing to
+// topic; they are stopped when the test ends.
+func startRobustInstances(t *testing.T, topic string) *instances {
+	procs := &instances{env: append(slices.Clone(robustEnv), "ORDERD_KAFKA_TOPIC="+topic)}
+	t.Cleanup(func() {
+		if err := procs.stopAll(); err != nil {
+			t.Error(err)
+		}
+	})
+	for range robustInstances {
+		p, err := launchOrderd(procs.env...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs.procs = append(procs.procs, p)
+	}
+	return procs
+}
+
+// dialTenants is, for each tenant, one client per address, acting for it
+// with a JWT (create and read).
+func dialTenants(t *testing.T, tenants, addrs []string) map[string][]ordersv1.OrderServiceClient {
+	clients := map[string][]ordersv1.OrderServiceClient{}
+	for _, tn := range tenants {
+		creds := sec.files.Client(sec.jwtFor(t, tn, []string{"create", "read"}, time.Now().Add(24*time.Hour)))
+		for _, addr := range addrs {
+			clients[tn] = append(clients[tn], dialAs(t, addr, creds))
+		}
+	}
+	return clients
+}
+
+// runTraffic runs the workers and the nemesis for the traffic's duration
+// and waits for all of them.
+func runTraffic(seed int64, traffic time.Duration, nem *nemesis, gen *traffic, history *rb.History,
+	clients map[string][]ordersv1.OrderServiceClient) {
 	ctx, stop := context.WithTimeout(context.Background(), traffic)
 	defer stop()
 	var wg sync.WaitGroup
@@ -125,7 +154,7 @@ func TestRobustness(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(w+1)))
 			for ctx.Err() == nil {
 				c := gen.next(rng)
-				cl := clients[c.in.Tenant][rng.IntN(robustInstances)]
+				cl := clients[c.in.Tenant][rng.IntN(len(clients[c.in.Tenant]))]
 				call := history.Invoke(w, c.in)
 				out, unexpected := send(ctx, cl, c)
 				call.Return(out)
@@ -134,23 +163,19 @@ func TestRobustness(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if err := nem.healNow(); err != nil {
-		t.Errorf("heal the last fault: %v", err)
-	}
-	t.Logf("faults:\n%s", strings.Join(nem.log, "\n"))
+}
 
-	ops := history.Operations()
-	acks := rb.Acknowledged(ops)
-	events := readEvents(t, topic, tenants, acks, robustEventsWithin)
-	ev := rb.CheckEvents(events, acks)
-	lin := rb.Check(ops, robustCheckTimeout)
-
+// reportRobustness prints the one-line verdict and fails the test with
+// what the checks found.
+func reportRobustness(t *testing.T, seed int64, traffic time.Duration, gen *traffic, nem *nemesis,
+	ops []porcupine.Operation, lin rb.Verdict, ev rb.EventVerdict) {
+	unexpected := gen.unexpected()
 	verdict := "PASS"
-	if !lin.OK() || !ev.OK() || len(gen.codes) > 0 {
+	if !lin.OK() || !ev.OK() || len(unexpected) > 0 {
 		verdict = "FAIL"
 	}
 	line := fmt.Sprintf("robustness: %s seed=%d traffic=%s calls=%s faults=%s unexpected=%v | history: %v | events: %v",
-		verdict, seed, traffic, gen.summary(), nem.summary(), gen.codes, lin, ev)
+		verdict, seed, traffic, gen.summary(), nem.summary(), unexpected, lin, ev)
 	fmt.Fprintf(os.Stderr, "e2e: %s\n", line)
 	t.Log(line)
 	if len(lin.Illegal) > 0 {
@@ -162,22 +187,21 @@ func TestRobustness(t *testing.T) {
 			t.Logf("porcupine's view of the orders not linearizable: %s", path)
 		}
 	}
-	for i, s := range append(lin.Illegal, lin.TimedOut...) {
-		if i == maxProblemsShown {
-			t.Errorf("... and %d more orders", len(lin.Illegal)+len(lin.TimedOut)-i)
-			break
-		}
-		t.Errorf("not linearizable: %s", s)
+	reportSome(t, "not linearizable: ", append(lin.Illegal, lin.TimedOut...))
+	reportSome(t, "events: ", ev.Problems)
+	if len(unexpected) > 0 {
+		t.Errorf("answers no call of this traffic may get: %v", unexpected)
 	}
-	for i, p := range ev.Problems {
+}
+
+// reportSome fails the test with the first maxProblemsShown problems.
+func reportSome(t *testing.T, prefix string, problems []string) {
+	for i, p := range problems {
 		if i == maxProblemsShown {
-			t.Errorf("... and %d more event problems", len(ev.Problems)-i)
-			break
+			t.Errorf("%s... and %d more", prefix, len(problems)-i)
+			return
 		}
-		t.Errorf("events: %s", p)
-	}
-	if len(gen.codes) > 0 {
-		t.Errorf("answers no call of this traffic may get: %v", gen.codes)
+		t.Errorf("%s%s", prefix, p)
 	}
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -219,6 +220,13 @@ func (tr *traffic) summary() string {
 		parts = append(parts, fmt.Sprintf("%s=%d", name, tr.calls[name]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// unexpected is a copy of the unexpected answers counted so far.
+func (tr *traffic) unexpected() map[string]int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return maps.Clone(tr.codes)
 }
 
 // rngReader reads random bytes from a seeded generator (for UUIDs).
