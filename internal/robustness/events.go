@@ -53,9 +53,10 @@ func Acknowledged(history []porcupine.Operation) []Ack {
 
 // EventVerdict is what the check of the topic found.
 type EventVerdict struct {
-	Records  int // records read
-	Distinct int // distinct event ids
-	Acked    int // acknowledged writes checked
+	Records   int // records read
+	Distinct  int // distinct event ids
+	MaxCopies int // the most records of one event id
+	Acked     int // acknowledged writes checked
 	// Shared counts event ids that name more than one event; Missing,
 	// acknowledged writes without an event. Problems describes each.
 	Shared, Missing int
@@ -72,7 +73,7 @@ type EventVerdict struct {
 func (v EventVerdict) OK() bool { return len(v.Problems) == 0 }
 
 func (v EventVerdict) String() string {
-	s := fmt.Sprintf("%d records, %d distinct events, %d acknowledged writes", v.Records, v.Distinct, v.Acked)
+	s := fmt.Sprintf("%d records, %d distinct events (at most %d copies of one), %d acknowledged writes", v.Records, v.Distinct, v.MaxCopies, v.Acked)
 	if v.OK() {
 		s += ": every one published, ids unique"
 	} else {
@@ -97,10 +98,13 @@ func CheckEvents(events []Event, acks []Ack) EventVerdict {
 	}
 	byID := map[string]what{}
 	shared := map[string]bool{}
+	copies := map[string]int{}
 	published := map[Ack]bool{}
 	newest := map[[2]string]int64{} // (tenant, order) -> newest version first delivered so far
 	for _, e := range events {
 		w := what{e.Type, e.Tenant, e.OrderID, e.Version}
+		copies[e.ID]++
+		v.MaxCopies = max(v.MaxCopies, copies[e.ID])
 		if prev, ok := byID[e.ID]; !ok {
 			byID[e.ID] = w
 		} else if prev != w {

@@ -28,6 +28,9 @@ func TestEventChecks(t *testing.T) {
 	for _, c := range cases {
 		v := CheckEvents(c.events, acks)
 		got := strings.Join(v.Problems, "\n")
+		if c.name == "all published, one duplicated" && v.MaxCopies != 2 {
+			t.Errorf("%s: %v; want at most 2 copies of one event", c.name, v)
+		}
 		if c.want == "" && !v.OK() || c.want != "" && !strings.Contains(got, c.want) {
 			t.Errorf("%s: %v %q; want problem %q", c.name, v, got, c.want)
 		}
