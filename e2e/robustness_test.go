@@ -36,11 +36,15 @@ const (
 )
 
 // robustEnv is every instance's settings: reconcilers on and quick, so
-// what a fault leaves unfinished is finished within the run.
+// what a fault leaves unfinished is finished within the run. The grace
+// exceeds request timeout + CQL timeout + 2 x max clock skew (4 + 4 + 1 s),
+// as orderd requires.
 var robustEnv = []string{
 	"ORDERD_RECONCILER=true",
 	"ORDERD_RECONCILE_GRACE=10s",
 	"ORDERD_REQUEST_TIMEOUT=4s",
+	"ORDERD_CQL_TIMEOUT=4s",
+	"ORDERD_MAX_CLOCK_SKEW=500ms",
 	"ORDERD_RECONCILE_INTERVAL=500ms",
 	"ORDERD_RECONCILE_BACKOFF=300ms",
 	"ORDERD_RECONCILE_BACKOFF_MAX=2s",
