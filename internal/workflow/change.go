@@ -295,6 +295,11 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 		return ChangeResult{}, fault.New(fault.ReasonClusterUnavailable,
 			fmt.Errorf("order %s: the history up to version %d does not read back whole yet", cmd.OrderID, c.Version))
 	}
+	// The change as its version row holds it: accepted by an earlier claim
+	// of the same request (one that died after the version check), it
+	// carries that claim's time, and every finisher must project and
+	// publish the same values under the same write times.
+	c = hist[len(hist)-1]
 	o := base.At(hist)
 	if err := s.projector.WriteChange(ctx, o, c); err != nil {
 		return ChangeResult{}, err

@@ -7,8 +7,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/outbox"
 	"github.com/atlasmart/orderd/ledger"
 )
 
@@ -91,5 +93,47 @@ func TestStaleChangeAheadOfTheOrderStaysStaleAfterRetention(t *testing.T) {
 	_, err = f.svc.ChangeOrder(context.Background(), testTenant, other)
 	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
 		t.Errorf("reason %s, want REQUEST_ID_REUSED", fe.Reason)
+	}
+}
+
+// A change accepted under one claim and finished under a later one (the
+// first attempt died after the version check, the ledger forgot it, the
+// client retried) is projected and published as it was accepted: with the
+// time the version row holds, not the later claim's. Projected with the
+// later claim's time, its cells would tie at one write time with another
+// finisher's cells of different values.
+func TestChangeFinishedUnderALaterClaimKeepsItsAcceptedTime(t *testing.T) {
+	f := newChangeFixture(t, failpointsOrDie(t, failpoint.AfterVersion+"=error*1"))
+	in := f.amend(1, "accepted once")
+	if _, err := f.svc.ChangeOrder(context.Background(), testTenant, in); err == nil {
+		t.Fatal("the first attempt passed its failpoint")
+	}
+	f.svc.Wait()
+	h := f.history(t)
+	if len(h) != 1 {
+		t.Fatalf("history after the first attempt = %+v, want the accepted change", h)
+	}
+	accepted := h[0]
+	f.expire(t, in)
+
+	res := f.change(t, in)
+	if !res.Change.At.Equal(accepted.At) || res.Change != accepted {
+		t.Errorf("answer's change = %+v, want the one accepted %+v", res.Change, accepted)
+	}
+	if cur := f.current(t); !cur.UpdatedAt.Equal(accepted.At) || cur.Version != 2 {
+		t.Errorf("order = version %d updated %s, want version 2 updated at the acceptance, %s", cur.Version, cur.UpdatedAt, accepted.At)
+	}
+	var published []time.Time
+	for _, r := range f.pub.Records() {
+		ev, err := outbox.Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetOrderVersion() == 2 {
+			published = append(published, ev.GetOccurredAt().AsTime())
+		}
+	}
+	if len(published) != 1 || !published[0].Equal(accepted.At) {
+		t.Errorf("version 2's events occurred at %v, want one at the acceptance, %s", published, accepted.At)
 	}
 }
