@@ -574,6 +574,7 @@ inline settleCreate(_tn, _ok) {
 #else
 #define DUE(t) (!live[t])
 #endif
+#define SWEEP(tt) if :: live[tt] -> ent[tt] = 0 :: else fi;
 #define PICKC(tt) :: atomic { RECON_OK && ent[tt] && DUE(tt) -> et = tt }; break
 #define PICKCR(tn) :: atomic { RECON_OK && CREATES && cent[tn] && !clive[tn] -> ec = tn }; break
 
@@ -587,8 +588,12 @@ end:
 	PICKCR(1) PICKCR(2)
 #if SKEW && defined(BUG_LEADING_SWEEP)
 	:: atomic { skew && !tomb ->
-		/* the final sweep of a minute the leading clock thinks past */
-		ent[1] = 0; ent[2] = 0; ent[3] = 0; ent[4] = 0; tomb = 1 }
+		/* the final sweep of a minute the leading clock thinks past:
+		   every entry it listed is settled (the normal path above), then
+		   DropBucket deletes the minute whole, with the entries attempts
+		   still running wrote into it since, under a tombstone dated in
+		   the reconciler's future that also hides later writes */
+		SWEEP(1) SWEEP(2) SWEEP(3) SWEEP(4) tomb = 1 }
 #endif
 	od;
 	atomic { opStart(RBIT) }
