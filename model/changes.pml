@@ -18,11 +18,14 @@
  * and change ids).
  *
  * ABSTRACTIONS (model/README.md repeats them)
- *  - One order O of tenant 1, created at version 1. Three change intents
+ *  - One order O of tenant 1, created at version 1. Four change intents
  *    on it: 1 = request r1, an amendment, expected version 1; 2 = request
  *    r2, a cancellation, expected version 1 (so 1 and 2 race for version
  *    2); 3 = request r1 again, another amendment, expected version 2, sent
- *    only after r1's ledger row expired (-DRETAIN=1). A cancelled order
+ *    only after r1's ledger row expired (-DRETAIN=1); 4 = request r3, an
+ *    amendment expecting version 2 while the order may still be at 1
+ *    (ahead of it), retried (-DAHEAD=1: r3's row may expire; 2: not).
+ *    A cancelled order
  *    refusing later changes is not modelled: intent 3 is sent only when
  *    intent 1 (not the cancel) made version 2.
  *  - Ids: the change id is ChangeID(tenant, operation, request id), so it
@@ -56,11 +59,11 @@
  *    attempt that wrote it has ended (the grace exceeds the handler's
  *    deadline) and, with -DSKEW=1, only while the reconciler's clock is
  *    within the measured skew bound (see the clock below). T2: a duplicate
- *    may take over at any moment. T3 (-DRETAIN=1): r1's ledger row expires
- *    at any moment once its request is settled (its conflict recorded, or
- *    its change projected AND its event delivered: the delivery obligation
- *    outlives nothing it needs), provided the operations running then
- *    have ended since; r2's row outlives the run.
+ *    may take over at any moment. T3 (-DRETAIN=1: r1's row; -DAHEAD=1:
+ *    r3's): the row expires at any moment once its request is settled (its
+ *    conflict recorded, or its change projected AND its event delivered:
+ *    the delivery obligation outlives nothing it needs), provided the
+ *    operations running then have ended since; other rows outlive the run.
  *  - The due queue: one entry row per attempt (the claim's) and one per
  *    create; a reschedule (insert the new row, then delete the old) is
  *    the entry staying; shards, buckets, cursors, leases are not modelled.
@@ -70,14 +73,17 @@
  *    once, then given up (the code: SettleAttempts); a claim found absent
  *    after a lost answer is sent again once.
  *
- * SWITCHES (spin -D...): NCH (change intents 1..NCH race: 1 or 2), TRIES1,
- * CREATES, RETAIN (r1's row expires; intent 3 reuses r1), OLDREC (a
- * reconciler of the release before changes runs beside the new one), SKEW
- * (the reconciler's clock leads by more than the bound for a while),
- * MAXFAULTS, MAXCRASH; defects put back: BUG_CREATED_EVENT_ID,
- * BUG_OLD_RECONCILER_AS_CREATE, BUG_UNKNOWN_OP_DEADLETTER,
- * BUG_LEADING_CLOCK, BUG_LEADING_SWEEP, BUG_CHANGE_ID_REUSE,
- * BUG_OBLIGATION_EXPIRES, BUG_VERSION_BY_READ.
+ * SWITCHES (spin -D...): NCH (change intents 1..NCH race: 0, 1 or 2),
+ * TRIES1, CREATES, RETAIN (r1's row expires; intent 3 reuses r1), AHEAD
+ * (intent 4), OLDREC (a reconciler of the release before changes runs
+ * beside the new one), SKEW (the reconciler's clock leads by more than the
+ * bound for a while), MAXFAULTS, MAXCRASH. Without a BUG_ switch the model
+ * is the fixed protocol, rules F1 to F6 of model/README.md; each BUG_
+ * switch drops one: BUG_CREATED_EVENT_ID (F1), BUG_OLD_RECONCILER_AS_CREATE
+ * and BUG_UNKNOWN_OP_DEADLETTER (F2), BUG_LEADING_CLOCK and
+ * BUG_LEADING_SWEEP (F3), BUG_CHANGE_ID_REUSE (F4), BUG_OBLIGATION_EXPIRES
+ * (F5), BUG_STALE_AHEAD (F6); BUG_VERSION_BY_READ replaces the version LWT
+ * by a read and a plain write (promise 5's check can fail).
  */
 
 /* ---- configuration ------------------------------------------------ */
