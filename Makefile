@@ -32,7 +32,7 @@ LDFLAGS  := -X $(PROMVER).Version=$(VERSION) -X $(PROMVER).Revision=$(REVISION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit test-deploy model-check test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak
+	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
 
 all: build
 
@@ -132,6 +132,17 @@ model-check:
 test-e2e:
 	$(GO) test -count=1 -p 1 -parallel 4 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
 		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e.log; exit $$rc
+
+# The robustness suite alone (docs/robustness.md): DURATION of randomised
+# traffic under faults (default 2m), SEED to replay a run's calls and
+# faults. The run bounds itself: the traffic, then at most 3 minutes for the
+# events and a minute per order for the check.
+DURATION ?=
+SEED     ?=
+robustness:
+	@mkdir -p $(BIN)
+	ROBUSTNESS_DURATION=$(DURATION) ROBUSTNESS_SEED=$(SEED) $(GO) test -count=1 -p 1 -timeout 0 -v -run '^TestRobustness$$' ./e2e/ 2>&1 | \
+		tee $(BIN)/robustness.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)'
 
 # Which statements no test reaches, over the unit tests and the e2e tests
 # with the orderd processes they start (scripts/cover.sh): each package's

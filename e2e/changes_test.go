@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -124,6 +125,19 @@ func ledgerRows(t *testing.T, op, requestID string) int {
 	return n
 }
 
+// forgetRequest deletes a request's ledger row, as its TTL does at the end
+// of the retention.
+func forgetRequest(t *testing.T, op, requestID string) {
+	t.Helper()
+	if _, err := freshSession(t).Query(`DELETE FROM write_requests_by_id WHERE tenant = ? AND operation = ? AND request_id = ? IF EXISTS`,
+		tenant, op, requestID).SerialConsistency(gocql.LocalSerial).MapScanCASContext(callCtx(t), map[string]any{}); err != nil {
+		t.Fatalf("delete the ledger row of %s: %v", requestID, err)
+	}
+	if n := ledgerRows(t, op, requestID); n != 0 {
+		t.Fatalf("the ledger row of %s is still there", requestID)
+	}
+}
+
 // wantHistory checks versions 2..upTo each have exactly one row, and that
 // version 8's is the given request's.
 func wantHistory(t *testing.T, orderID string, upTo int64, v8Request string) {
@@ -232,6 +246,42 @@ func TestDesignDoc003VersionedChanges(t *testing.T) {
 			t.Errorf("note = %q, want %q", got.GetShippingNote(), "first")
 		}
 		wantHistory(t, o.GetOrderId(), 8, req.RequestId)
+	})
+
+	t.Run("after the ledger forgot the requests: a reused id is refused, a stale change stays stale", func(t *testing.T) {
+		o := orderAtVersion(t, c, 7)
+		ahead := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 9, ShippingNote: "ahead"}
+		_, _, err := amend(t, c, ahead)
+		wantStale(t, err, "7")
+		first := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 7, ShippingNote: "first"}
+		if _, _, err := amend(t, c, first); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := amend(t, c, &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(),
+			ExpectedVersion: 8, ShippingNote: "ninth"}); err != nil {
+			t.Fatal(err)
+		}
+		// The order is at the version ahead expected; the ledger's rows go
+		// as they do when the retention ends.
+		forgetRequest(t, "AMEND_ORDER", ahead.RequestId)
+		forgetRequest(t, "AMEND_ORDER", first.RequestId)
+
+		_, _, err = amend(t, c, ahead)
+		wantStale(t, err, "7")
+		reuse := &ordersv1.AmendOrderRequest{RequestId: first.RequestId, OrderId: o.GetOrderId(), ExpectedVersion: 9, ShippingNote: "second"}
+		if _, _, err := amend(t, c, reuse); status.Code(err) != codes.FailedPrecondition || reason(status.Convert(err)) != "REQUEST_ID_REUSED" {
+			t.Fatalf("reuse after the retention = %v, want FAILED_PRECONDITION REQUEST_ID_REUSED", err)
+		}
+		if got := getOrder(t, c, o.GetOrderId(), 9); got.GetShippingNote() != "ninth" {
+			t.Errorf("note = %q, want %q", got.GetShippingNote(), "ninth")
+		}
+		rows := versionRows(t, o.GetOrderId())
+		if len(rows) != 8 {
+			t.Errorf("order_versions holds %d changes, want 8 (versions 2..9): %+v", len(rows), rows)
+		}
+		if n := len(eventRows(t, o.GetOrderId())); n != 9 {
+			t.Errorf("%d event rows, want 9 (the creation and 8 changes)", n)
+		}
 	})
 
 	t.Run("two identical attempts at once: one change, the other replays", func(t *testing.T) {

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/reconciler"
@@ -11,18 +14,31 @@ import (
 
 // The lease coordinator's contract on the real cluster:
 // reconciler.CassandraCoordinator through a FaultSession, the same suite
-// reconcilertest.MemoryCoordinator passes. It shares the run's keyspace:
-// the suite's shards are far above the reconciler's, and its membership
-// measurements are relative to whatever else is alive.
+// reconcilertest.MemoryCoordinator passes. It runs in a keyspace of its
+// own: its members say they finish no operation (as an older release's
+// would), which in the run's keyspace would hold back every other test's
+// CancelOrder and AmendOrder while they live.
 func TestCoordinatorContract(t *testing.T) {
 	isolated(t)
-	s := freshSession(t)
+	ks := "e2e_coord_" + uuid.NewString()[:8]
+	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { dropKeyspace(context.Background(), ks) })
+	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
 	reconcilertest.RunCoordinator(t, func(t *testing.T) reconcilertest.CoordinatorSubject {
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
 		return reconcilertest.CoordinatorSubject{
 			Coord: reconciler.NewCassandraCoordinator(fs),
 			Arm:   fs.Arm,
 			Wait:  time.Sleep,
+			Advertising: func(ops ...string) reconcilertest.Coordinator {
+				return reconciler.NewCassandraCoordinator(fs, ops...)
+			},
 		}
 	})
 }

@@ -3,7 +3,10 @@ package e2e
 import (
 	"testing"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/versions"
 	"github.com/atlasmart/orderd/internal/versions/versionstest"
 )
@@ -22,6 +25,31 @@ func TestVersionsContract(t *testing.T) {
 	t.Cleanup(done)
 	versionstest.Run(t, func(t *testing.T) versionstest.Subject {
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
-		return versionstest.Subject{Store: versions.NewCassandraStore(fs), Arm: fs.Arm}
+		return versionstest.Subject{Store: versions.NewCassandraStore(fs), Arm: fs.Arm, Before: fs.Before,
+			Unrecorded: func(t *testing.T, ch order.Change) bool { return applyUnrecorded(t, s, ch) }}
 	})
+}
+
+// applyUnrecorded runs the version check as a version before migration
+// 0006 sends it: the change's row and the statics, no outcome recorded.
+func applyUnrecorded(t *testing.T, s *gocql.Session, ch order.Change) bool {
+	t.Helper()
+	var note any
+	if ch.SetsNote() {
+		note = ch.ShippingNote
+	}
+	args := []any{ch.Version, ch.Status, gocql.UUID(ch.ID), ch.Operation, gocql.UUID(ch.RequestID), ch.Fingerprint,
+		ch.Status, note, ch.At, ch.Tenant, gocql.UUID(ch.OrderID), ch.Version}
+	cond := ` IF current_version = null`
+	if ch.Version-1 > order.CreatedVersion {
+		cond, args = ` IF current_version = ? AND status = 'CREATED'`, append(args, ch.Version-1)
+	}
+	applied, err := s.Query(`UPDATE order_versions SET current_version = ?, status = ?, change_id = ?, operation = ?,
+		request_id = ?, payload_hash = ?, new_status = ?, shipping_note = ?, changed_at = ?
+		WHERE tenant = ? AND order_id = ? AND version = ?`+cond, args...).
+		SerialConsistency(gocql.LocalSerial).MapScanCAS(map[string]any{})
+	if err != nil {
+		t.Fatalf("the unrecorded version check: %v", err)
+	}
+	return applied
 }

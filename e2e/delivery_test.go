@@ -14,6 +14,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/outbox"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
@@ -22,8 +23,8 @@ import (
 // id in want was seen at least once (then a little longer, to count
 // copies), and returns how many records each event id has. Every record is
 // checked to be a well-formed order event keyed by its order id, its id and
-// type in its headers (an ORDER_CREATED's id is its request id; a change's
-// makes version 2 or more).
+// type in its headers (an ORDER_CREATED's id derives from its tenant and
+// request id; a change's makes version 2 or more).
 func publishedEvents(t *testing.T, topic string, want []string, within time.Duration) map[string]int {
 	t.Helper()
 	c := newKafkaClient(t, broker.Addr(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -61,7 +62,7 @@ func publishedEvents(t *testing.T, topic string, want []string, within time.Dura
 			created := ev.GetType() == ordersv1.OrderEventType_ORDER_EVENT_TYPE_CREATED
 			if string(r.Key) != ev.GetOrder().GetOrderId() || outbox.Header(r, outbox.HeaderEventID) != ev.GetEventId() ||
 				outbox.Header(r, outbox.HeaderEventType) != "ORDER_"+strings.TrimPrefix(ev.GetType().String(), "ORDER_EVENT_TYPE_") ||
-				created && ev.GetEventId() != ev.GetRequestId() || !created && ev.GetOrderVersion() < 2 ||
+				created && ev.GetEventId() != createdEventIDOf(ev.GetTenant(), ev.GetRequestId()) || !created && ev.GetOrderVersion() < 2 ||
 				ev.GetOrder().GetVersion() != ev.GetOrderVersion() {
 				t.Fatalf("record %s/%d@%d is not a well-formed order event: key %q, headers %v, event %v",
 					r.Topic, r.Partition, r.Offset, r.Key, r.Headers, ev)
@@ -69,6 +70,25 @@ func publishedEvents(t *testing.T, topic string, want []string, within time.Dura
 			counts[ev.GetEventId()]++
 		})
 	}
+}
+
+// createdEventIDOf is the id of the ORDER_CREATED event of tenant's request.
+func createdEventIDOf(tenant, requestID string) string {
+	id, err := uuid.Parse(requestID)
+	if err != nil {
+		return ""
+	}
+	return order.EventID(tenant, order.Operation, id).String()
+}
+
+// createdEventIDs are the ids of the ORDER_CREATED events of the run's
+// tenant's requests.
+func createdEventIDs(requestIDs ...string) []string {
+	out := make([]string, len(requestIDs))
+	for i, id := range requestIDs {
+		out[i] = createdEventIDOf(tenant, id)
+	}
+	return out
 }
 
 // Every accepted order's event is published once on the happy path: the
@@ -87,8 +107,9 @@ func TestAcceptedOrdersArePublishedOnceEach(t *testing.T) {
 		}
 		ids = append(ids, req.RequestId)
 	}
-	counts := publishedEvents(t, eventsTopic, ids, 30*time.Second)
-	for _, id := range ids {
+	events := createdEventIDs(ids...)
+	counts := publishedEvents(t, eventsTopic, events, 30*time.Second)
+	for _, id := range events {
 		if counts[id] != 1 {
 			t.Errorf("event %s published %d times, want once", id, counts[id])
 		}
@@ -133,19 +154,20 @@ func TestDeliveryWorkerKilledBeforeSendingOrAfterTheAck(t *testing.T) {
 			healer := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_KAFKA_TOPIC="+topic)...)
 			// The entry goes only once the healer's publication was acknowledged.
 			waitNoDueEntries(t, req.RequestId, 30*time.Second)
-			counts := publishedEvents(t, topic, []string{req.RequestId}, 30*time.Second)
-			if counts[req.RequestId] < c.atLeast {
-				t.Errorf("event published %d times, want at least %d", counts[req.RequestId], c.atLeast)
+			event := createdEventIDOf(tenant, req.RequestId)
+			counts := publishedEvents(t, topic, []string{event}, 30*time.Second)
+			if counts[event] < c.atLeast {
+				t.Errorf("event published %d times, want at least %d", counts[event], c.atLeast)
 			}
-			t.Logf("event published %d times", counts[req.RequestId])
+			t.Logf("event published %d times", counts[event])
 
 			consumer, consumed := runConsumer(t, topic)
-			wantConsumerCounts(t, consumer, map[string]float64{"applied": 1, "duplicate": float64(counts[req.RequestId] - 1)})
+			wantConsumerCounts(t, consumer, map[string]float64{"applied": 1, "duplicate": float64(counts[event] - 1)})
 			inbox, err := consumerInbox(consumed)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(inbox) != 1 || inbox[uuid.MustParse(req.RequestId)] != 1 {
+			if len(inbox) != 1 || inbox[uuid.MustParse(event)] != 1 {
 				t.Errorf("consumer inbox = %v, want exactly the order's event, once", inbox)
 			}
 			wr := waitRequestState(t, healer.client, req.RequestId, ordersv1.RequestState_REQUEST_STATE_COMPLETE, 10*time.Second)
@@ -212,8 +234,9 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 		t.Fatalf("start the broker again: %v", err)
 	}
 	restarted = true
-	counts := publishedEvents(t, eventsTopic, ids, 90*time.Second)
-	for _, id := range ids {
+	events := createdEventIDs(ids...)
+	counts := publishedEvents(t, eventsTopic, events, 90*time.Second)
+	for _, id := range events {
 		if counts[id] < 1 {
 			t.Errorf("event %s not published", id)
 		}
@@ -235,19 +258,7 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 // any minute; a settled entry is marked done, not deleted).
 func dueEntries(t *testing.T, requestID string) int {
 	t.Helper()
-	s := freshSession(t)
-	it := s.Query(`SELECT done FROM due_requests WHERE request_id = ? ALLOW FILTERING`, requestID).IterContext(callCtx(t))
-	var done *bool
-	n := 0
-	for it.Scan(&done) {
-		if done == nil || !*done {
-			n++
-		}
-	}
-	if err := it.Close(); err != nil {
-		t.Fatalf("read due entries of %s: %v", requestID, err)
-	}
-	return n
+	return dueEntriesIn(t, keyspace, requestID)
 }
 
 func waitNoDueEntries(t *testing.T, requestID string, within time.Duration) {

@@ -57,11 +57,13 @@ func TestThreeInstancesBehindRoundRobinThroughKillAndDrain(t *testing.T) {
 		customers     = 8
 		shutdownGrace = 10 * time.Second
 	)
-	// A grace of 20 s: the orphans must still be unfinished when a is
-	// killed (their due entries fall due 20 s after their claim).
+	// A grace of 25 s: the orphans must still be unfinished when a is
+	// killed (their due entries fall due 25 s after their claim); it must
+	// exceed the request timeout (15 s) + CQL timeout (5 s) + 2 x the
+	// largest clock skew (2 s).
 	env := []string{
 		"ORDERD_RECONCILER=true",
-		"ORDERD_RECONCILE_GRACE=20s",
+		"ORDERD_RECONCILE_GRACE=25s",
 		"ORDERD_RECONCILE_INTERVAL=500ms",
 		"ORDERD_RECONCILE_BACKOFF=300ms",
 		"ORDERD_RECONCILE_BACKOFF_MAX=1s",

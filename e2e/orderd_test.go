@@ -62,11 +62,17 @@ func launchOrderd(env ...string) (*orderdProcess, error) {
 // launchOrderdAt is launchOrderd on a given address (to replace a process
 // that died, behind the same address its clients use).
 func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
+	return launchBinaryAt(orderdBinary, addr, env...)
+}
+
+// launchBinaryAt is launchOrderdAt of another orderd binary (an older
+// release's).
+func launchBinaryAt(binary, addr string, env ...string) (*orderdProcess, error) {
 	metricsAddr, err := freeport.Addr()
 	if err != nil {
 		return nil, err
 	}
-	p, err := spawnOrderd("serve", addr, metricsAddr, env...)
+	p, err := spawnBinary(binary, "serve", addr, metricsAddr, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +109,13 @@ func launchOrderdAt(addr string, env ...string) (*orderdProcess, error) {
 // broker, listening on addr (gRPC, for serve) and metricsAddr, with extra
 // ORDERD_* settings; it does not wait for the process to be ready.
 func spawnOrderd(command, addr, metricsAddr string, env ...string) (*orderdProcess, error) {
+	return spawnBinary(orderdBinary, command, addr, metricsAddr, env...)
+}
+
+// spawnBinary is spawnOrderd of another orderd binary.
+func spawnBinary(binary, command, addr, metricsAddr string, env ...string) (*orderdProcess, error) {
 	p := &orderdProcess{addr: addr, metricsAddr: metricsAddr, output: &syncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(orderdBinary, command)
+	p.cmd = exec.Command(binary, command)
 	p.cmd.Env = append(orderdEnv(),
 		"ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","),
 		"ORDERD_KEYSPACE="+keyspace,
@@ -128,7 +139,17 @@ func spawnOrderd(command, addr, metricsAddr string, env ...string) (*orderdProce
 // ends, and its output is logged if the test failed.
 func startOrderd(t *testing.T, env ...string) *orderdProcess {
 	t.Helper()
-	p, err := launchOrderd(env...)
+	return startBinary(t, orderdBinary, env...)
+}
+
+// startBinary is startOrderd of another orderd binary.
+func startBinary(t *testing.T, binary string, env ...string) *orderdProcess {
+	t.Helper()
+	addr, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := launchBinaryAt(binary, addr, env...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,16 @@ import (
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
-// Settings of an orderd whose reconciler acts within seconds.
+// Settings of an orderd whose reconciler acts within seconds. The grace
+// must exceed request timeout + CQL timeout + 2 x max clock skew (orderd
+// refuses to start otherwise): 1.5 + 3 + 1 < 6 s. A CQL timeout of 3 s is
+// still longer than the local cluster's write and CAS timeouts.
 var fastReconciler = []string{
 	"ORDERD_RECONCILER=true",
-	"ORDERD_RECONCILE_GRACE=2s",
+	"ORDERD_RECONCILE_GRACE=6s",
 	"ORDERD_REQUEST_TIMEOUT=1500ms",
+	"ORDERD_CQL_TIMEOUT=3s",
+	"ORDERD_MAX_CLOCK_SKEW=500ms",
 	"ORDERD_RECONCILE_INTERVAL=300ms",
 	"ORDERD_RECONCILE_BACKOFF=300ms",
 	"ORDERD_RECONCILE_BACKOFF_MAX=1s",

@@ -210,6 +210,18 @@ func TestTenantsAreIsolated(t *testing.T) {
 	if err != nil || r.Request.Tenant != "globex" || r.Request.OrderId != b.Order.OrderId {
 		t.Errorf("globex reading the shared request id: %v, %v; want its own request", r, err)
 	}
+	// Each order's ORDER_CREATED event is published under an id of its own
+	// (publishedEvents also checks that every record's id is the one its
+	// tenant and request id derive): a consumer deduplicating by event id
+	// applies both orders.
+	events := []string{createdEventIDOf("acme", shared.RequestId), createdEventIDOf("globex", shared.RequestId)}
+	if events[0] == events[1] || events[0] == shared.RequestId {
+		t.Fatalf("event ids %v for one request id of two tenants", events)
+	}
+	counts := publishedEvents(t, eventsTopic, events, 30*time.Second)
+	if counts[events[0]] < 1 || counts[events[1]] < 1 || counts[shared.RequestId] != 0 {
+		t.Errorf("records by event id = %v, want acme's and globex's events under ids of their own", counts)
+	}
 
 	// acme's private data: a request only acme used, two orders of one
 	// customer and a page token over them.

@@ -15,6 +15,7 @@ import (
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/invariant"
 	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/versions"
 )
 
 // `orderd verify` is the last word of every fault test, so it must be able
@@ -90,6 +91,25 @@ func TestVerifyFindsEachViolation(t *testing.T) {
 		SerialConsistency(gocql.LocalSerial).MapScanCASContext(cctx, map[string]any{}); err != nil || !applied {
 		t.Fatalf("seed the stranded request: %v %v", applied, err)
 	}
+	// Not damage: a change of the third order refused (its expected
+	// version ahead of the order), recorded in a partition with no change.
+	third, err := uuid.Parse(acks[2].OrderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aheadCmd := order.ChangeCommand{OrderID: third, ExpectedVersion: 3}
+	ahead := order.NewChange(tenant, order.OperationCancel, uuid.New(),
+		order.ChangeFingerprint(order.OperationCancel, aheadCmd.Encode()), aheadCmd, time.Now())
+	if d, err := versions.NewCassandraStore(cassandra.Wrap(s)).Apply(cctx, ahead); err != nil || d.Accepted {
+		t.Fatalf("the refused change: %+v %v", d, err)
+	}
+	// 5. An outcome recorded accepted at a version no row has.
+	phantom, phantomChange := uuid.New(), uuid.New()
+	rec := versions.Record{Fingerprint: "sha256:v1:phantom", Version: 2}
+	if err := s.Query(`UPDATE order_versions SET change_outcomes[?] = ? WHERE tenant = ? AND order_id = ?`,
+		gocql.UUID(phantomChange), rec.Encode(), tenant, gocql.UUID(phantom)).Consistency(gocql.All).ExecContext(cctx); err != nil {
+		t.Fatal(err)
+	}
 	// 4. An acknowledgement of a request the ledger never had.
 	ghost := uuid.New()
 	acks = append(acks, invariant.Ack{Tenant: tenant, RequestID: ghost.String(), OrderID: order.ID(tenant, ghost).String(),
@@ -106,13 +126,14 @@ func TestVerifyFindsEachViolation(t *testing.T) {
 		"its acknowledgement":    fmt.Sprintf("acknowledged request %s (order %s", rewritten.RequestID, rewritten.OrderID),
 		"the stranded request":   fmt.Sprintf("request %s PENDING for", stranded),
 		"the ghost ack":          fmt.Sprintf("acknowledged request %s is missing in the ledger", ghost),
+		"the phantom acceptance": fmt.Sprintf("order %s: change %s is recorded accepted at version 2", phantom, phantomChange),
 		"the count and the exit": "invariant violations in keyspace " + ks,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verify does not report %s (%q):\n%s", what, want, out)
 		}
 	}
-	if strings.Contains(out, ids[2]) {
-		t.Errorf("verify reports the undamaged third request %s:\n%s", ids[2], out)
+	if strings.Contains(out, ids[2]) || strings.Contains(out, acks[2].OrderID) {
+		t.Errorf("verify reports the undamaged third request %s or its refused change:\n%s", ids[2], out)
 	}
 }

@@ -74,6 +74,12 @@ var ErrNotFound error = fault.New(fault.ReasonRequestNotFound, errors.New("ledge
 // FAILED without leaving a visible order behind.
 var ErrUnfinishable = errors.New("the stored command cannot be finished")
 
+// ErrUnknownOperation marks a finisher's error for a request of an
+// operation this release does not know: a newer release's. Nothing may be
+// done to it (no attempt noted, no dead letter, no withdrawal): the due
+// entry is kept for a release that knows the operation.
+var ErrUnknownOperation = errors.New("operation unknown to this release")
+
 // Store is the request ledger. Errors other than ErrNotFound are
 // *fault.Error values of kind Unavailable (definitely not applied),
 // OutcomeUnknown (may have applied and could not be settled) or Internal.

@@ -211,8 +211,11 @@ func (c *CassandraStore) DueEntries(ctx context.Context, shard int, bucket, afte
 // DropBucket deletes one shard's minute whole (a single partition
 // tombstone). Only the owner of the shard's cursor calls it, when the
 // cursor passes the minute: no reader reads behind the cursor, so no read
-// ever meets the tombstone.
+// ever meets the tombstone. The tombstone is dated by the cluster's clock:
+// dated by a reconciler whose clock leads, it would also delete every entry
+// written into the partition until that clock's time came, for as long as
+// the tombstone lives.
 func (c *CassandraStore) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
-	err := c.s.Query(dropBucketCQL, shard, BucketOf(bucket)).Idempotent(true).ExecContext(ctx)
+	err := c.s.Query(dropBucketCQL, shard, BucketOf(bucket)).ServerTimestamp().Idempotent(true).ExecContext(ctx)
 	return cassandra.WriteError(fmt.Sprintf("drop due bucket of shard %d at %s", shard, BucketOf(bucket).Format(time.RFC3339)), err)
 }

@@ -104,3 +104,36 @@ func testClaim() Record {
 		EntityID: uuid.New(), Fingerprint: "sha256:v1:00", Command: []byte("{}"),
 		CreatedAt: time.Now().UTC(), ClaimToken: uuid.New()}
 }
+
+// TestDropBucketIsDatedByTheCluster: the due queue's partition tombstone is
+// dated by the coordinator's clock, never by this process's, so a
+// reconciler whose clock leads cannot date it ahead and delete entries
+// written into the minute after it (every other ledger write keeps the
+// driver's client-side time).
+func TestDropBucketIsDatedByTheCluster(t *testing.T) {
+	rec := cassandratest.NewRecorder(gocql.LocalSerial)
+	store, err := NewCassandraStore(rec, Config{ReleaseWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if won, _, err := store.Claim(ctx, testClaim(), nil); err != nil || !won {
+		t.Fatalf("Claim = %v, %v; want won", won, err)
+	}
+	if err := store.DropBucket(ctx, 3, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	drops := 0
+	for _, run := range rec.Runs() {
+		drop := run.Name == "queue.drop-bucket"
+		if drop {
+			drops++
+		}
+		if run.ServerTimestamp != drop {
+			t.Errorf("%s: dated by the cluster %v, want %v", run.Name, run.ServerTimestamp, drop)
+		}
+	}
+	if drops != 1 {
+		t.Errorf("%d drops recorded, want 1: %+v", drops, rec.Runs())
+	}
+}

@@ -286,6 +286,7 @@ type gatedQuery struct {
 func (q *gatedQuery) Consistency(gocql.Consistency) cassandra.Query       { return q }
 func (q *gatedQuery) SerialConsistency(gocql.Consistency) cassandra.Query { return q }
 func (q *gatedQuery) WithTimestamp(int64) cassandra.Query                 { return q }
+func (q *gatedQuery) ServerTimestamp() cassandra.Query                    { return q }
 func (q *gatedQuery) Idempotent(bool) cassandra.Query                     { return q }
 func (q *gatedQuery) PageSize(int) cassandra.Query                        { return q }
 func (q *gatedQuery) PageState([]byte) cassandra.Query                    { return q }

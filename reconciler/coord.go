@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -34,13 +35,17 @@ type Coordinator interface {
 	Cursor(ctx context.Context, shard int) (time.Time, bool, error)
 	// SaveCursor moves the shard's cursor (only the lease holder calls it).
 	SaveCursor(ctx context.Context, shard int, bucket time.Time) error
+	// Members lists the live instances with the operations each one's
+	// heartbeat says it finishes (none for a release that says nothing).
+	Members(ctx context.Context) (map[uuid.UUID][]string, error)
 }
 
 const (
 	group = "orderd"
 
-	heartbeatCQL = `/* coord.heartbeat */ INSERT INTO reconciler_members (grp, instance, seen_at) VALUES (?, ?, ?) USING TTL ?`
+	heartbeatCQL = `/* coord.heartbeat */ INSERT INTO reconciler_members (grp, instance, seen_at, operations) VALUES (?, ?, ?, ?) USING TTL ?`
 	membersCQL   = `/* coord.members */ SELECT instance FROM reconciler_members WHERE grp = ?`
+	memberOpsCQL = `/* coord.member-ops */ SELECT instance, operations FROM reconciler_members WHERE grp = ?`
 	leaveCQL     = `/* coord.leave */ DELETE FROM reconciler_members WHERE grp = ? AND instance = ?`
 
 	// reconciler_leases is written only with LWTs.
@@ -56,20 +61,24 @@ const (
 )
 
 // CassandraCoordinator is the Coordinator on the keyspace's reconciler tables.
-type CassandraCoordinator struct{ s cassandra.Session }
+type CassandraCoordinator struct {
+	s          cassandra.Session
+	operations []string // what this instance's heartbeats say it finishes
+}
 
 var _ Coordinator = (*CassandraCoordinator)(nil)
 
-// NewCassandraCoordinator returns a Coordinator on s.
-func NewCassandraCoordinator(s cassandra.Session) *CassandraCoordinator {
-	return &CassandraCoordinator{s: s}
+// NewCassandraCoordinator returns a Coordinator on s whose heartbeats say
+// that its instance finishes operations.
+func NewCassandraCoordinator(s cassandra.Session, operations ...string) *CassandraCoordinator {
+	return &CassandraCoordinator{s: s, operations: operations}
 }
 
 func seconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
 
 // Heartbeat implements Coordinator.
 func (c *CassandraCoordinator) Heartbeat(ctx context.Context, instance uuid.UUID, ttl time.Duration) (int, error) {
-	if err := c.s.Query(heartbeatCQL, group, instance.String(), time.Now().UTC(), seconds(ttl)).
+	if err := c.s.Query(heartbeatCQL, group, instance.String(), time.Now().UTC(), c.operations, seconds(ttl)).
 		Idempotent(true).ExecContext(ctx); err != nil {
 		return 0, cassandra.WriteError("reconciler heartbeat", err)
 	}
@@ -80,6 +89,21 @@ func (c *CassandraCoordinator) Heartbeat(ctx context.Context, instance uuid.UUID
 		n++
 	}
 	return n, cassandra.ReadError("count reconcilers", iter.Close())
+}
+
+// Members implements Coordinator.
+func (c *CassandraCoordinator) Members(ctx context.Context) (map[uuid.UUID][]string, error) {
+	iter := c.s.Query(memberOpsCQL, group).IterContext(ctx)
+	out := map[uuid.UUID][]string{}
+	var (
+		id  gocql.UUID
+		ops []string
+	)
+	for iter.Scan(&id, &ops) {
+		out[uuid.UUID(id)] = slices.Sorted(slices.Values(ops))
+		ops = nil
+	}
+	return out, cassandra.ReadError("read reconcilers' operations", iter.Close())
 }
 
 // Leave implements Coordinator.

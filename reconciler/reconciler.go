@@ -131,6 +131,10 @@ type Stats struct {
 	Undelivered       int64
 	OldestUndelivered time.Duration
 	Parked            int64
+	// UnknownOperation counts the due entries this release left alone
+	// because their request's operation is a newer release's: a fleet of
+	// mixed releases, or an older release rolled back to.
+	UnknownOperation int64
 }
 
 // Loop is one reconciler instance.
@@ -161,6 +165,7 @@ type Loop struct {
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
 	pending, oldestPendingNanos, minutesPassed, cursorLagNanos          atomic.Int64
 	undelivered, oldestUndeliveredNanos, parked                         atomic.Int64
+	unknownOperation                                                    atomic.Int64
 }
 
 // New returns a Loop; it starts nothing.
@@ -181,7 +186,7 @@ func (l *Loop) Stats() Stats {
 		Pending: l.pending.Load(), OldestPending: time.Duration(l.oldestPendingNanos.Load()), OwnedShards: owned,
 		MinutesPassed: l.minutesPassed.Load(), CursorLag: time.Duration(l.cursorLagNanos.Load()),
 		Undelivered: l.undelivered.Load(), OldestUndelivered: time.Duration(l.oldestUndeliveredNanos.Load()),
-		Parked: l.parked.Load(),
+		Parked: l.parked.Load(), UnknownOperation: l.unknownOperation.Load(),
 	}
 }
 
@@ -350,6 +355,8 @@ type PassResult struct {
 	Undelivered       int
 	Parked            int
 	OldestUndelivered time.Time
+	// UnknownOperation counts the entries left for a newer release.
+	UnknownOperation int
 }
 
 // noteCursor keeps c if it is older than the oldest cursor noted so far.
@@ -371,6 +378,7 @@ func (r *PassResult) add(o PassResult) {
 	r.Dropped += o.Dropped
 	r.Undelivered += o.Undelivered
 	r.Parked += o.Parked
+	r.UnknownOperation += o.UnknownOperation
 	r.noteUndelivered(o.OldestUndelivered)
 }
 
@@ -459,9 +467,10 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 	if err != nil {
 		l.passErrors.Add(1)
 	}
-	if res.Pending > 0 || res.Dropped > 0 {
+	if res.Pending > 0 || res.Dropped > 0 || res.UnknownOperation > 0 {
 		l.log.Info("reconciler pass", "shards", res.Shards, "buckets", res.Buckets, "pending", res.Pending,
-			"finished", res.Finished, "retried", res.Retried, "dead_lettered", res.DeadLettered, "dropped", res.Dropped)
+			"finished", res.Finished, "retried", res.Retried, "dead_lettered", res.DeadLettered, "dropped", res.Dropped,
+			"unknown_operation", res.UnknownOperation)
 	}
 	return res, err
 }
@@ -608,6 +617,9 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 		return true, l.drop(ctx, e, res) // settled, or a losing attempt's entry
 	}
 	ferr := l.finish(ctx, rec)
+	if errors.Is(ferr, ledger.ErrUnknownOperation) {
+		return l.leaveForNewerRelease(ctx, e, rec, ferr, res)
+	}
 	// An order whose event alone is owed is the outbox's backlog, not an
 	// unfinished request: it has its own gauges and alerts.
 	if undelivered(ferr) {
@@ -676,6 +688,26 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 		return true, nil
 	}
 	l.note(slog.LevelInfo, "reconcile attempt failed; retrying later", retry...)
+	return true, nil
+}
+
+// leaveForNewerRelease keeps the entry of a request whose operation this
+// release does not know, acting on nothing of the request: no attempt
+// noted, no dead letter, no withdrawal. Its entry is moved BackoffMax on
+// (a plain move of this instance's own queue row, as every retry makes), so
+// the minute can be passed and the request is looked at again, by whichever
+// instance leases the shard then: once it runs the newer release, that
+// release finishes it.
+func (l *Loop) leaveForNewerRelease(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, res *PassResult) (bool, error) {
+	due := l.now().Add(l.cfg.BackoffMax)
+	if err := l.ledger.Reschedule(ctx, e, due); err != nil {
+		return false, err
+	}
+	res.UnknownOperation++
+	l.unknownOperation.Add(1)
+	l.note(slog.LevelWarn, "request of an operation this release does not know: left for a newer release",
+		slog.Any("request_id", rec.RequestID), slog.String("tenant", rec.Tenant), slog.String("operation", rec.Operation),
+		slog.Time("next", due), slog.Any("error", ferr))
 	return true, nil
 }
 

@@ -595,6 +595,54 @@ func TestUnfinishableRequestIsDeadLettered(t *testing.T) {
 	}
 }
 
+// A request of an operation this release does not know (a newer release's,
+// in a fleet of mixed releases) is never acted on: no attempt noted, no
+// dead letter, no withdrawal, however many passes see it. Its entry is moved
+// a backoff maximum on each time, counted, and the request is finished once
+// a finisher that knows the operation looks at it.
+func TestRequestOfAnUnknownOperationIsLeftForANewerRelease(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	h.fin.SetFail(-1)
+	h.fin.SetErr(fault.New(fault.ReasonOperationUnknown, fmt.Errorf("request: %w: %q", ledger.ErrUnknownOperation, "SPLIT_ORDER")))
+	const shard = 5
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	cfg := Config{MaxAttempts: 2, BackoffBase: time.Minute, BackoffMax: 10 * time.Minute}
+	l := h.loop(cfg)
+
+	const passes = 4 // twice MaxAttempts: never stuck, never set aside
+	for pass := 1; pass <= passes; pass++ {
+		now := h.clock.Now()
+		res := mustPass(t, l, shard)
+		if res.UnknownOperation != 1 || res.Retried != 0 || res.DeadLettered != 0 || res.Finished != 0 || res.Dropped != 0 {
+			t.Fatalf("pass %d: PassResult = %+v, want the entry left for a newer release", pass, res)
+		}
+		got := wantState(t, h, rec.Key, ledger.Pending)
+		if got.Attempts != 0 || got.LastError != "" || got.ClaimToken != rec.ClaimToken {
+			t.Fatalf("pass %d: request now attempts %d, last_error %q, token %s; want it as claimed", pass, got.Attempts, got.LastError, got.ClaimToken)
+		}
+		if due := nextDue(t, h.ledger, rec.Key); !due.Equal(now.Add(cfg.BackoffMax)) {
+			t.Fatalf("pass %d: entry due %s, want a backoff maximum on (%s)", pass, due, now.Add(cfg.BackoffMax))
+		}
+		h.clock.Set(nextDue(t, h.ledger, rec.Key).Add(time.Second))
+	}
+	for _, call := range []string{"RecordAttempt", "MarkFailed", "Withdraw"} {
+		if n := h.ledger.Calls(call); n != 0 {
+			t.Errorf("%s called %d times on a request of an unknown operation", call, n)
+		}
+	}
+	if st := l.Stats(); st.UnknownOperation != passes || st.Stuck != 0 || st.DeadLettered != 0 || st.Retried != 0 {
+		t.Errorf("Stats = %+v, want UnknownOperation %d and nothing else", st, passes)
+	}
+
+	// The release that knows the operation finishes it.
+	h.fin.SetFail(0)
+	if res := mustPass(t, l, shard); res.Finished != 1 {
+		t.Fatalf("pass of a finisher that knows the operation: %+v, want it finished", res)
+	}
+	wantFinished(t, h, rec.Key)
+	wantNoEntries(t, h, rec.Key)
+}
+
 // A claim whose request id already has another order is withdrawn by its
 // finisher (REQUEST_ID_REUSED): nothing of it is left, neither the claim nor
 // a due entry, and it is neither finished, retried, dropped nor set aside.

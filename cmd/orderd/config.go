@@ -51,6 +51,8 @@ type config struct {
 	logLevel          string
 	failpoints        string
 	cqlFaults         string
+	maxClockSkew      time.Duration
+	clockLead         time.Duration // test builds only: this process's clock runs ahead
 
 	reconcilerOn         bool
 	reconcileGrace       time.Duration
@@ -108,7 +110,9 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.IntVar(&c.projectionBatch, "projection-batch", c.envInt("ORDERD_PROJECTION_BATCH", projection.DefaultBatch), "most orders whose rows of one projection table share one write (an unlogged batch), or whose reads share one query, when they meet under load; 1: every row and read alone (docs/architecture.md, \"Group-committed projection rows and grouped reads\")")
 		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
 		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/cassandra.FaultSession)")
-		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout)")
+		fs.DurationVar(&c.clockLead, "clock-lead", c.envDuration("ORDERD_CLOCK_LEAD", 0), "run this process's clock this far ahead of the machine's, for tests only (test builds)")
+		fs.DurationVar(&c.maxClockSkew, "max-clock-skew", c.envDuration("ORDERD_MAX_CLOCK_SKEW", 2*time.Second), "largest difference from the cluster's clock (measured every 10 s) at which this process claims requests and reconciles; beyond it, new requests are refused CLOCK_SKEWED and the reconciler gives up its shards")
+		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout + cql-timeout + 2 x max-clock-skew)")
 		fs.DurationVar(&c.reconcileInterval, "reconcile-interval", c.envDuration("ORDERD_RECONCILE_INTERVAL", 2*time.Second), "pause between reconciler passes")
 		fs.IntVar(&c.reconcileConcurrency, "reconcile-concurrency", c.envInt("ORDERD_RECONCILE_CONCURRENCY", 64), "due requests a reconciler pass finishes at once, over all its shards")
 		fs.IntVar(&c.reconcileMaxAttempts, "reconcile-max-attempts", c.envInt("ORDERD_RECONCILE_MAX_ATTEMPTS", 5), "failed attempts after which a request counts as stuck (it is still retried)")
@@ -272,6 +276,29 @@ func (c *config) envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
+// graceBound checks that a claim can no longer land once its due entry is
+// due. The entry is dated when the claim is made; the claim can be sent
+// until the call's deadline (request-timeout), and once sent the
+// coordinator may still apply it until the driver gives up on it
+// (cql-timeout, longer than the server's own write and CAS timeouts;
+// retries and re-sends are all made before the deadline). The entry is
+// dated by the claimant's clock and judged due by the reconciler's, each
+// within max-clock-skew of the cluster's (clockskew: beyond it neither
+// claims nor reconciles). A reconciler that finds no row for a due entry
+// drops it, so the grace must cover all of it, or a claim landing later
+// would have no entry.
+func (c *config) graceBound() error {
+	if c.reconcileGrace <= 0 || c.requestTimeout <= 0 || c.cqlTimeout <= 0 || c.maxClockSkew <= 0 {
+		return nil // the range check names those
+	}
+	if need := c.requestTimeout + c.cqlTimeout + 2*c.maxClockSkew; c.reconcileGrace <= need {
+		return fmt.Errorf("reconcile-grace (%s) must exceed request-timeout (%s) + cql-timeout (%s) + 2 x max-clock-skew (%s) = %s: "+
+			"a claim could still land after its due entry fell due, and the reconciler would drop the entry as the claim of no request",
+			c.reconcileGrace, c.requestTimeout, c.cqlTimeout, c.maxClockSkew, need)
+	}
+	return nil
+}
+
 // validate reports settings that cannot work.
 func (c *config) validate(cmd string) error {
 	if len(c.envErrs) > 0 {
@@ -288,8 +315,8 @@ func (c *config) validate(cmd string) error {
 	if c.has("retention") && c.reconcileGrace >= c.retention {
 		return fmt.Errorf("reconcile-grace (%s) must be shorter than retention (%s): a PENDING request's row would expire before the reconciler looks at it", c.reconcileGrace, c.retention)
 	}
-	if c.reconcileGrace > 0 && c.requestTimeout > 0 && c.reconcileGrace <= c.requestTimeout {
-		return fmt.Errorf("reconcile-grace (%s) must exceed request-timeout (%s): the reconciler would race requests still in their handler", c.reconcileGrace, c.requestTimeout)
+	if err := c.graceBound(); err != nil {
+		return err
 	}
 	if _, err := c.claimCommitAny(); err != nil {
 		return err
@@ -343,6 +370,7 @@ func (c *config) rangeErrors() []string {
 		{"takeover-after", c.takeoverAfter > 0, c.takeoverAfter, "a positive duration"},
 		{"replay-cache-size", c.replayCacheSize >= 0, c.replayCacheSize, "0 (off) or more"},
 		{"reconcile-grace", c.reconcileGrace > 0, c.reconcileGrace, "a positive duration"},
+		{"max-clock-skew", c.maxClockSkew > 0, c.maxClockSkew, "a positive duration"},
 		{"reconcile-interval", c.reconcileInterval > 0, c.reconcileInterval, "a positive duration"},
 		{"reconcile-concurrency", c.reconcileConcurrency >= 1, c.reconcileConcurrency, "at least 1"},
 		{"reconcile-max-attempts", c.reconcileMaxAttempts >= 1, c.reconcileMaxAttempts, "at least 1"},

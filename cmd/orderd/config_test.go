@@ -134,3 +134,31 @@ func TestReconcileGraceShorterThanRetention(t *testing.T) {
 		t.Errorf("validate = %v, want the grace refused against the retention", err)
 	}
 }
+
+// The reconcile grace must cover all a claim can take to land after its due
+// entry was dated: the call's deadline, the driver's timeout, and the skew
+// of both clocks. A grace of the request timeout and a nanosecond let a
+// claim still in the coordinator's hands be judged abandoned.
+func TestReconcileGraceCoversTheLatestClaim(t *testing.T) {
+	for _, c := range []struct {
+		grace, request, cql, skew string
+		ok                        bool
+	}{
+		{grace: "30s", request: "15s", cql: "5s", skew: "2s", ok: true}, // the defaults: 30 > 24
+		{grace: "15.000000001s", request: "15s", cql: "5s", skew: "2s"},
+		{grace: "24s", request: "15s", cql: "5s", skew: "2s"}, // equal is not enough
+		{grace: "24.001s", request: "15s", cql: "5s", skew: "2s", ok: true},
+		{grace: "30s", request: "15s", cql: "5s", skew: "6s"}, // a wider skew needs more
+	} {
+		t.Setenv("ORDERD_REQUEST_TIMEOUT", c.request)
+		t.Setenv("ORDERD_CQL_TIMEOUT", c.cql)
+		t.Setenv("ORDERD_MAX_CLOCK_SKEW", c.skew)
+		_, err := serveConfig(t, "ORDERD_RECONCILE_GRACE", c.grace, nil)
+		if c.ok && err != nil {
+			t.Errorf("%+v: validate = %v, want it accepted", c, err)
+		}
+		if !c.ok && (err == nil || !strings.Contains(err.Error(), "must exceed request-timeout")) {
+			t.Errorf("%+v: validate = %v, want the grace refused against request-timeout + cql-timeout + 2 x max-clock-skew", c, err)
+		}
+	}
+}

@@ -46,6 +46,7 @@ import (
 	"github.com/atlasmart/orderd/cql"
 	"github.com/atlasmart/orderd/internal/buildinfo"
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/clockskew"
 	"github.com/atlasmart/orderd/internal/failpoint"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/grpcapi"
@@ -133,7 +134,14 @@ type app struct {
 	workflow    *workflow.Service
 	publisher   *outbox.Kafka    // nil when delivery is off
 	metrics     *metrics.Metrics // nil when not exported
+	clock       *clockskew.Monitor
+	now         func() time.Time // this process's clock (ORDERD_CLOCK_LEAD shifts it in test builds)
+	coord       *reconciler.CassandraCoordinator
 }
+
+// fleetReadTTL is how long a read of which operations the live reconcilers
+// finish is reused before a change is let through on it.
+const fleetReadTTL = 5 * time.Second
 
 // close waits for the workflow's background deliveries and writes, then
 // closes the producer and the session they use.
@@ -196,9 +204,15 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		session.Close()
 		return nil, err
 	}
+	now, err := processClock(cfg, log)
+	if err != nil {
+		session.Close()
+		return nil, err
+	}
+	clock := newClockMonitor(ctx, cfg, stmts, now, m, log)
 	store, err := ledger.NewCassandraStore(stmts, ledger.Config{
 		Retention: cfg.retention, DueAfter: cfg.reconcileGrace, ClaimCommitAny: claimAny,
-		OnSettle: settleLogger(log, driver.Serial().String(), m),
+		OnSettle: settleLogger(log, driver.Serial().String(), m), Now: now,
 	})
 	if err != nil {
 		session.Close()
@@ -211,7 +225,9 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	}
 	wcfg := workflow.Config{TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
 		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays}),
-		Versions:  versions.NewCassandraStore(stmts)}
+		Versions:  versions.NewCassandraStore(stmts), Clock: clock.Check, Now: now}
+	coord := reconciler.NewCassandraCoordinator(stmts, workflow.Operations()...)
+	wcfg.Enabled = reconciler.NewFleet(coord, fleetReadTTL).Finishes
 	if m != nil {
 		wcfg.Observer = m
 	}
@@ -224,7 +240,51 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		wcfg.Publisher, wcfg.PublishTimeout = publisher, cfg.publishTimeout
 	}
 	wf := workflow.New(wcfg, store, projections, failpoints, log)
-	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, publisher: publisher, metrics: m}, nil
+	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, publisher: publisher, metrics: m,
+		clock: clock, now: now, coord: coord}, nil
+}
+
+// processClock is the clock this process dates claims and judges due
+// entries by: the machine's, or in a test build the machine's run
+// ORDERD_CLOCK_LEAD ahead (a clock that leads, without touching the
+// machine's).
+func processClock(cfg *config, log *slog.Logger) (func() time.Time, error) {
+	if cfg.clockLead == 0 {
+		return time.Now, nil
+	}
+	if !failpoint.Compiled {
+		return nil, fmt.Errorf("clock lead %s: this binary was built without failpoints (only test builds, go build -tags failpoints, can shift their clock)", cfg.clockLead)
+	}
+	log.Warn("this process's clock runs ahead of the machine's on purpose", "clock_lead", cfg.clockLead.String())
+	lead := cfg.clockLead
+	return func() time.Time { return time.Now().Add(lead) }, nil
+}
+
+// clockTries bounds the start-up's measurements of the clock's skew (a
+// round trip slowed by load is not taken); Run measures again every second
+// until one is.
+const clockTries = 5
+
+// newClockMonitor measures this process's clock against the cluster's
+// (clockskew) before anything is served, and exports what it finds.
+func newClockMonitor(ctx context.Context, cfg *config, s cassandra.Session, now func() time.Time, m *metrics.Metrics, log *slog.Logger) *clockskew.Monitor {
+	ccfg := clockskew.Config{Max: cfg.maxClockSkew, Now: now}
+	if m != nil {
+		ccfg.OnMeasure = m.ClockSkew(cfg.maxClockSkew)
+	}
+	mon := clockskew.New(ccfg, clockskew.CassandraClock(s), log)
+	for try := 1; try <= clockTries; try++ {
+		e, err := mon.Measure(ctx)
+		if err == nil {
+			log.Info("clock measured against the cluster's", "offset", e.Offset.String(), "uncertainty", e.Uncertainty.String(),
+				"max", cfg.maxClockSkew.String())
+			return mon
+		}
+		if try == clockTries || ctx.Err() != nil {
+			log.Warn("could not measure the clock against the cluster's yet: no new claims until it is", "error", err)
+		}
+	}
+	return mon
 }
 
 // newPublisher is the Kafka producer of order events. The topic is created
@@ -271,7 +331,7 @@ func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error
 	loop := reconciler.New(reconciler.Config{
 		Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
 		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax, Concurrency: cfg.reconcileConcurrency,
-	}, a.ledger, a.workflow.Settle, reconciler.NewCassandraCoordinator(a.stmts), log)
+	}, a.ledger, a.workflow.Settle, a.coord, log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err
 	}
@@ -296,6 +356,7 @@ func reconcile(ctx context.Context, cfg *config, log *slog.Logger) error {
 	g, gctx := errgroup.WithContext(ctx)
 	gctx, stop := context.WithCancel(gctx)
 	defer stop()
+	g.Go(func() error { return a.clock.Run(gctx) })
 	g.Go(func() error {
 		defer stop() // the loop is done: so is the metrics server
 		return loop.Run(gctx)
@@ -457,6 +518,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return probe.Run(gctx) })
+	g.Go(func() error { return a.clock.Run(gctx) })
 	sec.watch(gctx, g, cfg.sec.reloadInterval, log)
 	if loop != nil {
 		g.Go(func() error { return loop.Run(gctx) })

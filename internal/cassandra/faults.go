@@ -225,6 +225,7 @@ func (f *faultQuery) SerialConsistency(c gocql.Consistency) Query {
 	return f.with(f.q.SerialConsistency(c))
 }
 func (f *faultQuery) WithTimestamp(ts int64) Query { return f.with(f.q.WithTimestamp(ts)) }
+func (f *faultQuery) ServerTimestamp() Query       { return f.with(f.q.ServerTimestamp()) }
 func (f *faultQuery) Idempotent(v bool) Query      { return f.with(f.q.Idempotent(v)) }
 func (f *faultQuery) PageSize(n int) Query         { return f.with(f.q.PageSize(n)) }
 func (f *faultQuery) PageState(st []byte) Query    { return f.with(f.q.PageState(st)) }

@@ -28,6 +28,7 @@ type countingQuery struct {
 func (q *countingQuery) Consistency(gocql.Consistency) Query       { return q }
 func (q *countingQuery) SerialConsistency(gocql.Consistency) Query { return q }
 func (q *countingQuery) WithTimestamp(int64) Query                 { return q }
+func (q *countingQuery) ServerTimestamp() Query                    { return q }
 func (q *countingQuery) Idempotent(bool) Query                     { return q }
 func (q *countingQuery) PageSize(int) Query                        { return q }
 func (q *countingQuery) PageState([]byte) Query                    { return q }

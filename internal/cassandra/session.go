@@ -36,6 +36,11 @@ type Query interface {
 	Consistency(gocql.Consistency) Query
 	SerialConsistency(gocql.Consistency) Query
 	WithTimestamp(int64) Query
+	// ServerTimestamp has the coordinator date the write by its own clock
+	// instead of this process's (the driver's default): for a delete whose
+	// tombstone must never be dated ahead of the cluster by a clock that
+	// leads.
+	ServerTimestamp() Query
 	Idempotent(bool) Query
 	PageSize(int) Query
 	PageState([]byte) Query
@@ -147,6 +152,7 @@ func (d driverQuery) SerialConsistency(c gocql.Consistency) Query {
 	return driverQuery{d.q.SerialConsistency(c)}
 }
 func (d driverQuery) WithTimestamp(ts int64) Query { return driverQuery{d.q.WithTimestamp(ts)} }
+func (d driverQuery) ServerTimestamp() Query       { return driverQuery{d.q.DefaultTimestamp(false)} }
 func (d driverQuery) Idempotent(v bool) Query      { return driverQuery{d.q.Idempotent(v)} }
 func (d driverQuery) PageSize(n int) Query         { return driverQuery{d.q.PageSize(n)} }
 func (d driverQuery) PageState(s []byte) Query     { return driverQuery{d.q.PageState(s)} }

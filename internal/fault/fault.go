@@ -115,6 +115,15 @@ const (
 	ReasonStaleVersion Reason = "STALE_VERSION"
 	// ReasonOrderCancelled: the order is cancelled and takes no change.
 	ReasonOrderCancelled Reason = "ORDER_CANCELLED"
+	// ReasonOperationUnknown: a request of an operation this release does
+	// not know (a newer release's); never recorded as a last_error.
+	ReasonOperationUnknown Reason = "OPERATION_UNKNOWN"
+	// ReasonClockSkewed: this process's clock is too far from the
+	// cluster's to date a claim or judge one due; nothing was written.
+	ReasonClockSkewed Reason = "CLOCK_SKEWED"
+	// ReasonOperationNotEnabled: an instance of an older release that does
+	// not finish the operation is live; nothing was written.
+	ReasonOperationNotEnabled Reason = "OPERATION_NOT_ENABLED"
 )
 
 // reasons is the one table of what each reason means to a caller.
@@ -122,22 +131,25 @@ var reasons = map[Reason]struct {
 	kind       Kind
 	retryAfter time.Duration
 }{
-	ReasonInvalidArgument:    {kind: Invalid},
-	ReasonRequestIDReused:    {kind: Conflict},
-	ReasonRequestFailed:      {kind: Failed},
-	ReasonRequestInProgress:  {kind: InProgress, retryAfter: time.Second},
-	ReasonRequestNotFound:    {kind: NotFound},
-	ReasonOrderNotFound:      {kind: NotFound},
-	ReasonClusterUnavailable: {kind: Unavailable, retryAfter: time.Second},
-	ReasonOutcomeUnknown:     {kind: OutcomeUnknown, retryAfter: time.Second},
-	ReasonCommandUnreadable:  {kind: Internal},
-	ReasonDeliveryFailed:     {kind: Unavailable, retryAfter: time.Second},
-	ReasonRateLimited:        {kind: Limited, retryAfter: time.Second},
-	ReasonUnauthenticated:    {kind: Unauthenticated},
-	ReasonPermissionDenied:   {kind: Forbidden},
-	ReasonInternal:           {kind: Internal},
-	ReasonStaleVersion:       {kind: Stale},
-	ReasonOrderCancelled:     {kind: Rejected},
+	ReasonInvalidArgument:     {kind: Invalid},
+	ReasonRequestIDReused:     {kind: Conflict},
+	ReasonRequestFailed:       {kind: Failed},
+	ReasonRequestInProgress:   {kind: InProgress, retryAfter: time.Second},
+	ReasonRequestNotFound:     {kind: NotFound},
+	ReasonOrderNotFound:       {kind: NotFound},
+	ReasonClusterUnavailable:  {kind: Unavailable, retryAfter: time.Second},
+	ReasonOutcomeUnknown:      {kind: OutcomeUnknown, retryAfter: time.Second},
+	ReasonCommandUnreadable:   {kind: Internal},
+	ReasonDeliveryFailed:      {kind: Unavailable, retryAfter: time.Second},
+	ReasonRateLimited:         {kind: Limited, retryAfter: time.Second},
+	ReasonUnauthenticated:     {kind: Unauthenticated},
+	ReasonPermissionDenied:    {kind: Forbidden},
+	ReasonInternal:            {kind: Internal},
+	ReasonStaleVersion:        {kind: Stale},
+	ReasonOrderCancelled:      {kind: Rejected},
+	ReasonOperationUnknown:    {kind: Unavailable, retryAfter: time.Second},
+	ReasonClockSkewed:         {kind: Unavailable, retryAfter: time.Second},
+	ReasonOperationNotEnabled: {kind: Unavailable, retryAfter: 5 * time.Second},
 }
 
 // Reasons lists every reason (for tests that check each has a message).

@@ -8,9 +8,11 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/order"
 )
 
-// The delivery checks (issue 11): an order's event is delivered once its
+// The delivery checks: an order's event is delivered once its
 // due entry is released (docs/outbox.md), and applied once a consumer's
 // inbox (cmd/orderconsumer) holds its event id. Both look at the orders in
 // scope: the acknowledged ones when acks are given, else every COMPLETE
@@ -108,7 +110,7 @@ func checkDelivery(ctx context.Context, s *gocql.Session, cfg Config, scope []re
 			continue
 		}
 		rep.AppliesChecked++
-		oid, ok := inbox[r.requestID]
+		oid, ok := inbox[order.EventID(r.tenant, order.Operation, r.requestID)]
 		switch {
 		case !ok:
 			v = append(v, fmt.Sprintf("order %s (request %s): event not applied by the consumer (%s.inbox)", r.orderID, r.requestID, cfg.ConsumerKeyspace))

@@ -10,11 +10,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/versions"
 )
 
 // The version checks (issue 13, docs/changes.md): every changed order's
 // history (order_versions) has one change per version from 2 to its
 // current version, no gap and no change twice, nothing after a cancel;
+// every change id's recorded outcome agrees with the history (accepted:
+// its version's row names it; refused: no row does);
 // the read tables and the consumer show the current version once the last
 // change is older than the grace; every change request is settled within
 // the grace; every acknowledged change holds the version it was answered.
@@ -51,9 +54,13 @@ type history struct {
 	current int64 // the static current_version
 	status  string
 	rows    []historyRow
+	// records are the outcomes recorded by change id (change_outcomes,
+	// undecodable ones as a zero Record); nil for a partition with none.
+	records map[uuid.UUID]versions.Record
 }
 
-const selectVersions = `SELECT tenant, order_id, version, current_version, status, change_id, new_status, changed_at FROM order_versions`
+const selectVersions = `SELECT tenant, order_id, version, current_version, status, change_id, new_status, changed_at,
+	change_outcomes FROM order_versions`
 
 func readHistories(ctx context.Context, s *gocql.Session) (map[key]*history, error) {
 	out := map[key]*history{}
@@ -64,13 +71,21 @@ func readHistories(ctx context.Context, s *gocql.Session) (map[key]*history, err
 		version, cur  *int64
 		status, next  *string
 		changedAt     time.Time
+		outcomes      map[gocql.UUID]string
 	)
-	for iter.Scan(&tenant, &oid, &version, &cur, &status, &changeID, &next, &changedAt) {
+	for iter.Scan(&tenant, &oid, &version, &cur, &status, &changeID, &next, &changedAt, &outcomes) {
 		k := key{tenant, uuid.UUID(oid)}
 		h := out[k]
 		if h == nil {
 			h = &history{}
 			out[k] = h
+		}
+		if h.records == nil && len(outcomes) > 0 {
+			h.records = make(map[uuid.UUID]versions.Record, len(outcomes))
+			for id, enc := range outcomes {
+				r, _ := versions.DecodeRecord(enc)
+				h.records[uuid.UUID(id)] = r
+			}
 		}
 		if cur != nil {
 			h.current = *cur
@@ -85,7 +100,7 @@ func readHistories(ctx context.Context, s *gocql.Session) (map[key]*history, err
 			}
 			h.rows = append(h.rows, row)
 		}
-		version, cur, status, next = nil, nil, nil, nil
+		version, cur, status, next, outcomes = nil, nil, nil, nil, nil
 	}
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("read order_versions: %w", err)
@@ -162,7 +177,11 @@ func checkHistory(k key, h *history, in versionInputs, consumer map[uuid.UUID]in
 			v = append(v, fmt.Sprintf("order %s: version %d follows a cancel", k.id, r.version))
 		}
 	}
+	v = append(v, checkRecords(k, h)...)
 	if len(h.rows) == 0 {
+		if len(h.records) > 0 && h.current == 0 {
+			return v // refusals of an order never changed
+		}
 		return append(v, fmt.Sprintf("order %s: order_versions has a partition without a change", k.id))
 	}
 	last := h.rows[len(h.rows)-1]
@@ -186,6 +205,29 @@ func checkHistory(k key, h *history, in versionInputs, consumer map[uuid.UUID]in
 	}
 	if seen, inScope := consumer[k.id]; inScope && seen != last.version {
 		v = append(v, fmt.Sprintf("order %s: the consumer's view is at version %d, the order at %d", k.id, seen, last.version))
+	}
+	return v
+}
+
+// checkRecords: every change id's recorded outcome agrees with the
+// history. A row with no record is a change accepted before migration
+// 0006, which recorded none.
+func checkRecords(k key, h *history) []string {
+	var v []string
+	made := map[uuid.UUID]int64{}
+	for _, r := range h.rows {
+		made[r.changeID] = r.version
+	}
+	for id, r := range h.records {
+		at, accepted := made[id]
+		switch {
+		case r.Fingerprint == "":
+			v = append(v, fmt.Sprintf("order %s: change %s has an unreadable recorded outcome", k.id, id))
+		case r.Accepted() && at != r.Version:
+			v = append(v, fmt.Sprintf("order %s: change %s is recorded accepted at version %d, but its history has it at %d (0: nowhere)", k.id, id, r.Version, at))
+		case !r.Accepted() && accepted:
+			v = append(v, fmt.Sprintf("order %s: change %s is recorded refused (%s), but it made version %d", k.id, id, r.Reason, at))
+		}
 	}
 	return v
 }

@@ -109,9 +109,12 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"versions.applyNextCQL":  {"update_order_versions", true},
 		"versions.stateCQL":      {"select_order_versions", false},
 		"versions.historyCQL":    {"select_order_versions", false},
+		"versions.refuseCQL":     {"update_order_versions", true},
+		"versions.lookupCQL":     {"select_order_versions", false},
 
 		"reconciler.heartbeatCQL":  {"insert_reconciler_members", false},
 		"reconciler.membersCQL":    {"select_reconciler_members", false},
+		"reconciler.memberOpsCQL":  {"select_reconciler_members", false},
 		"reconciler.leaveCQL":      {"delete_reconciler_members", false},
 		"reconciler.ownersCQL":     {"select_reconciler_leases", false},
 		"reconciler.leaseCQL":      {"select_reconciler_leases", false},

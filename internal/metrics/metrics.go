@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/atlasmart/orderd/internal/buildinfo"
+	"github.com/atlasmart/orderd/internal/clockskew"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/grpcapi"
 	"github.com/atlasmart/orderd/internal/order"
@@ -56,6 +57,9 @@ type Metrics struct {
 	publishDuration prometheus.Histogram
 	authRefused     *prometheus.CounterVec
 	tenantRequests  *prometheus.CounterVec
+	clockOffset     prometheus.Gauge
+	clockError      prometheus.Gauge
+	clockMax        prometheus.Gauge
 }
 
 var (
@@ -121,13 +125,25 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "tenant_requests_total",
 			Help: "Authenticated calls, by the caller's tenant, full method and status code (tenants come from the operator's key file, JWT issuer or CA, never from a request).",
 		}, []string{"tenant", "method", "code"}),
+		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "clock_skew_seconds",
+			Help: "This process's clock minus the cluster's, as last measured (positive: this clock leads).",
+		}),
+		clockError: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "clock_skew_uncertainty_seconds",
+			Help: "How far off orderd_clock_skew_seconds may be (half the measuring read's round trip).",
+		}),
+		clockMax: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "clock_skew_max_seconds",
+			Help: "ORDERD_MAX_CLOCK_SKEW: beyond it (offset and uncertainty together) this process claims nothing and does not reconcile.",
+		}),
 	}
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildinfo.Collector(),
 		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.changeOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
-		m.deliveries, m.publishDuration, m.authRefused, m.tenantRequests,
+		m.deliveries, m.publishDuration, m.authRefused, m.tenantRequests, m.clockOffset, m.clockError, m.clockMax,
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -154,6 +170,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// ClockSkew exports max and returns what to tell every measurement of the
+// clock against the cluster's (clockskew.Config.OnMeasure).
+func (m *Metrics) ClockSkew(max time.Duration) func(clockskew.Estimate) {
+	m.clockMax.Set(max.Seconds())
+	return func(e clockskew.Estimate) {
+		m.clockOffset.Set(e.Offset.Seconds())
+		m.clockError.Set(e.Uncertainty.Seconds())
+	}
 }
 
 // Refused implements grpcapi.AuthObserver.

@@ -55,6 +55,8 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 			func(s reconciler.Stats) float64 { return s.OldestUndelivered.Seconds() }),
 		outboxGauge("parked", "Orders in the backlog past the reconciler's maximum attempts: retried every backoff maximum until the broker takes them; `orderd requeue` retries one now.",
 			func(s reconciler.Stats) float64 { return float64(s.Parked) }),
+		counter("unknown_operation_total", "Due entries left alone because their request's operation is a newer release's (a fleet of mixed releases); each is looked at again every backoff maximum.",
+			func(s reconciler.Stats) int64 { return s.UnknownOperation }),
 		counter("passes_total", "Reconciler passes run.",
 			func(s reconciler.Stats) int64 { return s.Passes }),
 		counter("pass_errors_total", "Reconciler passes that ended with an error.",

@@ -143,13 +143,10 @@ func DecodeChangeCommand(b []byte) (ChangeCommand, error) {
 // by ChangeCommand.Encode.
 func ChangeFingerprint(op string, encoded []byte) string { return fingerprintOf(op, encoded) }
 
-// changeNamespace is the UUIDv5 namespace of change ids.
-var changeNamespace = uuid.MustParse("2b1f6c0e-7d4a-4f0b-8a3e-5c9d1e2f3a47")
-
 // ChangeID derives a change's id from its scoped request id: every finisher
 // of one change names it alike, and it is the id of the change's event.
 func ChangeID(tenant, op string, requestID uuid.UUID) uuid.UUID {
-	return uuid.NewSHA1(changeNamespace, []byte(tenant+"\x00"+op+"\x00"+requestID.String()))
+	return EventID(tenant, op, requestID)
 }
 
 // Change is an accepted change: the version it made and what it set. It is

@@ -10,8 +10,9 @@ import (
 // right after it. Every field derives from stored rows, so every publisher
 // of one event (the handler, a takeover, the reconciler) builds the same.
 type Event struct {
-	// ID is stable per event: the creating request's id for
-	// ORDER_CREATED, the change's id for a change.
+	// ID is stable per event and unique across tenants: EventID of the
+	// tenant, the operation and the request id that caused it (for a
+	// change, its change id).
 	ID   uuid.UUID
 	Type string // EventOrderCreated, EventOrderCancelled, EventOrderAmended
 	// Order is the order at Order.Version, the version this event made.
@@ -22,10 +23,22 @@ type Event struct {
 	At time.Time
 }
 
+// eventNamespace is the UUIDv5 namespace of event ids (and so of change ids).
+var eventNamespace = uuid.MustParse("2b1f6c0e-7d4a-4f0b-8a3e-5c9d1e2f3a47")
+
+// EventID names the event that the request (tenant, op, requestID) caused.
+// A request id is unique only within its tenant and operation, so all three
+// go into the id: two tenants that pick one request id publish two events
+// under two ids, and a consumer that deduplicates by event id keeps both.
+// Every publisher of one event derives the same id.
+func EventID(tenant, op string, requestID uuid.UUID) uuid.UUID {
+	return uuid.NewSHA1(eventNamespace, []byte(tenant+"\x00"+op+"\x00"+requestID.String()))
+}
+
 // CreatedEvent is o's ORDER_CREATED event (o as created).
 func CreatedEvent(o Order) Event {
 	o = o.AsCreated()
-	return Event{ID: o.RequestID, Type: EventOrderCreated, Order: o, RequestID: o.RequestID, At: o.CreatedAt}
+	return Event{ID: EventID(o.Tenant, Operation, o.RequestID), Type: EventOrderCreated, Order: o, RequestID: o.RequestID, At: o.CreatedAt}
 }
 
 // ChangedEvent is the event of c, an accepted change; o is the order as c

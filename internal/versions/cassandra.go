@@ -3,153 +3,141 @@ package versions
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/order"
 )
 
 const (
 	setChange = `current_version = ?, status = ?, change_id = ?, operation = ?, request_id = ?, payload_hash = ?,
-		new_status = ?, shipping_note = ?, changed_at = ?
+		new_status = ?, shipping_note = ?, changed_at = ?, change_outcomes[?] = ?
 		WHERE tenant = ? AND order_id = ? AND version = ?`
-	// The first change of an order: no partition yet (version 1).
-	applyFirstCQL = `/* versions.apply */ UPDATE order_versions SET ` + setChange + ` IF current_version = null`
-	applyNextCQL  = `/* versions.apply */ UPDATE order_versions SET ` + setChange + ` IF current_version = ? AND status = 'CREATED'`
+	// The first change of an order: no row yet (version 1); the partition
+	// may hold refusals already.
+	applyFirstCQL = `/* versions.apply */ UPDATE order_versions SET ` + setChange +
+		` IF current_version = null AND change_outcomes[?] = null`
+	applyNextCQL = `/* versions.apply */ UPDATE order_versions SET ` + setChange +
+		` IF current_version = ? AND status = 'CREATED' AND change_outcomes[?] = null`
+	refuseCQL = `/* versions.refuse */ UPDATE order_versions SET change_outcomes[?] = ?
+		WHERE tenant = ? AND order_id = ? IF change_outcomes[?] = null`
 
-	stateCQL = `/* versions.state */ SELECT current_version, status FROM order_versions
+	stateCQL = `/* versions.state */ SELECT current_version, status, change_outcomes[?] FROM order_versions
 		WHERE tenant = ? AND order_id = ? LIMIT 1`
 	historyCQL = `/* versions.history */ SELECT version, change_id, operation, request_id, payload_hash, new_status,
 		shipping_note, changed_at FROM order_versions WHERE tenant = ? AND order_id = ? AND version >= ? AND version <= ?`
+	lookupCQL = `/* versions.lookup */ SELECT change_outcomes[?], version, change_id, payload_hash FROM order_versions
+		WHERE tenant = ? AND order_id = ?`
 )
 
-// SettleAttempts bounds the resends of a version check whose outcome was
-// unknown and settled as not applied (the order still awaiting it).
-const SettleAttempts = 3
-
 // CassandraStore is the Store on a session whose keyspace holds
-// order_versions (migration 0004).
+// order_versions (migrations 0004 and 0006).
 type CassandraStore struct{ s cassandra.Session }
 
-var _ Store = (*CassandraStore)(nil)
+var (
+	_ Store      = (*CassandraStore)(nil)
+	_ Statements = (*CassandraStore)(nil)
+)
 
 // NewCassandraStore returns the store on s.
 func NewCassandraStore(s cassandra.Session) *CassandraStore { return &CassandraStore{s: s} }
 
-// Apply implements Store. An outcome that is unknown (a timeout, a lost
-// response) is never guessed: a LOCAL_SERIAL read of the order's version,
-// which finishes or invalidates any Paxos round in flight, decides; if the
-// order still awaits the change it is sent again (bounded).
+// Apply implements Store (Check on the store's statements).
 func (c *CassandraStore) Apply(ctx context.Context, ch order.Change) (Decision, error) {
-	for attempt := 1; ; attempt++ {
-		cur, status, applied, err := c.apply(ctx, ch)
-		if err == nil && applied {
-			return Decision{Accepted: true}, nil
-		}
-		if err == nil {
-			return c.decide(ctx, ch, cur, status)
-		}
-		if fault.KindOf(err) != fault.OutcomeUnknown {
-			return Decision{}, err
-		}
-		cur, status, serr := c.state(ctx, ch)
-		switch {
-		case serr != nil:
-			return Decision{}, err // unsettled: OutcomeUnknown
-		case Awaits(ch, cur, status) && attempt < SettleAttempts:
-			continue // definitely not applied, and nothing else was: send it again
-		case Awaits(ch, cur, status):
-			return Decision{}, fault.New(fault.ReasonClusterUnavailable,
-				fmt.Errorf("version check of change %s did not apply in %d tries: %w", ch.ID, attempt, err))
-		}
-		return c.decide(ctx, ch, cur, status)
-	}
+	return Check(ctx, c, ch)
 }
 
-// Awaits reports whether an order at version cur with status awaits ch:
-// it is at ch's expected version and open, so ch did not apply and may be
-// sent again.
-func Awaits(ch order.Change, cur int64, status string) bool {
-	return cur == ch.Version-1 && status != order.StatusCancelled
-}
-
-// apply sends the LWT once: applied, or the order's version and status as
-// the condition found them.
-func (c *CassandraStore) apply(ctx context.Context, ch order.Change) (cur int64, status string, applied bool, err error) {
+// ApplyOnce implements Statements.
+func (c *CassandraStore) ApplyOnce(ctx context.Context, ch order.Change) (State, bool, error) {
 	var note any // a cancel leaves the note as it was
 	if ch.SetsNote() {
 		note = ch.ShippingNote
 	}
-	args := []any{ch.Version, ch.Status, ch.ID.String(), ch.Operation, ch.RequestID.String(), ch.Fingerprint,
-		ch.Status, note, ch.At, ch.Tenant, ch.OrderID.String(), ch.Version}
+	id := gocql.UUID(ch.ID)
+	args := []any{ch.Version, ch.Status, id, ch.Operation, ch.RequestID.String(), ch.Fingerprint,
+		ch.Status, note, ch.At, id, acceptedRecord(ch).Encode(), ch.Tenant, ch.OrderID.String(), ch.Version}
 	stmt := applyFirstCQL
 	if ch.Version-1 > order.CreatedVersion {
 		stmt, args = applyNextCQL, append(args, ch.Version-1)
 	}
+	return c.cas(ctx, "version check of an order change", ch, c.s.Query(stmt, append(args, id)...))
+}
+
+// RefuseOnce implements Statements.
+func (c *CassandraStore) RefuseOnce(ctx context.Context, ch order.Change, r Record) (State, bool, error) {
+	id := gocql.UUID(ch.ID)
+	q := c.s.Query(refuseCQL, id, r.Encode(), ch.Tenant, ch.OrderID.String(), id)
+	return c.cas(ctx, "record a refused order change", ch, q)
+}
+
+// cas sends an LWT of ch's order once: applied, or the state its condition
+// found.
+func (c *CassandraStore) cas(ctx context.Context, what string, ch order.Change, q cassandra.Query) (State, bool, error) {
 	row := map[string]any{}
-	applied, err = c.s.Query(stmt, args...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, row)
+	applied, err := q.SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, row)
 	if err != nil {
-		return 0, "", false, cassandra.WriteError("version check of an order change", err)
+		return State{}, false, cassandra.WriteError(what, err)
 	}
-	cur, status = stateOf(row)
-	return cur, status, applied, nil
-}
-
-// stateOf reads current_version and status from a row; an order never
-// changed (no partition, null statics) is at version 1, CREATED.
-func stateOf(row map[string]any) (int64, string) {
-	cur, _ := row["current_version"].(int64)
-	status, _ := row["status"].(string)
-	if cur == 0 {
-		return order.CreatedVersion, order.StatusCreated
+	if applied {
+		return State{}, true, nil
 	}
-	return cur, status
-}
-
-// state reads the order's version at the session's serial consistency
-// (settling an unknown outcome).
-func (c *CassandraStore) state(ctx context.Context, ch order.Change) (int64, string, error) {
-	row := map[string]any{}
-	err := c.s.Query(stateCQL, ch.Tenant, ch.OrderID.String()).Consistency(c.s.Serial()).MapScanContext(ctx, row)
-	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
-		return 0, "", cassandra.ReadError("read an order's version", err)
+	st := State{Current: order.CreatedVersion, Status: order.StatusCreated}
+	if cur, _ := row["current_version"].(int64); cur != 0 {
+		st.Current = cur
+		st.Status, _ = row["status"].(string)
 	}
-	cur, status := stateOf(row)
-	return cur, status, nil
-}
-
-// decide tells, for a check that did not apply now, whether the change
-// holds its version anyway (an earlier attempt of it applied): the row of
-// that version names the change that made it.
-func (c *CassandraStore) decide(ctx context.Context, ch order.Change, cur int64, status string) (Decision, error) {
-	if cur >= ch.Version {
-		made, err := c.history(ctx, ch.Tenant, ch.OrderID, ch.Version, ch.Version)
+	outcomes, _ := row["change_outcomes"].(map[gocql.UUID]string)
+	if enc, ok := outcomes[gocql.UUID(ch.ID)]; ok {
+		r, err := DecodeRecord(enc)
 		if err != nil {
-			return Decision{}, err
+			return State{}, false, err
 		}
-		if len(made) == 1 && made[0].ID == ch.ID {
-			return Decision{Accepted: true}, nil
-		}
+		st.Record = &r
 	}
-	return Decision{Current: cur, Status: status}, nil
+	return st, false, nil
+}
+
+// ReadState implements Statements: an order never changed (no partition,
+// or null statics) is at version 1, CREATED.
+func (c *CassandraStore) ReadState(ctx context.Context, ch order.Change) (State, error) {
+	var (
+		cur    *int64
+		status *string
+		enc    *string
+	)
+	err := c.s.Query(stateCQL, gocql.UUID(ch.ID), ch.Tenant, ch.OrderID.String()).
+		Consistency(c.s.Serial()).ScanContext(ctx, &cur, &status, &enc)
+	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
+		return State{}, cassandra.ReadError("read an order's version", err)
+	}
+	st := State{Current: order.CreatedVersion, Status: order.StatusCreated}
+	if cur != nil && status != nil {
+		st.Current, st.Status = *cur, *status
+	}
+	if enc != nil {
+		r, err := DecodeRecord(*enc)
+		if err != nil {
+			return State{}, err
+		}
+		st.Record = &r
+	}
+	return st, nil
 }
 
 // History implements Store.
 func (c *CassandraStore) History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error) {
-	return c.history(ctx, tenant, orderID, order.CreatedVersion+1, upTo)
+	return c.ReadChanges(ctx, tenant, orderID, order.CreatedVersion+1, upTo)
 }
 
-// history reads the changes of versions from to upTo at LOCAL_QUORUM. It is
-// only asked for versions known to be decided (an LWT that found the order
-// past them committed any round in flight at quorum first), or, before a
-// claim, to find a recorded change early (a miss then costs a claim, never
-// a wrong answer).
-func (c *CassandraStore) history(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
+// ReadChanges implements Statements: the changes of versions from to upTo
+// at LOCAL_QUORUM. It is only asked for versions known to be decided (an
+// LWT that found the order past them committed any round in flight at
+// quorum first), or, before a claim, to find a recorded change early (a
+// miss then costs a claim, never a wrong answer).
+func (c *CassandraStore) ReadChanges(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
 	iter := c.s.Query(historyCQL, tenant, orderID.String(), from, upTo).Consistency(gocql.LocalQuorum).IterContext(ctx)
 	var (
 		out               []order.Change
@@ -173,4 +161,38 @@ func (c *CassandraStore) history(ctx context.Context, tenant string, orderID uui
 		return nil, cassandra.ReadError("read an order's changes", err)
 	}
 	return out, nil
+}
+
+// Lookup implements Store: one read of the partition, the record's cell
+// and every row's change id (a change accepted before migration 0006 has
+// only its row).
+func (c *CassandraStore) Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (Record, bool, error) {
+	iter := c.s.Query(lookupCQL, gocql.UUID(changeID), tenant, orderID.String()).Consistency(gocql.LocalQuorum).IterContext(ctx)
+	var (
+		enc, fp  *string
+		version  *int64
+		id       *gocql.UUID
+		recorded *string
+		legacy   *Record
+	)
+	for iter.Scan(&enc, &version, &id, &fp) {
+		if enc != nil {
+			recorded = enc
+		}
+		if version != nil && id != nil && fp != nil && uuid.UUID(*id) == changeID {
+			legacy = &Record{Fingerprint: *fp, Version: *version}
+		}
+		enc, version, id, fp = nil, nil, nil, nil
+	}
+	if err := iter.Close(); err != nil {
+		return Record{}, false, cassandra.ReadError("read a change's recorded outcome", err)
+	}
+	switch {
+	case recorded != nil:
+		r, err := DecodeRecord(*recorded)
+		return r, err == nil, err
+	case legacy != nil:
+		return *legacy, true, nil
+	}
+	return Record{}, false, nil
 }

@@ -3,6 +3,7 @@ package versions_test
 import (
 	"testing"
 
+	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/versions/versionstest"
 )
 
@@ -11,6 +12,7 @@ import (
 func TestMemoryContract(t *testing.T) {
 	versionstest.Run(t, func(t *testing.T) versionstest.Subject {
 		m := versionstest.NewMemory()
-		return versionstest.Subject{Store: m, Arm: m.Arm}
+		return versionstest.Subject{Store: m, Arm: m.Arm, Before: m.Before,
+			Unrecorded: func(_ *testing.T, ch order.Change) bool { return m.WriteUnrecorded(ch) }}
 	})
 }

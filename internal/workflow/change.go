@@ -21,17 +21,20 @@ import (
 // and operation) and an expected version (a precondition on the order).
 //
 //  1. Receipt first: the order (it must exist: else NOT_FOUND, nothing
-//     written) and the change that made version expected+1. If that is
-//     this request's change and the order shows it, the change is recorded:
-//     replay it (no Paxos round), whatever the order's version is now.
+//     written) and the outcome recorded with it for this request's change
+//     id. A refusal is answered again; an accepted change the order shows
+//     is replayed (no Paxos round), whatever the order's version is now;
+//     either of another command is REQUEST_ID_REUSED. The record outlives
+//     the ledger: it is kept with the order.
 //  2. Claim the request in the ledger (the claim LWT, as for CreateOrder).
 //     A duplicate of a claimed request gets the recorded answer, waits, or
 //     takes over (await), exactly as CreateOrder's duplicates do.
 //  3. finishChange: the version check, an LWT on the order's
 //     order_versions partition (internal/versions), decides; accepted →
 //     project the change (plain writes ordered by version) and answer;
-//     not accepted → record a conflict receipt in the ledger (COMPLETE
-//     with the reason and the version found) and answer it.
+//     not accepted → the refusal the version check recorded with the
+//     order is also recorded as a conflict receipt in the ledger
+//     (COMPLETE with the reason and the version found) and answered.
 //  4. After the answer, publish the change's event and release the due
 //     entry (settleLater), as for CreateOrder; the reconciler finishes a
 //     change a crash left half done (Settle).
@@ -40,6 +43,7 @@ import (
 type Versions interface {
 	Apply(ctx context.Context, c order.Change) (versions.Decision, error)
 	History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error)
+	Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (versions.Record, bool, error)
 }
 
 // ChangeResult is the answer to one accepted CancelOrder or AmendOrder.
@@ -106,6 +110,12 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		if done {
 			return errRecorded
 		}
+		if checkErr == nil {
+			checkErr = s.clockOK()
+		}
+		if checkErr == nil {
+			checkErr = s.enabled(ctx, in.Operation)
+		}
 		return checkErr
 	})
 	if done || checkErr != nil {
@@ -152,16 +162,18 @@ func (s *Service) settleChange(ctx context.Context, rec ledger.Record, res Chang
 // receipt: err is a change's recorded conflict (its request is done).
 func receipt(err error) bool {
 	k := fault.KindOf(err)
-	return err != nil && (k == fault.Stale || k == fault.Rejected)
+	return err != nil && (k == fault.Stale || k == fault.Rejected || fault.ReasonOf(err) == fault.ReasonRequestIDReused)
 }
 
-// changeRecorded looks up a change request's recorded acceptance before
+// changeRecorded looks up a change request's recorded outcome before
 // anything is claimed (design doc 003: the receipt before the version, so
 // a retry of an accepted change replays instead of failing as stale). It
 // reads the order (NOT_FOUND ends the call: no receipt for a change of no
-// order) and the changes up to the version this one would make; if that
-// version's change is this request's and the order's rows show it, that
-// is the answer. A conflict receipt lives in the ledger: the claim finds it.
+// order) and the outcome recorded with it under the request's change id,
+// which outlives the ledger's receipts: a refusal is the answer again (an
+// error of kind Stale or Rejected); an accepted change is, once the order's
+// rows show it; a record of another command is REQUEST_ID_REUSED. No record:
+// the request goes on to its claim.
 // It also returns the order it read, for the attempt that goes on to do the
 // work (its creation values never change).
 func (s *Service) changeRecorded(ctx context.Context, key ledger.Key, fingerprint string, cmd order.ChangeCommand) (ChangeResult, order.Order, bool, error) {
@@ -169,22 +181,27 @@ func (s *Service) changeRecorded(ctx context.Context, key ledger.Key, fingerprin
 	if err != nil {
 		return ChangeResult{}, order.Order{}, false, err // NotFound: no such order (of this tenant)
 	}
-	made := cmd.ExpectedVersion + 1
-	if base.Version < made {
-		return ChangeResult{}, base, false, nil // not projected: not (wholly) done, if accepted at all
+	rec, found, err := s.cfg.Versions.Lookup(ctx, key.Tenant, cmd.OrderID, order.ChangeID(key.Tenant, key.Operation, key.RequestID))
+	switch {
+	case err != nil:
+		return ChangeResult{}, base, false, err
+	case !found:
+		return ChangeResult{}, base, false, nil
+	case rec.Fingerprint != fingerprint:
+		return ChangeResult{}, base, false, fault.New(fault.ReasonRequestIDReused, nil)
+	case !rec.Accepted():
+		return ChangeResult{}, base, false, conflict(rec.Refusal())
+	case base.Version < rec.Version:
+		return ChangeResult{}, base, false, nil // not (wholly) projected: the claim's finisher does it
 	}
-	hist, err := s.cfg.Versions.History(ctx, key.Tenant, cmd.OrderID, made)
+	hist, err := s.cfg.Versions.History(ctx, key.Tenant, cmd.OrderID, rec.Version)
 	if err != nil {
 		return ChangeResult{}, base, false, err
 	}
-	if len(hist) == 0 || hist[len(hist)-1].Version != made ||
-		hist[len(hist)-1].ID != order.ChangeID(key.Tenant, key.Operation, key.RequestID) {
-		return ChangeResult{}, base, false, nil
+	if len(hist) == 0 || hist[len(hist)-1].Version != rec.Version {
+		return ChangeResult{}, base, false, nil // the history does not read back whole yet: claim
 	}
 	c := hist[len(hist)-1]
-	if c.Fingerprint != fingerprint {
-		return ChangeResult{}, base, false, fault.New(fault.ReasonRequestIDReused, nil)
-	}
 	return ChangeResult{Change: c, Order: base.At(hist), Replayed: true, Outcome: OutcomeReplayed}, base, true, nil
 }
 
@@ -221,10 +238,13 @@ func conflictOf(rec ledger.Record) error {
 	return conflict(out)
 }
 
-// conflict is the client's answer for a recorded conflict receipt.
+// conflict is the client's answer for a recorded conflict receipt: a
+// version conflict says the order's version it was decided at.
 func conflict(out order.ChangeOutcome) error {
 	e := fault.New(out.Reason, nil)
-	e.Metadata = map[string]string{"current_version": strconv.FormatInt(out.CurrentVersion, 10)}
+	if out.Reason != fault.ReasonRequestIDReused {
+		e.Metadata = map[string]string{"current_version": strconv.FormatInt(out.CurrentVersion, 10)}
+	}
 	return e
 }
 
@@ -262,7 +282,7 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 		return ChangeResult{}, err
 	}
 	if !d.Accepted {
-		return ChangeResult{}, s.recordConflict(ctx, rec, c, d)
+		return ChangeResult{}, s.recordConflict(ctx, rec, d)
 	}
 	if err := s.failpoints.Eval(failpoint.AfterVersion); err != nil {
 		return ChangeResult{}, err
@@ -282,16 +302,14 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 	return ChangeResult{Change: c, Order: o}, nil
 }
 
-// recordConflict records the conflict the version check decided as rec's
-// outcome (the ledger's Complete: its retries replay it) and returns it.
-// A conflict is final: versions only grow and a cancelled order stays
-// cancelled, so whoever decides it for this claim decides the same reason;
-// if another finisher recorded it first, its receipt is the answer.
-func (s *Service) recordConflict(ctx context.Context, rec ledger.Record, c order.Change, d versions.Decision) error {
-	out := order.ChangeOutcome{Reason: fault.ReasonStaleVersion, CurrentVersion: d.Current}
-	if d.Current == c.Version-1 && d.Status == order.StatusCancelled {
-		out.Reason = fault.ReasonOrderCancelled
-	}
+// recordConflict records the refusal the version check decided (and
+// recorded with the order) as rec's outcome in the ledger too (Complete:
+// its retries within the retention replay it from there) and returns it.
+// A refusal is final: it is recorded once under the change id, so
+// whoever decides it for this claim decides the same; if another finisher
+// completed the claim first, its receipt is the answer.
+func (s *Service) recordConflict(ctx context.Context, rec ledger.Record, d versions.Decision) error {
+	out := d.Refusal
 	done, err := s.ledger.Complete(ctx, rec, out.Encode())
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):

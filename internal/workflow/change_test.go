@@ -493,16 +493,35 @@ func failpointsOrDie(t *testing.T, spec string) *failpoint.Set {
 	return fps
 }
 
-// A ledger row of an operation no handler claims (another program's, or a
-// test's) is unfinishable: the reconciler sets it aside instead of
-// retrying it for ever as a CreateOrder it is not.
-func TestSettleOfAnUnknownOperationIsUnfinishable(t *testing.T) {
+// A ledger row of an operation this release does not know (a newer
+// release's, claimed and maybe partly written by it) is left alone: Settle
+// says so (ledger.ErrUnknownOperation, so the reconciler keeps the entry for
+// a release that knows it) and writes nothing. Unfinishable, as before, made
+// the reconciler set the request aside as FAILED, contradicting what the
+// newer release had told its client.
+func TestSettleOfAnUnknownOperationActsOnNothing(t *testing.T) {
 	f := newChangeFixture(t, nil)
 	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
-	rec.Operation = "CreateOrder"
+	rec.Operation = "SPLIT_ORDER"
+	ledgerCalls := map[string]int{}
+	for _, call := range []string{"RecordAttempt", "MarkFailed", "Withdraw", "Complete", "RemoveEntry"} {
+		ledgerCalls[call] = f.led.Calls(call)
+	}
+	written := len(f.proj.Writes())
 	err := f.svc.Settle(context.Background(), rec)
-	if !errors.Is(err, ledger.ErrUnfinishable) {
-		t.Errorf("Settle of operation %q = %v, want ErrUnfinishable", rec.Operation, err)
+	if errors.Is(err, ledger.ErrUnfinishable) || fault.ReasonOf(err) != fault.ReasonOperationUnknown {
+		t.Fatalf("Settle of operation %q = %v, want OPERATION_UNKNOWN and never unfinishable", rec.Operation, err)
+	}
+	if !errors.Is(err, ledger.ErrUnknownOperation) {
+		t.Errorf("Settle of operation %q = %v, want it to wrap ledger.ErrUnknownOperation", rec.Operation, err)
+	}
+	for call, before := range ledgerCalls {
+		if n := f.led.Calls(call) - before; n != 0 {
+			t.Errorf("ledger %s called %d times for an unknown operation", call, n)
+		}
+	}
+	if n := len(f.proj.Writes()) - written; n != 0 {
+		t.Errorf("%d orders written for an unknown operation", n)
 	}
 }
 
@@ -571,14 +590,27 @@ func TestConflictWhoseClaimChangedBeforeItsReceiptIsStillTheAnswer(t *testing.T)
 				t.Errorf("published %d events for a conflict, want none", n)
 			}
 
-			// The retry, once a newer claim would be taken over: it claims
-			// afresh or takes the newer claim over, and decides the same.
+			// The retry is answered from the refusal recorded with the
+			// order, before any claim; the reconciler settles a newer claim
+			// still PENDING to the same conflict receipt.
 			f.clock.Advance(time.Minute)
+			claims := len(f.led.Statements(ledgertest.StmtClaim))
 			_, err = f.svc.ChangeOrder(context.Background(), testTenant, in)
 			f.svc.Wait()
 			wantConflict(t, err, fault.Stale, "3")
+			if n := len(f.led.Statements(ledgertest.StmtClaim)) - claims; n != 0 {
+				t.Errorf("the retry sent %d claims, want none (the recorded refusal first)", n)
+			}
+			if !tc.kept {
+				return
+			}
+			if err := f.svc.Settle(context.Background(), changed); err != nil {
+				t.Fatalf("Settle of the newer claim: %v", err)
+			}
 			if now, ok := f.led.Record(key); !ok || now.State != ledger.Complete {
-				t.Errorf("after the retry: ledger row = %+v (present %v), want its conflict receipt", now, ok)
+				t.Errorf("after Settle: ledger row = %+v (present %v), want its conflict receipt", now, ok)
+			} else {
+				wantConflict(t, conflictOf(now), fault.Stale, "3")
 			}
 		})
 	}
@@ -724,5 +756,102 @@ func TestSettleOfAnUnreadableChangeCommandIsUnfinishableAndWritesNothing(t *test
 	}
 	if n := len(f.pub.Records()) - events; n != 0 {
 		t.Errorf("published %d events, want none", n)
+	}
+}
+
+// A process whose clock is too far from the cluster's sends no claim: a
+// new order or change is refused CLOCK_SKEWED (Unavailable: retry, another
+// instance may answer) with nothing claimed, while a request already
+// recorded is still answered. Its claim and due entry would be dated by
+// that clock, and the reconciler's decisions rest on the two being close.
+func TestSkewedClockSendsNoClaim(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	skewed := fault.New(fault.ReasonClockSkewed, errors.New("this clock is 90s off the cluster's"))
+	f.svc.cfg.Clock = func() error { return skewed }
+	claimsBefore := len(f.led.Records())
+
+	in := baseInput()
+	in.RequestID = uuid.NewString()
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, in); fault.ReasonOf(err) != fault.ReasonClockSkewed || fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("new CreateOrder with a skewed clock = %v, want CLOCK_SKEWED (Unavailable)", err)
+	}
+	if _, err := f.svc.ChangeOrder(context.Background(), testTenant, f.amend(1, "leave at the door")); fault.ReasonOf(err) != fault.ReasonClockSkewed {
+		t.Errorf("new AmendOrder with a skewed clock = %v, want CLOCK_SKEWED", err)
+	}
+	f.svc.Wait()
+	if n := len(f.led.Records()) - claimsBefore; n != 0 {
+		t.Errorf("%d requests claimed with a skewed clock, want none", n)
+	}
+
+	// The order created before is recorded: its duplicate is answered.
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+	if err != nil || !res.Replayed || res.Order.ID != f.order.ID {
+		t.Errorf("duplicate of a recorded order with a skewed clock = %+v, %v; want the order replayed", res, err)
+	}
+
+	f.svc.cfg.Clock = func() error { return nil }
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, in); err != nil {
+		t.Errorf("CreateOrder once the clock is back = %v", err)
+	}
+}
+
+// While a live reconciler of an older release does not finish changes, no
+// change claim is sent: AmendOrder and CancelOrder are refused
+// OPERATION_NOT_ENABLED (Unavailable: retry once the rollout completes)
+// with nothing claimed, a change already recorded is still answered, and
+// CreateOrder, which every release finishes, never asks.
+func TestChangeNotEnabledSendsNoClaim(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	done := f.amend(1, "before the rollback")
+	if _, err := f.svc.ChangeOrder(context.Background(), testTenant, done); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	var asked []string
+	f.svc.cfg.Enabled = func(_ context.Context, op string) error {
+		asked = append(asked, op)
+		return fault.New(fault.ReasonOperationNotEnabled, errors.New("1 of 2 live reconciler instances do not say they finish it"))
+	}
+	claimsBefore := len(f.led.Records())
+
+	for _, in := range []order.ChangeInput{f.amend(2, "after the rollback"), f.cancel(2)} {
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+		if fault.ReasonOf(err) != fault.ReasonOperationNotEnabled || fault.KindOf(err) != fault.Unavailable {
+			t.Errorf("%s while not enabled = %v, want OPERATION_NOT_ENABLED (Unavailable)", in.Operation, err)
+		}
+	}
+	f.svc.Wait()
+	if n := len(f.led.Records()) - claimsBefore; n != 0 {
+		t.Errorf("%d change requests claimed while not enabled, want none", n)
+	}
+	if got := f.order; got.Version != 1 {
+		t.Fatalf("fixture order at version %d", got.Version)
+	}
+	if res, err := f.svc.ChangeOrder(context.Background(), testTenant, done); err != nil || !res.Replayed || res.Change.Version != 2 {
+		t.Errorf("the recorded change again = %+v, %v; want it replayed at version 2", res, err)
+	}
+
+	in := baseInput()
+	in.RequestID = uuid.NewString()
+	if _, err := f.svc.CreateOrder(context.Background(), testTenant, in); err != nil {
+		t.Errorf("CreateOrder while changes are not enabled = %v", err)
+	}
+	for _, op := range asked {
+		if op == order.Operation {
+			t.Errorf("CreateOrder asked whether %s is enabled", op)
+		}
+	}
+}
+
+// Every operation this release says it finishes (what its reconcilers'
+// heartbeats advertise) is one Settle knows.
+func TestSettleKnowsEveryOperationItAdvertises(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	for _, op := range Operations() {
+		rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
+		rec.Operation = op
+		if err := f.svc.Settle(context.Background(), rec); errors.Is(err, ledger.ErrUnknownOperation) {
+			t.Errorf("Settle of advertised operation %s = %v", op, err)
+		}
 	}
 }

@@ -43,7 +43,7 @@ func TestNewOrderIsPublishedThenReleased(t *testing.T) {
 	f.svc.Wait()
 	recs := pub.Records()
 	if len(recs) != 1 || string(recs[0].Key) != res.Order.ID.String() ||
-		outbox.Header(recs[0], outbox.HeaderEventID) != res.Order.RequestID.String() {
+		outbox.Header(recs[0], outbox.HeaderEventID) != order.EventID(testTenant, order.Operation, res.Order.RequestID).String() {
 		t.Fatalf("published %d records (%v), want the order's one event", len(recs), recs)
 	}
 	if n := len(f.led.Entries(onlyRecord(t, f.led).Key)); n != 0 {
@@ -57,6 +57,42 @@ func TestNewOrderIsPublishedThenReleased(t *testing.T) {
 	f.svc.Wait()
 	if n := len(pub.Records()); n != 1 {
 		t.Errorf("records after a replay = %d, want still 1", n)
+	}
+}
+
+// Two tenants that pick one request id get two orders, and their two
+// ORDER_CREATED events carry two event ids: a consumer that deduplicates by
+// event id (as docs/outbox.md tells it to) applies both. An event id of the
+// bare request id made the second a duplicate of the first, so a tenant that
+// guessed another's request ids could suppress its events.
+func TestTwoTenantsSharingARequestIDPublishTwoEventIDs(t *testing.T) {
+	f, pub := deliveryFixture(t)
+	in := baseInput()
+	a, err := f.svc.CreateOrder(context.Background(), "acme", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.svc.CreateOrder(context.Background(), "globex", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	if a.Order.ID == b.Order.ID {
+		t.Fatalf("both tenants got order %s", a.Order.ID)
+	}
+	ids := map[string]string{} // event id -> order id (the record key)
+	for _, r := range pub.Records() {
+		id := outbox.Header(r, outbox.HeaderEventID)
+		if other, ok := ids[id]; ok && other != string(r.Key) {
+			t.Fatalf("event id %s carries order %s and order %s", id, other, r.Key)
+		}
+		ids[id] = string(r.Key)
+	}
+	if len(ids) != 2 {
+		t.Fatalf("event ids published = %v, want one per tenant's order", ids)
+	}
+	if _, ok := ids[a.Order.RequestID.String()]; ok {
+		t.Errorf("an event id is the bare request id %s, which another tenant can share", a.Order.RequestID)
 	}
 }
 

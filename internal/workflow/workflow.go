@@ -89,9 +89,28 @@ type Config struct {
 	// Versions is the orders' authoritative version, which CancelOrder and
 	// AmendOrder need (internal/versions); nil refuses them as internal.
 	Versions Versions
+	// Clock, if set, says whether this process's clock is close enough to
+	// the cluster's to date a claim (clockskew.Monitor.Check): a claim's
+	// time and its due entry's are this clock's, and the reconciler's
+	// decisions are safe only while both clocks are within the bound. An
+	// error refuses the claim (it is never sent); a request already
+	// recorded is still answered. Nil: always close enough.
+	Clock func() error
+	// Now is this process's clock; default time.Now.
+	Now func() time.Time
+	// Enabled, if set, says whether a change operation (CancelOrder,
+	// AmendOrder) may be claimed: nil only while every live reconciler
+	// finishes it (reconciler.Fleet.Finishes), since any of them may meet
+	// the request's due entry. An error refuses the claim (it is never
+	// sent); a change already recorded is still answered. CreateOrder, which
+	// every release finishes, never asks. Nil: every operation is enabled.
+	Enabled func(ctx context.Context, op string) error
 }
 
 func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	if c.TakeoverAfter == 0 {
 		c.TakeoverAfter = time.Second
 	}
@@ -208,7 +227,7 @@ type Service struct {
 func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log *slog.Logger) *Service {
 	cfg = cfg.withDefaults()
 	return &Service{cfg: cfg, ledger: l, projector: p, failpoints: failpoints, replays: newReplayCache(cfg.ReplayCacheSize),
-		log: log, warns: lograte.New[string](nil), now: time.Now}
+		log: log, warns: lograte.New[string](nil), now: cfg.Now}
 }
 
 // Result is the answer to one CreateOrder attempt.
@@ -278,6 +297,29 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 	return res, err
 }
 
+// Operations are the operations whose requests Settle finishes: what this
+// release's reconcilers say they finish (reconciler.NewCassandraCoordinator).
+func Operations() []string {
+	return []string{order.Operation, order.OperationCancel, order.OperationAmend}
+}
+
+// enabled is nil while a claim of change operation op may be sent
+// (Config.Enabled).
+func (s *Service) enabled(ctx context.Context, op string) error {
+	if s.cfg.Enabled == nil {
+		return nil
+	}
+	return s.cfg.Enabled(ctx, op)
+}
+
+// clockOK is nil while this process may date a claim (Config.Clock).
+func (s *Service) clockOK() error {
+	if s.cfg.Clock == nil {
+		return nil
+	}
+	return s.cfg.Clock()
+}
+
 // admit asks the configured Admission (if any) to let one call of tenant
 // through, before it does anything.
 func (s *Service) admit(budget func(Admission, string) error, tenant string) error {
@@ -315,6 +357,9 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		prior, done, checkErr = s.recorded(ctx, claim.Tenant, claim.EntityID, cmd)
 		if done {
 			return errRecorded
+		}
+		if checkErr == nil {
+			checkErr = s.clockOK()
 		}
 		return checkErr
 	})
@@ -555,7 +600,8 @@ func (s *Service) project(ctx context.Context, o order.Order) (order.Order, erro
 // event, or nothing to deliver when its conflict is recorded (the request
 // is done). A delivery that failed is an error with reason
 // DELIVERY_FAILED (kind Unavailable): the work is recorded, the entry
-// must stay.
+// must stay. A request of an operation this release does not know is left
+// as it is: an error wrapping ledger.ErrUnknownOperation.
 func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 	var ev order.Event
 	switch rec.Operation {
@@ -575,10 +621,12 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 		}
 		ev = order.CreatedEvent(o)
 	default:
-		// No handler claims any other operation: nothing of it can have
-		// been written, and no finisher knows its command.
-		return fault.New(fault.ReasonCommandUnreadable,
-			fmt.Errorf("request %s: %w: unknown operation %q", rec.RequestID, ledger.ErrUnfinishable, rec.Operation))
+		// A newer release's operation: its claim may be accepted and partly
+		// written by that release, so acting on it as anything this release
+		// knows (finishing it as a create, withdrawing it, setting it aside
+		// as FAILED) could undo what a client was told succeeded.
+		return fault.New(fault.ReasonOperationUnknown,
+			fmt.Errorf("request %s: %w: %q", rec.RequestID, ledger.ErrUnknownOperation, rec.Operation))
 	}
 	return s.publish(ctx, ev)
 }

@@ -34,6 +34,9 @@ type Coordinator interface {
 	Cursor(ctx context.Context, shard int) (time.Time, bool, error)
 	// SaveCursor moves the shard's cursor (only the lease holder calls it).
 	SaveCursor(ctx context.Context, shard int, bucket time.Time) error
+	// Members lists the live instances with the operations each one's
+	// heartbeat says it finishes (none for a release that says nothing).
+	Members(ctx context.Context) (map[uuid.UUID][]string, error)
 }
 
 // The names reconciler.CassandraCoordinator's statements give themselves
@@ -41,6 +44,7 @@ type Coordinator interface {
 const (
 	StmtHeartbeat  = "coord.heartbeat"
 	StmtMembers    = "coord.members"
+	StmtMemberOps  = "coord.member-ops"
 	StmtLeave      = "coord.leave"
 	StmtOwners     = "coord.owners"
 	StmtLease      = "coord.lease" // the LOCAL_SERIAL read that settles a lease LWT
@@ -60,17 +64,28 @@ type lease struct {
 // semantics (see the package doc) whose TTLs follow an injectable clock.
 // Safe for concurrent use.
 type MemoryCoordinator struct {
+	*memoryTables
+	operations []string // what this coordinator's heartbeats say its instance finishes
+}
+
+// memoryTables are the tables every MemoryCoordinator of one store shares
+// (Advertising).
+type memoryTables struct {
 	// Faults armed by statement name (StmtAcquire, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
 	now func() time.Time
 
 	mu      sync.Mutex
-	members map[uuid.UUID]time.Time // instance → expiry
+	members map[uuid.UUID]member
 	leases  map[int]lease
 	cursors map[int]time.Time
 	saves   map[int][]time.Time // applied SaveCursor calls per shard
+}
 
+type member struct {
+	expires    time.Time
+	operations []string
 }
 
 var _ Coordinator = (*MemoryCoordinator)(nil)
@@ -81,9 +96,16 @@ func NewMemoryCoordinator(now func() time.Time) *MemoryCoordinator {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryCoordinator{now: now, members: map[uuid.UUID]time.Time{}, leases: map[int]lease{},
+	return &MemoryCoordinator{memoryTables: &memoryTables{now: now, members: map[uuid.UUID]member{}, leases: map[int]lease{},
 		cursors: map[int]time.Time{}, saves: map[int][]time.Time{},
-		Faults: cassandra.NewFaults()}
+		Faults: cassandra.NewFaults()}}
+}
+
+// Advertising is a coordinator on the same tables whose heartbeats say its
+// instance finishes operations (reconciler.NewCassandraCoordinator's
+// operations).
+func (c *MemoryCoordinator) Advertising(operations ...string) *MemoryCoordinator {
+	return &MemoryCoordinator{memoryTables: c.memoryTables, operations: slices.Clone(operations)}
 }
 
 // ttlOf is a TTL as Cassandra keeps it: whole seconds, at least one
@@ -179,22 +201,39 @@ func (c *MemoryCoordinator) Heartbeat(ctx context.Context, instance uuid.UUID, t
 	defer c.mu.Unlock()
 	now := c.now()
 	if err := c.writeLocked(ctx, StmtHeartbeat, "reconciler heartbeat", func() {
-		c.members[instance] = now.Add(ttlOf(ttl))
+		c.members[instance] = member{expires: now.Add(ttlOf(ttl)), operations: slices.Sorted(slices.Values(c.operations))}
 	}); err != nil {
 		return 0, err
 	}
 	if err := c.readLocked(ctx, StmtMembers, "count reconcilers"); err != nil {
 		return 0, err
 	}
-	n := 0
-	for id, exp := range c.members {
-		if now.Before(exp) {
-			n++
-		} else {
+	return len(c.liveMembersLocked()), nil
+}
+
+// liveMembersLocked drops the members whose TTL ran out and returns the rest.
+func (c *memoryTables) liveMembersLocked() map[uuid.UUID]member {
+	now := c.now()
+	for id, m := range c.members {
+		if !now.Before(m.expires) {
 			delete(c.members, id)
 		}
 	}
-	return n, nil
+	return c.members
+}
+
+// Members implements Coordinator.
+func (c *MemoryCoordinator) Members(ctx context.Context) (map[uuid.UUID][]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.readLocked(ctx, StmtMemberOps, "read reconcilers' operations"); err != nil {
+		return nil, err
+	}
+	out := map[uuid.UUID][]string{}
+	for id, m := range c.liveMembersLocked() {
+		out[id] = slices.Clone(m.operations)
+	}
+	return out, nil
 }
 
 // Leave implements Coordinator.
@@ -327,6 +366,6 @@ func (c *MemoryCoordinator) LeasesOf(instance uuid.UUID) []int {
 func (c *MemoryCoordinator) IsMember(instance uuid.UUID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	exp, ok := c.members[instance]
-	return ok && c.now().Before(exp)
+	m, ok := c.members[instance]
+	return ok && c.now().Before(m.expires)
 }

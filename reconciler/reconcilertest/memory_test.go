@@ -29,6 +29,7 @@ func TestCoordinatorContractMemory(t *testing.T) {
 		// A start that is not on a second: a TTL counts from the write.
 		c := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 700_000_000, time.UTC)}
 		m := NewMemoryCoordinator(c.Now)
-		return CoordinatorSubject{Coord: m, Arm: m.Arm, Wait: c.Advance}
+		return CoordinatorSubject{Coord: m, Arm: m.Arm, Wait: c.Advance,
+			Advertising: func(ops ...string) Coordinator { return m.Advertising(ops...) }}
 	})
 }

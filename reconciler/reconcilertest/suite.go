@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,10 @@ type CoordinatorSubject struct {
 	// Wait lets d pass on the coordinator's clock: it advances a fake clock,
 	// or sleeps for a real store.
 	Wait func(d time.Duration)
+	// Advertising is a coordinator on the same store whose heartbeats say
+	// that their instance finishes operations (Coord's say none, as an
+	// older release's).
+	Advertising func(operations ...string) Coordinator
 }
 
 // Lease TTLs the suite uses: long enough not to expire during a subtest,
@@ -617,6 +622,51 @@ var memberCases = []coordCase{
 			}
 			return fmt.Errorf("a member with a %s TTL still counted after %s", shortTTL, expiry)
 		})
+	}},
+
+	{"members list the operations their heartbeats say they finish", func(t *testing.T, s *coordSuite) {
+		a, b := uuid.New(), uuid.New()
+		newer := s.Advertising("CREATE_ORDER", "AMEND_ORDER", "CANCEL_ORDER")
+		defer s.Coord.Leave(context.WithoutCancel(s.ctx), a)
+		defer s.Coord.Leave(context.WithoutCancel(s.ctx), b)
+		if _, err := newer.Heartbeat(s.ctx, a, longTTL); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Coord.Heartbeat(s.ctx, b, longTTL); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Coord.Members(s.ctx)
+		if err != nil {
+			t.Fatalf("Members: %v", err)
+		}
+		if ops, ok := got[a]; !ok || !slices.Equal(ops, []string{"AMEND_ORDER", "CANCEL_ORDER", "CREATE_ORDER"}) {
+			t.Errorf("Members()[a] = %v (listed %v), want its three operations, sorted", ops, ok)
+		}
+		if ops, ok := got[b]; !ok || len(ops) != 0 {
+			t.Errorf("Members()[b] = %v (listed %v), want it listed with no operations", ops, ok)
+		}
+		// A later heartbeat of the same instance says what it says now.
+		if _, err := s.Coord.Heartbeat(s.ctx, a, longTTL); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Coord.Leave(s.ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		got, err = newer.Members(s.ctx)
+		if err != nil {
+			t.Fatalf("Members: %v", err)
+		}
+		if ops, ok := got[a]; !ok || len(ops) != 0 {
+			t.Errorf("after a heartbeat that says none: Members()[a] = %v (listed %v), want no operations", ops, ok)
+		}
+		if _, ok := got[b]; ok {
+			t.Errorf("Members() lists %v after it left", b)
+		}
+		for _, f := range allFaults {
+			s.Arm(StmtMemberOps, f, 1)
+			_, err := s.Coord.Members(s.ctx)
+			wantErr(t, "Members with "+f.String(), err, fault.Unavailable)
+		}
 	}},
 
 	{"heartbeat faults", func(t *testing.T, s *coordSuite) {

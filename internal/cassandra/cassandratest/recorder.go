@@ -30,6 +30,8 @@ type Run struct {
 	ConsistencyGiven bool
 	// CAS: the statement ran as a conditional write (MapScanCASContext).
 	CAS bool
+	// ServerTimestamp: the write was dated by the coordinator's clock.
+	ServerTimestamp bool
 }
 
 // Recorder is a Session whose serial consistency is the one it was made
@@ -92,6 +94,7 @@ func (q *query) Consistency(c gocql.Consistency) cassandra.Query {
 }
 func (q *query) SerialConsistency(c gocql.Consistency) cassandra.Query { q.run.Serial = c; return q }
 func (q *query) WithTimestamp(int64) cassandra.Query                   { return q }
+func (q *query) ServerTimestamp() cassandra.Query                      { q.run.ServerTimestamp = true; return q }
 func (q *query) Idempotent(bool) cassandra.Query                       { return q }
 func (q *query) PageSize(int) cassandra.Query                          { return q }
 func (q *query) PageState([]byte) cassandra.Query                      { return q }

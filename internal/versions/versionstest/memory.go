@@ -17,10 +17,12 @@ import (
 )
 
 // Memory is versions.Store in memory, with the real store's semantics: one
-// linearizable version check per order, rows written once, and faults armed
-// by statement name (versions.StmtApply, StmtState, StmtHistory) served as
-// a FaultSession serves them: Unavailable and Timeout do not apply,
-// LoseResponse applies, and the caller sees the driver's error.
+// linearizable LWT at a time per order (the version check and the
+// refusal, both conditional on the change id's record), rows and records
+// written once, and faults armed by statement name (versions.StmtApply,
+// StmtRefuse, StmtState, StmtHistory, StmtLookup) served as a FaultSession
+// serves them: Unavailable and Timeout do not apply, LoseResponse applies,
+// and the caller sees the driver's error.
 type Memory struct {
 	*cassandra.Faults
 	mu     sync.Mutex
@@ -32,13 +34,19 @@ type orderKey struct {
 	id     uuid.UUID
 }
 
+// history is an order's partition: statics, rows and records. A partition
+// holding refusals only is at version 1, CREATED.
 type history struct {
 	current int64
 	status  string
 	changes map[int64]order.Change
+	records map[uuid.UUID]versions.Record
 }
 
-var _ versions.Store = (*Memory)(nil)
+var (
+	_ versions.Store      = (*Memory)(nil)
+	_ versions.Statements = (*Memory)(nil)
+)
 
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
@@ -58,87 +66,91 @@ func injected(stmt string, f cassandra.Fault, write bool) error {
 
 // Apply implements versions.Store, with CassandraStore's settling.
 func (m *Memory) Apply(ctx context.Context, ch order.Change) (versions.Decision, error) {
-	for attempt := 1; ; attempt++ {
-		cur, status, applied, err := m.apply(ch)
-		if err == nil {
-			if applied {
-				return versions.Decision{Accepted: true}, nil
-			}
-			return m.decide(ch, cur, status)
-		}
-		if fault.KindOf(err) != fault.OutcomeUnknown {
-			return versions.Decision{}, err
-		}
-		cur, status, serr := m.state(ch)
-		switch {
-		case serr != nil:
-			return versions.Decision{}, err
-		case versions.Awaits(ch, cur, status) && attempt < versions.SettleAttempts:
-			continue
-		case versions.Awaits(ch, cur, status):
-			return versions.Decision{}, fault.New(fault.ReasonClusterUnavailable, err)
-		}
-		return m.decide(ch, cur, status)
-	}
+	return versions.Check(ctx, m, ch)
 }
 
-func (m *Memory) apply(ch order.Change) (int64, string, bool, error) {
-	f, armed := m.Take(versions.StmtApply)
+// partition is ch's order's partition, made if need be; m.mu is held.
+func (m *Memory) partition(tenant string, id uuid.UUID) *history {
+	k := orderKey{tenant, id}
+	h := m.orders[k]
+	if h == nil {
+		h = &history{current: order.CreatedVersion, status: order.StatusCreated,
+			changes: map[int64]order.Change{}, records: map[uuid.UUID]versions.Record{}}
+		m.orders[k] = h
+	}
+	return h
+}
+
+// state is h as an LWT's condition or a read finds it for ch; m.mu is held.
+func (h *history) state(ch order.Change) versions.State {
+	st := versions.State{Current: h.current, Status: h.status}
+	if r, ok := h.records[ch.ID]; ok {
+		st.Record = &r
+	}
+	return st
+}
+
+// cas runs one LWT of ch's order: cond decides, write applies.
+func (m *Memory) cas(stmt string, ch order.Change, cond func(*history) bool, write func(*history)) (versions.State, bool, error) {
+	f, armed := m.Take(stmt)
 	if armed && f != cassandra.FaultLoseResponse && f != cassandra.FaultPass {
-		return 0, "", false, injected(versions.StmtApply, f, true)
+		return versions.State{}, false, injected(stmt, f, true)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := orderKey{ch.Tenant, ch.OrderID}
-	h := m.orders[k]
-	if h == nil {
-		h = &history{current: order.CreatedVersion, status: order.StatusCreated, changes: map[int64]order.Change{}}
+	h := m.partition(ch.Tenant, ch.OrderID)
+	applied := cond(h)
+	if applied {
+		write(h)
 	}
-	if h.current != ch.Version-1 || h.status == order.StatusCancelled {
-		if armed && f == cassandra.FaultLoseResponse {
-			return 0, "", false, injected(versions.StmtApply, f, true)
-		}
-		return h.current, h.status, false, nil
-	}
-	h.current, h.status, h.changes[ch.Version] = ch.Version, ch.Status, ch
-	m.orders[k] = h
 	if armed && f == cassandra.FaultLoseResponse {
-		return 0, "", false, injected(versions.StmtApply, f, true)
+		return versions.State{}, false, injected(stmt, f, true)
 	}
-	return 0, "", true, nil
+	if applied {
+		return versions.State{}, true, nil
+	}
+	return h.state(ch), false, nil
 }
 
-func (m *Memory) state(ch order.Change) (int64, string, error) {
+// ApplyOnce implements versions.Statements.
+func (m *Memory) ApplyOnce(_ context.Context, ch order.Change) (versions.State, bool, error) {
+	return m.cas(versions.StmtApply, ch, func(h *history) bool {
+		_, decided := h.records[ch.ID]
+		return !decided && h.current == ch.Version-1 && h.status != order.StatusCancelled
+	}, func(h *history) {
+		h.current, h.status, h.changes[ch.Version] = ch.Version, ch.Status, ch
+		h.records[ch.ID] = versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}
+	})
+}
+
+// RefuseOnce implements versions.Statements.
+func (m *Memory) RefuseOnce(_ context.Context, ch order.Change, r versions.Record) (versions.State, bool, error) {
+	return m.cas(versions.StmtRefuse, ch, func(h *history) bool {
+		_, decided := h.records[ch.ID]
+		return !decided
+	}, func(h *history) { h.records[ch.ID] = r })
+}
+
+// ReadState implements versions.Statements.
+func (m *Memory) ReadState(_ context.Context, ch order.Change) (versions.State, error) {
 	if f, ok := m.Take(versions.StmtState); ok && f != cassandra.FaultPass {
-		return 0, "", injected(versions.StmtState, f, false)
+		return versions.State{}, injected(versions.StmtState, f, false)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if h := m.orders[orderKey{ch.Tenant, ch.OrderID}]; h != nil {
-		return h.current, h.status, nil
+		return h.state(ch), nil
 	}
-	return order.CreatedVersion, order.StatusCreated, nil
-}
-
-func (m *Memory) decide(ch order.Change, cur int64, status string) (versions.Decision, error) {
-	if cur >= ch.Version {
-		made, err := m.history(ch.Tenant, ch.OrderID, ch.Version, ch.Version)
-		if err != nil {
-			return versions.Decision{}, err
-		}
-		if len(made) == 1 && made[0].ID == ch.ID {
-			return versions.Decision{Accepted: true}, nil
-		}
-	}
-	return versions.Decision{Current: cur, Status: status}, nil
+	return versions.State{Current: order.CreatedVersion, Status: order.StatusCreated}, nil
 }
 
 // History implements versions.Store.
-func (m *Memory) History(_ context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error) {
-	return m.history(tenant, orderID, order.CreatedVersion+1, upTo)
+func (m *Memory) History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error) {
+	return m.ReadChanges(ctx, tenant, orderID, order.CreatedVersion+1, upTo)
 }
 
-func (m *Memory) history(tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
+// ReadChanges implements versions.Statements.
+func (m *Memory) ReadChanges(_ context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
 	if f, ok := m.Take(versions.StmtHistory); ok && f != cassandra.FaultPass {
 		return nil, injected(versions.StmtHistory, f, false)
 	}
@@ -152,4 +164,42 @@ func (m *Memory) history(tenant string, orderID uuid.UUID, from, upTo int64) ([]
 		}
 	}
 	return out, nil
+}
+
+// Lookup implements versions.Store: the record, or the row of a change
+// accepted with none (WriteUnrecorded).
+func (m *Memory) Lookup(_ context.Context, tenant string, orderID, changeID uuid.UUID) (versions.Record, bool, error) {
+	if f, ok := m.Take(versions.StmtLookup); ok && f != cassandra.FaultPass {
+		return versions.Record{}, false, injected(versions.StmtLookup, f, false)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.orders[orderKey{tenant, orderID}]
+	if h == nil {
+		return versions.Record{}, false, nil
+	}
+	if r, ok := h.records[changeID]; ok {
+		return r, true, nil
+	}
+	for _, ch := range h.changes {
+		if ch.ID == changeID {
+			return versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}, true, nil
+		}
+	}
+	return versions.Record{}, false, nil
+}
+
+// WriteUnrecorded accepts ch as a version before migration 0006 did: its
+// row and the statics, no record under its change id. It is an older
+// instance's version check (the LWT without the record), applied only if
+// the order is at ch's expected version and open.
+func (m *Memory) WriteUnrecorded(ch order.Change) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.partition(ch.Tenant, ch.OrderID)
+	if h.current != ch.Version-1 || h.status == order.StatusCancelled {
+		return false
+	}
+	h.current, h.status, h.changes[ch.Version] = ch.Version, ch.Status, ch
+	return true
 }

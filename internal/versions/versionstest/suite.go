@@ -20,11 +20,19 @@ type Subject struct {
 	Store versions.Store
 	// Arm makes the next times executions of the named statement fail so.
 	Arm func(stmt string, f cassandra.Fault, times int)
+	// Before runs do once, just before the next execution of the named
+	// statement (cassandra.Faults.Before).
+	Before func(stmt string, do func())
+	// Unrecorded accepts ch as a version before migration 0006 did (its
+	// row, no record under its change id), if the order is at ch's
+	// expected version and open; it reports whether it applied.
+	Unrecorded func(t *testing.T, ch order.Change) bool
 }
 
 // Run holds newSubject's store to the contract of versions.Store: every
-// branch of the version check (applied, not applied, unknown and settled
-// either way, unknown and unsettled) and the history it leaves. Every case
+// branch of the version check and of the refusal's record (applied, not
+// applied, unknown and settled either way, unknown and unsettled), the
+// history they leave and the outcomes Lookup finds. Every case
 // uses orders of its own.
 func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 	for _, c := range cases {
@@ -55,10 +63,56 @@ type testCase struct {
 
 // change is a fresh change of the suite's order from version expected.
 func (s *suite) change(op string, expected int64, note string) order.Change {
+	return s.changeOf(uuid.New(), op, expected, note)
+}
+
+// changeOf is the change request id asks for.
+func (s *suite) changeOf(requestID uuid.UUID, op string, expected int64, note string) order.Change {
 	cmd := order.ChangeCommand{OrderID: s.order, ExpectedVersion: expected, ShippingNote: note}
 	enc := cmd.Encode()
-	return order.NewChange(s.tenant, op, uuid.New(), order.ChangeFingerprint(op, enc), cmd,
+	return order.NewChange(s.tenant, op, requestID, order.ChangeFingerprint(op, enc), cmd,
 		time.Now().UTC().Truncate(time.Millisecond))
+}
+
+// wantLookup checks the outcome recorded for ch's change id (nil: none).
+func (s *suite) wantLookup(t *testing.T, ch order.Change, want *versions.Record) {
+	t.Helper()
+	got, ok, err := s.Store.Lookup(s.ctx, s.tenant, s.order, ch.ID)
+	switch {
+	case err != nil:
+		t.Fatalf("Lookup: %v", err)
+	case want == nil && ok:
+		t.Errorf("Lookup = %+v, want none", got)
+	case want != nil && (!ok || got != *want):
+		t.Errorf("Lookup = %+v (found %v), want %+v", got, ok, *want)
+	}
+}
+
+// unsettled applies ch with stmt's response lost and the settling read
+// failing: OutcomeUnknown.
+func (s *suite) unsettled(t *testing.T, stmt string, ch order.Change) {
+	t.Helper()
+	s.Arm(stmt, cassandra.FaultLoseResponse, 1)
+	s.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
+	_, err := s.Store.Apply(s.ctx, ch)
+	wantKind(t, err, fault.OutcomeUnknown)
+}
+
+func refused(reason fault.Reason, current int64) versions.Decision {
+	return versions.Decision{Refusal: order.ChangeOutcome{Reason: reason, CurrentVersion: current}}
+}
+
+func stale(current int64) versions.Decision { return refused(fault.ReasonStaleVersion, current) }
+
+var reused = refused(fault.ReasonRequestIDReused, 0)
+
+// refusal is the record of ch refused with d.
+func refusal(ch order.Change, d versions.Decision) *versions.Record {
+	return &versions.Record{Fingerprint: ch.Fingerprint, Reason: d.Refusal.Reason, CurrentVersion: d.Refusal.CurrentVersion}
+}
+
+func acceptance(ch order.Change) *versions.Record {
+	return &versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}
 }
 
 func (s *suite) apply(t *testing.T, ch order.Change) versions.Decision {
@@ -124,19 +178,21 @@ var cases = []testCase{
 	{"Apply/not applied, stale: the current version, nothing written", func(t *testing.T, s *suite) {
 		a, b := s.change(order.OperationAmend, 1, "a"), s.change(order.OperationAmend, 2, "b")
 		s.accepted(t, a, b)
-		stale := s.change(order.OperationAmend, 2, "c")
-		wantDecision(t, s.apply(t, stale), versions.Decision{Current: 3, Status: order.StatusCreated})
+		late := s.change(order.OperationAmend, 2, "c")
+		wantDecision(t, s.apply(t, late), stale(3))
 		s.wantHistory(t, a, b)
+		s.wantLookup(t, late, refusal(late, stale(3)))
 	}},
 	{"Apply/not applied, ahead of the order: the current version", func(t *testing.T, s *suite) {
-		wantDecision(t, s.apply(t, s.change(order.OperationAmend, 4, "x")), versions.Decision{Current: 1, Status: order.StatusCreated})
+		wantDecision(t, s.apply(t, s.change(order.OperationAmend, 4, "x")), stale(1))
 		s.wantHistory(t)
 	}},
 	{"Apply/not applied, cancelled: no change after a cancel", func(t *testing.T, s *suite) {
 		c := s.change(order.OperationCancel, 1, "")
 		s.accepted(t, c)
-		wantDecision(t, s.apply(t, s.change(order.OperationAmend, 2, "late")), versions.Decision{Current: 2, Status: order.StatusCancelled})
-		wantDecision(t, s.apply(t, s.change(order.OperationCancel, 2, "")), versions.Decision{Current: 2, Status: order.StatusCancelled})
+		wantDecision(t, s.apply(t, s.change(order.OperationAmend, 2, "late")), refused(fault.ReasonOrderCancelled, 2))
+		wantDecision(t, s.apply(t, s.change(order.OperationCancel, 2, "")), refused(fault.ReasonOrderCancelled, 2))
+		wantDecision(t, s.apply(t, s.change(order.OperationAmend, 3, "")), stale(2))
 		s.wantHistory(t, c)
 	}},
 	{"Apply/again, by another finisher of the same change: accepted, one row", func(t *testing.T, s *suite) {
@@ -144,7 +200,7 @@ var cases = []testCase{
 		s.accepted(t, ch, ch)
 		s.wantHistory(t, ch)
 	}},
-	{"Apply/again after later changes: still accepted (its version's row names it)", func(t *testing.T, s *suite) {
+	{"Apply/again after later changes: still accepted (its record)", func(t *testing.T, s *suite) {
 		a, b := s.change(order.OperationAmend, 1, "a"), s.change(order.OperationAmend, 2, "b")
 		s.accepted(t, a, b, a)
 		s.wantHistory(t, a, b)
@@ -167,8 +223,8 @@ var cases = []testCase{
 					t.Fatalf("two changes accepted for version 3: %s and %s", winner.ID, racers[i].ID)
 				}
 				winner = racers[i]
-			} else if d.Current != 3 {
-				t.Errorf("loser %d saw version %d, want 3", i, d.Current)
+			} else if d != stale(3) {
+				t.Errorf("loser %d: %+v, want stale at version 3", i, d)
 			}
 		}
 		if winner.Version == 0 {
@@ -192,7 +248,7 @@ var cases = []testCase{
 		a := s.change(order.OperationAmend, 1, "a")
 		s.accepted(t, a)
 		s.Arm(versions.StmtApply, cassandra.FaultLoseResponse, 1)
-		wantDecision(t, s.apply(t, s.change(order.OperationAmend, 1, "b")), versions.Decision{Current: 2, Status: order.StatusCreated})
+		wantDecision(t, s.apply(t, s.change(order.OperationAmend, 1, "b")), stale(2))
 		s.wantHistory(t, a)
 	}},
 	{"Apply/unknown on every try: Unavailable, nothing written", func(t *testing.T, s *suite) {
@@ -203,10 +259,7 @@ var cases = []testCase{
 	}},
 	{"Apply/unknown and unsettled: OutcomeUnknown; it had applied, and a retry finds it", func(t *testing.T, s *suite) {
 		ch := s.change(order.OperationAmend, 1, "a")
-		s.Arm(versions.StmtApply, cassandra.FaultLoseResponse, 1)
-		s.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.Apply(s.ctx, ch)
-		wantKind(t, err, fault.OutcomeUnknown)
+		s.unsettled(t, versions.StmtApply, ch)
 		wantDecision(t, s.apply(t, ch), versions.Decision{Accepted: true})
 		s.wantHistory(t, ch)
 	}},
@@ -215,6 +268,107 @@ var cases = []testCase{
 		_, err := s.Store.Apply(s.ctx, s.change(order.OperationAmend, 1, "a"))
 		wantKind(t, err, fault.Unavailable)
 		s.wantHistory(t)
+	}},
+	{"Apply/refused ahead of the order, then the order reaches its version: refused again (its record)", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 3, "ahead")
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		a, b := s.change(order.OperationAmend, 1, "a"), s.change(order.OperationAmend, 2, "b")
+		s.accepted(t, a, b)
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		s.wantHistory(t, a, b)
+		s.wantLookup(t, ahead, refusal(ahead, stale(1)))
+		s.wantLookup(t, b, acceptance(b))
+	}},
+	{"Apply/an accepted change's id with another command: REQUEST_ID_REUSED, nothing written", func(t *testing.T, s *suite) {
+		a := s.change(order.OperationAmend, 1, "a")
+		s.accepted(t, a)
+		again := s.changeOf(a.RequestID, order.OperationAmend, 2, "b") // the order is at 2: only the record refuses it
+		wantDecision(t, s.apply(t, again), reused)
+		s.wantHistory(t, a)
+		s.wantLookup(t, again, acceptance(a))
+	}},
+	{"Apply/a refused change's id with another command: REQUEST_ID_REUSED, the refusal kept", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 2, "ahead")
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		again := s.changeOf(ahead.RequestID, order.OperationAmend, 1, "b")
+		wantDecision(t, s.apply(t, again), reused)
+		s.wantHistory(t)
+		s.wantLookup(t, again, refusal(ahead, stale(1)))
+	}},
+	{"Apply/unknown, lose-response of a refused change: settled, refused by its record", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 2, "ahead")
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		s.Arm(versions.StmtApply, cassandra.FaultLoseResponse, 1)
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		s.wantHistory(t)
+	}},
+	{"Refuse/not applied: another finisher accepted the change first, so it is accepted", func(t *testing.T, s *suite) {
+		a, ahead := s.change(order.OperationAmend, 1, "a"), s.change(order.OperationAmend, 2, "ahead")
+		// ahead's check finds the order at 1; before its refusal lands, the
+		// order reaches 2 and another finisher of ahead applies it.
+		s.Before(versions.StmtRefuse, func() { s.accepted(t, a, ahead) })
+		wantDecision(t, s.apply(t, ahead), versions.Decision{Accepted: true})
+		s.wantHistory(t, a, ahead)
+		s.wantLookup(t, ahead, acceptance(ahead))
+	}},
+	{"Refuse/unknown, lose-response: settled, refused (recorded once)", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 2, "ahead")
+		s.Arm(versions.StmtRefuse, cassandra.FaultLoseResponse, 1)
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		s.wantLookup(t, ahead, refusal(ahead, stale(1)))
+	}},
+	{"Refuse/unknown, timeout: settled as not recorded, sent again, refused", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 2, "ahead")
+		s.Arm(versions.StmtRefuse, cassandra.FaultTimeout, 1)
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		s.wantLookup(t, ahead, refusal(ahead, stale(1)))
+	}},
+	{"Refuse/unknown on every try: Unavailable, nothing recorded", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 2, "ahead")
+		s.Arm(versions.StmtRefuse, cassandra.FaultTimeout, versions.SettleAttempts)
+		_, err := s.Store.Apply(s.ctx, ahead)
+		wantKind(t, err, fault.Unavailable)
+		s.wantLookup(t, ahead, nil)
+	}},
+	{"Refuse/unknown and unsettled: OutcomeUnknown; it was recorded, and a retry answers it", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 2, "ahead")
+		s.unsettled(t, versions.StmtRefuse, ahead)
+		s.wantLookup(t, ahead, refusal(ahead, stale(1)))
+		a := s.change(order.OperationAmend, 1, "a")
+		s.accepted(t, a)
+		wantDecision(t, s.apply(t, ahead), stale(1))
+		s.wantHistory(t, a)
+	}},
+	{"Refuse/refused (unavailable): Unavailable, nothing recorded", func(t *testing.T, s *suite) {
+		ahead := s.change(order.OperationAmend, 2, "ahead")
+		s.Arm(versions.StmtRefuse, cassandra.FaultUnavailable, 1)
+		_, err := s.Store.Apply(s.ctx, ahead)
+		wantKind(t, err, fault.Unavailable)
+		s.wantLookup(t, ahead, nil)
+	}},
+	{"Unrecorded/a change an older version accepted: Lookup finds its row, Apply accepts it again", func(t *testing.T, s *suite) {
+		old := s.change(order.OperationAmend, 1, "old")
+		if !s.Unrecorded(t, old) {
+			t.Fatal("the unrecorded change did not apply")
+		}
+		s.wantLookup(t, old, acceptance(old))
+		wantDecision(t, s.apply(t, old), versions.Decision{Accepted: true})
+		other := s.changeOf(old.RequestID, order.OperationAmend, 1, "other") // its version, another command
+		wantDecision(t, s.apply(t, other), reused)
+		next := s.change(order.OperationCancel, 2, "")
+		s.accepted(t, next)
+		s.wantHistory(t, old, next)
+	}},
+	{"Lookup/none for an order never changed or a change never decided", func(t *testing.T, s *suite) {
+		a := s.change(order.OperationAmend, 1, "a")
+		s.wantLookup(t, a, nil)
+		s.accepted(t, a)
+		s.wantLookup(t, s.change(order.OperationAmend, 2, "b"), nil)
+	}},
+	{"Lookup/read failure: Unavailable", func(t *testing.T, s *suite) {
+		s.Arm(versions.StmtLookup, cassandra.FaultUnavailable, 1)
+		_, _, err := s.Store.Lookup(s.ctx, s.tenant, s.order, uuid.New())
+		wantKind(t, err, fault.Unavailable)
 	}},
 	{"History/bounded by upTo, oldest first; none for an order never changed", func(t *testing.T, s *suite) {
 		s.wantHistory(t)

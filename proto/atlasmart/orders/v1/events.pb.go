@@ -92,9 +92,9 @@ func (OrderEventType) EnumDescriptor() ([]byte, []int) {
 type OrderEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable id of this event: every publication of the same change carries
-	// the same id (for ORDER_CREATED, the creating request's request_id; for a
-	// change, its change_id), so a
-	// consumer deduplicates by it.
+	// the same id, so a consumer deduplicates by it. It is unique across
+	// tenants: a UUIDv5 of the tenant, the operation and the request id (for
+	// a change, its change_id). The request id alone is request_id below.
 	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	// What happened.
 	Type OrderEventType `protobuf:"varint,2,opt,name=type,proto3,enum=atlasmart.orders.v1.OrderEventType" json:"type,omitempty"`
