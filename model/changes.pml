@@ -78,11 +78,11 @@
  * (intent 4), OLDREC (a reconciler of the release before changes runs
  * beside the new one), SKEW (the reconciler's clock leads by more than the
  * bound for a while), MAXFAULTS, MAXCRASH. Without a BUG_ switch the model
- * is the fixed protocol, rules F1 to F6 of model/README.md; each BUG_
+ * is the fixed protocol, rules F1 to F5 of model/README.md; each BUG_
  * switch drops one: BUG_CREATED_EVENT_ID (F1), BUG_OLD_RECONCILER_AS_CREATE
  * and BUG_UNKNOWN_OP_DEADLETTER (F2), BUG_LEADING_CLOCK and
- * BUG_LEADING_SWEEP (F3), BUG_CHANGE_ID_REUSE (F4), BUG_OBLIGATION_EXPIRES
- * (F5), BUG_STALE_AHEAD (F6); BUG_VERSION_BY_READ replaces the version LWT
+ * BUG_LEADING_SWEEP (F3), BUG_NO_CHANGE_RECORD (F4), BUG_OBLIGATION_EXPIRES
+ * (F5); BUG_VERSION_BY_READ replaces the version LWT
  * by a read and a plain write (promise 5's check can fail).
  */
 
@@ -163,10 +163,13 @@ byte hist[4];
 /* orders_by_id (standing for the order's rows): version cell, and the
    intent that set it (0: the creation) */
 byte Iver = 1, Iint;
-#ifndef BUG_CHANGE_ID_REUSE
-/* the durable change-id record: the intent accepted under change id r,
-   written before its projections, never expiring */
-byte idx[4];
+#ifndef BUG_NO_CHANGE_RECORD
+/* order_versions.change_outcomes: per change id (request), the intent
+   whose outcome is recorded (0: none) and whether it was accepted (else
+   refused: STALE_VERSION); in the order's partition, written only by
+   LWTs conditional on the change id having no record */
+byte rec[4];
+bit recAcc[4];
 #endif
 /* pending_requests: a claim's entry per attempt token; a create's per tenant */
 bit ent[MAXTOK + 1];
@@ -282,17 +285,6 @@ inline wById(_v, _k, _ok) {
 	CRASHOPT
 	fi
 }
-#ifndef BUG_CHANGE_ID_REUSE
-/* the durable change-id record of intent _k */
-inline wIdx(_k, _ok) {
-	if
-	:: atomic { idx[REQ(_k)] = _k; _ok = 1 }
-	:: atomic { CANFAULT -> faults++; idx[REQ(_k)] = _k; _ok = 0 }
-	:: atomic { CANFAULT -> faults++; _ok = 0 }
-	CRASHOPT
-	fi
-}
-#endif
 
 /* ---- publish (workflow.publish): acknowledged; published with its
    acknowledgement lost (a timeout); not published (the broker down); a
@@ -313,10 +305,21 @@ inline publish(_id, _c, _ok) {
 #define ansReused(k) reusedAns = reusedAns | BIT(k)
 
 /* ---- the version check (versions.CassandraStore.Apply) ------------- */
-/* Awaits: the order is at the change's expected version */
-#define VAWAITS(k) (Vcur == EXPV(k))
-/* the LWT's write: current_version = E+1 and the change's row */
-#define VAPPLY(k) Vcur = MADE(k); hist[MADE(k)] = k; applied = applied | BIT(k); updElig()
+#ifdef BUG_NO_CHANGE_RECORD
+/* BUG: the version check as before change_outcomes: no record */
+#define NOREC(k) 1
+#define RECORD_ACC(k) skip
+#else
+#define NOREC(k) (rec[REQ(k)] == 0)
+#define RECORD_ACC(k) rec[REQ(k)] = k; recAcc[REQ(k)] = 1
+#endif
+/* awaits: the change id has no outcome and the order is at the change's
+   expected version (the LWT's condition: IF current_version = E AND
+   change_outcomes[id] = null) */
+#define VAWAITS(k) (NOREC(k) && Vcur == EXPV(k))
+/* the LWT's write: current_version = E+1, the change's row, its accepted
+   record */
+#define VAPPLY(k) Vcur = MADE(k); hist[MADE(k)] = k; applied = applied | BIT(k); RECORD_ACC(k); updElig()
 /* decide: the row of version E+1 names this change (its change id) */
 #define VHOLDS(k) (Vcur >= MADE(k) && REQ(hist[MADE(k)]) == REQ(k))
 
@@ -325,11 +328,26 @@ inline publish(_id, _c, _ok) {
 #define F_STALE 2    /* the conflict is recorded: its answer */
 #define F_RETRY 3    /* an error: UNAVAILABLE / OUTCOME_UNKNOWN, the request stays PENDING */
 #define F_UNKNOWN 4  /* the version LWT's answer was lost */
-#define F_CONFLICT 5 /* not accepted: the conflict is still to be recorded */
+#define F_CONFLICT 5 /* not accepted: the ledger's receipt is still to be written */
+#define F_REFUSE 6   /* decide: a refusal still to be recorded under the change id */
+#define F_REUSEDR 7  /* the change id's outcome is another command's: REQUEST_ID_REUSED */
 
-/* finishChange(rec = (intent _k, claim token _ctok)): the version check,
-   then projections (accepted) or the conflict receipt (not accepted).
-   _rd counts the sends of the version check. */
+/* decide (versions.decide, fromRecord): the change id's record if it has
+   one; else accepted if its version's row names the change; else a
+   refusal to record */
+#ifdef BUG_NO_CHANGE_RECORD
+#define FROMREC(k) F_REFUSE
+#define HASREC(k) 0
+#else
+#define HASREC(k) (rec[REQ(k)] != 0)
+#define FROMREC(k) (rec[REQ(k)] != (k) -> F_REUSEDR : (recAcc[REQ(k)] -> F_ACC : F_CONFLICT))
+#endif
+#define DECIDE(k) (HASREC(k) -> FROMREC(k) : (VHOLDS(k) -> (hist[MADE(k)] == (k) -> F_ACC : F_REUSEDR) : F_REFUSE))
+
+/* finishChange(rec = (intent _k, claim token _ctok)): the version check
+   (versions.Check: the LWT, then decide, then refuse), then projections
+   (accepted) or the ledger's conflict receipt (refused). _rd counts the
+   sends of one LWT. */
 inline finishChange(_k, _ctok, _res, _ok, _rd) {
 	_res = F_NONE; _rd = 0;
 	do
@@ -337,7 +355,7 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 	:: _res == F_NONE ->
 #ifdef BUG_VERSION_BY_READ
 		/* BUG: the version read, then written by a plain write: no LWT */
-		atomic { _ok = VAWAITS(_k); if :: !_ok -> _res = (VHOLDS(_k) -> F_ACC : F_CONFLICT) :: else fi }
+		atomic { _ok = VAWAITS(_k); if :: !_ok -> _res = DECIDE(_k) :: else fi }
 		if
 		:: _ok -> if
 			:: atomic { VAPPLY(_k); _res = F_ACC }
@@ -348,7 +366,7 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 #else
 		if
 		:: atomic { VAWAITS(_k) -> VAPPLY(_k); _res = F_ACC }
-		:: atomic { !VAWAITS(_k) -> _res = (VHOLDS(_k) -> F_ACC : F_CONFLICT) }   /* not applied: decide */
+		:: atomic { !VAWAITS(_k) -> _res = DECIDE(_k) }   /* not applied: decide on the state it found */
 		:: atomic { CANFAULT -> faults++; if :: VAWAITS(_k) -> VAPPLY(_k) :: true fi; _res = F_UNKNOWN }
 		CRASHOPT
 		fi
@@ -358,20 +376,42 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 		if
 		:: atomic { VAWAITS(_k) && _rd == 0 -> _rd = 1; _res = F_NONE }   /* not applied: sent again */
 		:: atomic { VAWAITS(_k) && _rd != 0 -> _res = F_RETRY }           /* UNAVAILABLE after the tries */
-		:: atomic { !VAWAITS(_k) -> _res = (VHOLDS(_k) -> F_ACC : F_CONFLICT) }
+		:: atomic { !VAWAITS(_k) -> _res = DECIDE(_k) }
 		:: atomic { CANFAULT -> faults++; _res = F_RETRY }                /* unsettled: OUTCOME_UNKNOWN */
 		fi
 	od;
 	if
-	:: _res == F_ACC ->
-#ifndef BUG_CHANGE_ID_REUSE
-		/* the change-id record, before anything shows the change */
-		wIdx(_k, _ok);
-		if
-		:: !_ok -> _res = F_RETRY
-		:: else
-		fi;
+	:: _res == F_REFUSE ->
+#ifdef BUG_NO_CHANGE_RECORD
+		_res = F_CONFLICT          /* BUG: the refusal lives in the ledger's receipt only */
+#else
+		/* refuse: record the refusal under the change id, IF
+		   change_outcomes[id] = null; not applied: the record there
+		   decides (another finisher's outcome, maybe an acceptance) */
+		_rd = 0;
+		do
+		:: _res != F_REFUSE -> break
+		:: _res == F_REFUSE ->
+			if
+			:: atomic { !HASREC(_k) -> rec[REQ(_k)] = _k; recAcc[REQ(_k)] = 0; _res = F_CONFLICT }
+			:: atomic { HASREC(_k) -> _res = FROMREC(_k) }
+			:: atomic { CANFAULT -> faults++;
+				if :: !HASREC(_k) -> rec[REQ(_k)] = _k; recAcc[REQ(_k)] = 0 :: true fi;
+				/* unknown: a serial read settles it */
+				if
+				:: HASREC(_k) -> _res = FROMREC(_k)
+				:: !HASREC(_k) && _rd == 0 -> _rd = 1     /* sent again */
+				:: !HASREC(_k) && _rd != 0 -> _res = F_RETRY
+				fi }
+			:: atomic { CANFAULT -> faults++; _res = F_RETRY }   /* unknown and unsettled */
+			CRASHOPT
+			fi
+		od
 #endif
+	:: else
+	fi;
+	if
+	:: _res == F_ACC ->
 		if
 		:: _res == F_ACC ->
 			/* WriteChange */
@@ -382,13 +422,14 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 			fi
 		:: else
 		fi
-	:: _res == F_CONFLICT ->
+	:: _res == F_CONFLICT || _res == F_REUSEDR ->
 		/* recordConflict: ledger.Complete, IF state = 'PENDING' AND
 		   claim_token = ?; not applied (another finisher recorded it, the
-		   row expired or was withdrawn) answers the conflict all the same */
+		   row expired or was withdrawn) answers the refusal all the same */
 		if
-		:: atomic { Lst[REQ(_k)] == PENDING && Ltok[REQ(_k)] == _ctok -> Lst[REQ(_k)] = COMPLETE; updElig(); _res = F_STALE }
-		:: atomic { !(Lst[REQ(_k)] == PENDING && Ltok[REQ(_k)] == _ctok) -> _res = F_STALE }
+		:: atomic { Lst[REQ(_k)] == PENDING && Ltok[REQ(_k)] == _ctok -> Lst[REQ(_k)] = COMPLETE; updElig();
+			_res = (_res == F_REUSEDR -> F_REUSEDR : F_STALE) }
+		:: atomic { !(Lst[REQ(_k)] == PENDING && Ltok[REQ(_k)] == _ctok) -> _res = (_res == F_REUSEDR -> F_REUSEDR : F_STALE) }
 		:: atomic { CANFAULT -> faults++;
 			if :: Lst[REQ(_k)] == PENDING && Ltok[REQ(_k)] == _ctok -> Lst[REQ(_k)] = COMPLETE; updElig() :: true fi;
 			_res = F_RETRY }
@@ -401,27 +442,19 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 /* the claim LWT: INSERT IF NOT EXISTS (PENDING, token, command) */
 #define CLAIM_APPLY(r, t, k) Lst[r] = PENDING; Ltok[r] = t; Lint[r] = k; updElig()
 
-/* changeRecorded, the receipt check: the change that made version E+1
-   has this request's change id and the order shows it (or, FIXED, the
-   durable change-id record names another command of this request id) */
+/* changeRecorded, the receipt check (Lookup of the change id): another
+   command's outcome → REQUEST_ID_REUSED; a recorded refusal → the
+   conflict; an acceptance the order's rows show → replay; else claim */
 #define RECID(k) (Iver >= MADE(k) && REQ(hist[MADE(k)]) == REQ(k))
-#ifdef BUG_CHANGE_ID_REUSE
-#define IDXREUSED(k) 0
+#ifdef BUG_NO_CHANGE_RECORD
+/* BUG: as before change_outcomes, only the row of version E+1 */
+#define LK_REUSED(k) (RECID(k) && hist[MADE(k)] != (k))
+#define LK_STALE(k) 0
+#define LK_REPLAY(k) (RECID(k) && hist[MADE(k)] == (k))
 #else
-#define IDXREUSED(k) (idx[REQ(k)] != 0 && idx[REQ(k)] != (k))
-#endif
-#define RECEIPT_REUSED(k) (IDXREUSED(k) || RECID(k) && hist[MADE(k)] != (k))
-#define RECORDED(k) (RECID(k) && hist[MADE(k)] == (k))
-/* FIXED: the order the check read is behind the change's expected version
-   (orders_by_id's version is never ahead of order_versions'): refused
-   before the claim, with no receipt; a change that is claimed then finds
-   the order at or past its expected version for ever, so any conflict it
-   records is final. BUG_STALE_AHEAD: claimed anyway; its version check
-   records STALE_VERSION, which versions that grow later contradict. */
-#ifdef BUG_STALE_AHEAD
-#define AHEADOF(k) 0
-#else
-#define AHEADOF(k) (Iver < EXPV(k))
+#define LK_REUSED(k) (HASREC(k) && rec[REQ(k)] != (k))
+#define LK_STALE(k) (HASREC(k) && rec[REQ(k)] == (k) && !recAcc[REQ(k)])
+#define LK_REPLAY(k) (HASREC(k) && rec[REQ(k)] == (k) && recAcc[REQ(k)] && Iver >= MADE(k))
 #endif
 
 /* ---- a client of change intent k: one handler attempt per try ------ */
@@ -449,12 +482,10 @@ attempt:
 	fi;
 	/* changeRecorded */
 	if
-	:: atomic { RECEIPT_REUSED(k) -> ansReused(k) }; goto release
-#ifndef BUG_STALE_AHEAD
-	:: atomic { !RECEIPT_REUSED(k) && AHEADOF(k) }; goto release   /* VERSION_AHEAD, nothing recorded */
-#endif
-	:: atomic { !RECEIPT_REUSED(k) && !AHEADOF(k) && RECORDED(k) -> ansAcc(k) }; goto release   /* replayed */
-	:: atomic { !RECEIPT_REUSED(k) && !AHEADOF(k) && !RECORDED(k) }
+	:: atomic { LK_REUSED(k) -> ansReused(k) }; goto release
+	:: atomic { LK_STALE(k) -> ansStale(k) }; goto release      /* the recorded refusal */
+	:: atomic { LK_REPLAY(k) -> ansAcc(k) }; goto release       /* replayed */
+	:: atomic { !LK_REUSED(k) && !LK_STALE(k) && !LK_REPLAY(k) }
 	:: atomic { CANFAULT -> faults++ }; goto release                             /* UNAVAILABLE */
 	fi;
 
@@ -513,6 +544,9 @@ work:
 	:: res == F_STALE ->
 		atomic { ansStale(k) };
 		entDel(ctok, ok)         /* releaseLater: no event */
+	:: res == F_REUSEDR ->
+		atomic { ansReused(k) };
+		entDel(ctok, ok)
 	:: else                      /* noted; UNAVAILABLE or OUTCOME_UNKNOWN */
 	fi;
 	goto done;
@@ -626,7 +660,7 @@ end:
 		:: ok -> entDel(et, ok)          /* RemoveEntry */
 		:: else                          /* retryLater: rescheduled, kept */
 		fi
-	:: res == F_STALE -> entDel(et, ok)  /* a recorded conflict: nothing to deliver */
+	:: res == F_STALE || res == F_REUSEDR -> entDel(et, ok)   /* a recorded refusal: nothing to deliver */
 	:: else                              /* retryLater */
 	fi;
 crashed:
