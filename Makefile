@@ -120,7 +120,7 @@ test-deploy:
 # The Promela models (model/README.md: CreateOrder's writes; changes, event
 # delivery, mixed versions, clocks), checked with SPIN: the correct
 # configurations must verify, the defects put back must be caught. Needs
-# spin and gcc (apt-get install -y spin gcc); about 70 s of CPU,
+# spin and gcc (apt-get install -y spin gcc); about a minute of CPU,
 # MODEL_CHECK_JOBS (default 2) runs at once.
 model-check:
 	scripts/model-check.sh
