@@ -82,7 +82,8 @@
  * switch drops one: BUG_CREATED_EVENT_ID (F1), BUG_OLD_RECONCILER_AS_CREATE
  * and BUG_UNKNOWN_OP_DEADLETTER (F2), BUG_LEADING_CLOCK and
  * BUG_LEADING_SWEEP (F3), BUG_NO_CHANGE_RECORD (F4), BUG_OBLIGATION_EXPIRES
- * (F5); BUG_VERSION_BY_READ replaces the version LWT
+ * (F5), BUG_REFUSAL_BLIND (F4's refusal not conditional on the record);
+ * BUG_VERSION_BY_READ replaces the version LWT
  * by a read and a plain write (promise 5's check can fail).
  */
 
@@ -393,8 +394,13 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 		:: _res != F_REFUSE -> break
 		:: _res == F_REFUSE ->
 			if
+#ifdef BUG_REFUSAL_BLIND
+			/* BUG: the refusal written whatever is recorded there */
+			:: atomic { rec[REQ(_k)] = _k; recAcc[REQ(_k)] = 0; _res = F_CONFLICT }
+#else
 			:: atomic { !HASREC(_k) -> rec[REQ(_k)] = _k; recAcc[REQ(_k)] = 0; _res = F_CONFLICT }
 			:: atomic { HASREC(_k) -> _res = FROMREC(_k) }
+#endif
 			:: atomic { CANFAULT -> faults++;
 				if :: !HASREC(_k) -> rec[REQ(_k)] = _k; recAcc[REQ(_k)] = 0 :: true fi;
 				/* unknown: a serial read settles it */

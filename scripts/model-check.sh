@@ -66,6 +66,7 @@ RUNS=(
   "bug/obligation-expires|fail|-DRETAIN=1 -DBUG_OBLIGATION_EXPIRES|an undelivered event's obligation (the due entry) expires with the ledger row|changes.pml"
   "bug/stale-ahead|fail|-DAHEAD=1 -DNCH=1 -DTRIES1=1 -DBUG_NO_CHANGE_RECORD|no change_outcomes: a STALE_VERSION for a change ahead of the order, redelivered after retention, applies|changes.pml"
   "bug/stale-ahead-race|fail|-DAHEAD=2 -DNCH=1 -DTRIES1=1 -DBUG_NO_CHANGE_RECORD|... and without retention: a finisher that read the claim PENDING applies it after another recorded STALE_VERSION|changes.pml"
+  "bug/refusal-blind|fail|-DAHEAD=2 -DNCH=1 -DTRIES1=1 -DBUG_REFUSAL_BLIND|a refusal recorded whatever change_outcomes holds: it overwrites another finisher's acceptance|changes.pml"
   "bug/version-by-read|fail|-DBUG_VERSION_BY_READ|the version checked by a read and written plainly: two changes based on one version both apply|changes.pml"
 )
 
