@@ -3,7 +3,7 @@
 #   make run    fetch what is needed, start the local three-node cluster if
 #               none is reachable and the local Kafka broker, migrate, serve
 #               on 127.0.0.1:8080 (order events to 127.0.0.1:19092)
-#   make test   unit tests, the model check of the write protocol (SPIN),
+#   make test   unit tests, the model check of the protocols (SPIN),
 #               then e2e tests against a real three-node cluster and a real
 #               Kafka broker (started for the run and stopped after it,
 #               unless already up)
@@ -117,10 +117,11 @@ test-deploy:
 		if [ -f $$m/go.mod ]; then echo "== $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -count=1 ./...) || exit 1; fi; \
 	done
 
-# The write protocol's Promela model (model/README.md), checked with SPIN:
-# the correct configurations must verify, the reintroduced defects must be
-# caught. Needs spin and gcc (apt-get install -y spin gcc); about a minute
-# of CPU, MODEL_CHECK_JOBS (default 2) runs at once.
+# The Promela models (model/README.md: CreateOrder's writes; changes, event
+# delivery, mixed versions, clocks), checked with SPIN: the correct
+# configurations must verify, the defects put back must be caught. Needs
+# spin and gcc (apt-get install -y spin gcc); about a minute of CPU,
+# MODEL_CHECK_JOBS (default 2) runs at once.
 model-check:
 	scripts/model-check.sh
 
