@@ -67,6 +67,8 @@ const (
 	// both.
 	selectByIDsCQL = `/* projection.get_order */ SELECT ` + byIDColumns + `
 		FROM orders_by_id WHERE tenant = ? AND order_id IN ?`
+	// Every order, for the tools that walk them all (ScanOrders).
+	scanByIDCQL = `/* projection.scan_orders */ SELECT tenant, ` + byIDColumns + ` FROM orders_by_id`
 	// Newest first: the table's clustering order (created_at DESC, order_id ASC).
 	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
 		version, updated_at
@@ -418,6 +420,33 @@ func (sc *orderScan) order(tenant string) order.Order {
 		o.Lines = append(o.Lines, order.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice.String()})
 	}
 	return o
+}
+
+// scanPage is how many orders_by_id rows one page of ScanOrders reads.
+const scanPage = 500
+
+// ScanOrders calls fn with every order of tenant created in [from, to), as
+// Order reads it, in no particular order; it stops at fn's first error. It
+// reads the whole table a page at a time (the table is keyed by order):
+// a tool's walk, never a request's.
+func (p *Store) ScanOrders(ctx context.Context, tenant string, from, to time.Time, fn func(order.Order) error) error {
+	iter := p.s.Query(scanByIDCQL).PageSize(scanPage).IterContext(ctx)
+	var (
+		rowTenant string
+		sc        orderScan
+	)
+	for iter.Scan(append([]any{&rowTenant}, sc.dest()...)...) {
+		o := sc.order(rowTenant)
+		sc = orderScan{}
+		if rowTenant != tenant || o.CreatedAt.Before(from) || !o.CreatedAt.Before(to) {
+			continue
+		}
+		if err := fn(o); err != nil {
+			_ = iter.Close()
+			return err
+		}
+	}
+	return cassandra.ReadError("scan orders", iter.Close())
 }
 
 // Page is one page of a customer's orders.

@@ -27,6 +27,7 @@ var commands = []command{
 	{"deliver", "the same as reconcile", true},
 	{"verify", "check the stored rows against the invariants (and -acks, -delivered)", true},
 	{"requeue", "put a dead-lettered request back on the due queue: orderd requeue REQUEST_ID", true},
+	{"republish", "publish again every event of a tenant's orders created in a time range (-from, -to)", true},
 	{"copy-listing", "fill orders_by_customer_time from the orders of an older schema", true},
 	{"keys", "manage the API key file: add, list, revoke", false},
 	{"dev-setup", "write development credentials (CA, certificates, an API key) into .dev", false},

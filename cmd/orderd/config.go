@@ -74,6 +74,9 @@ type config struct {
 
 	copyConcurrency int
 
+	republishFrom, republishTo timeFlag
+	republishDryRun            bool
+
 	metricsAddr         string
 	metricsAddrExplicit bool // set by flag or environment, not the default
 	pprof               bool
@@ -119,7 +122,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.DurationVar(&c.reconcileBackoff, "reconcile-backoff", c.envDuration("ORDERD_RECONCILE_BACKOFF", 5*time.Second), "first backoff between attempts of one request (doubles, with jitter)")
 		fs.DurationVar(&c.reconcileBackoffMax, "reconcile-backoff-max", c.envDuration("ORDERD_RECONCILE_BACKOFF_MAX", 5*time.Minute), "longest backoff between attempts")
 	}
-	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" {
+	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" || cmd == "republish" {
 		fs.BoolVar(&c.deliveryOn, "delivery", c.envBool("ORDERD_DELIVERY", true), "publish every accepted order's event to Kafka (docs/outbox.md); false: no events")
 		fs.StringVar(&c.kafkaBrokersCSV, "kafka-brokers", env("ORDERD_KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka seed brokers (host:port)")
 		fs.StringVar(&c.kafkaTopic, "kafka-topic", env("ORDERD_KAFKA_TOPIC", outbox.DefaultTopic), "topic order events are published to")
@@ -128,6 +131,12 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	}
 	if cmd == "requeue" {
 		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant of the request to requeue")
+	}
+	if cmd == "republish" {
+		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant whose orders' events to publish again")
+		fs.Var(&c.republishFrom, "from", "publish the events of orders created at or after this time (RFC 3339); required")
+		fs.Var(&c.republishTo, "to", "... and before this time (RFC 3339); default now")
+		fs.BoolVar(&c.republishDryRun, "dry-run", false, "count the orders and events, publish nothing")
 	}
 	if cmd == "verify" {
 		fs.StringVar(&c.verifyAcks, "acks", "", "JSON lines of acknowledged outcomes (from orderload -acks) to check against the rows")
@@ -296,6 +305,25 @@ func (c *config) graceBound() error {
 			"a claim could still land after its due entry fell due, and the reconciler would drop the entry as the claim of no request",
 			c.reconcileGrace, c.requestTimeout, c.cqlTimeout, c.maxClockSkew, need)
 	}
+	return nil
+}
+
+// timeFlag is a flag holding an RFC 3339 time.
+type timeFlag struct{ t time.Time }
+
+func (f *timeFlag) String() string {
+	if f.t.IsZero() {
+		return ""
+	}
+	return f.t.Format(time.RFC3339Nano)
+}
+
+func (f *timeFlag) Set(s string) error {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("want an RFC 3339 time such as 2026-12-01T00:00:00Z: %w", err)
+	}
+	f.t = t.UTC()
 	return nil
 }
 

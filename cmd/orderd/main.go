@@ -120,6 +120,8 @@ func run(args []string) error {
 		return requeue(ctx, cfg, fs.Args(), log)
 	case "verify":
 		return verify(ctx, cfg, log)
+	case "republish":
+		return republish(ctx, cfg, log)
 	default:
 		return unknownCommand(cmd)
 	}
@@ -383,6 +385,48 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 		return fmt.Errorf("requeue %s: %w", id, err)
 	}
 	log.Info("requeued", "request_id", id, "state", string(rec.State), "attempts", rec.Attempts)
+	return nil
+}
+
+// republish publishes again the events of the orders of one tenant created
+// in [from, to): what no due entry owes any more (orders accepted while
+// delivery was off, or an obligation that outlived its retention). Events
+// keep their ids, so consumers apply only those they lack.
+func republish(ctx context.Context, cfg *config, log *slog.Logger) error {
+	from, to := cfg.republishFrom.t, cfg.republishTo.t
+	if to.IsZero() {
+		to = time.Now().UTC()
+	}
+	if from.IsZero() || !from.Before(to) {
+		return fmt.Errorf("republish needs -from before -to (RFC 3339), got -from %q -to %q", cfg.republishFrom.String(), to.Format(time.RFC3339))
+	}
+	if !cfg.deliveryOn {
+		return errors.New("republish publishes to Kafka: it cannot run with delivery off (ORDERD_DELIVERY=false)")
+	}
+	a, err := newApp(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	var orders, events int
+	err = a.projections.ScanOrders(ctx, cfg.tenant, from, to, func(o order.Order) error {
+		orders++
+		if cfg.republishDryRun {
+			events += int(o.Version)
+			return nil
+		}
+		n, err := a.workflow.Republish(ctx, o)
+		events += n
+		return err
+	})
+	verb := "republished"
+	if cfg.republishDryRun {
+		verb = "would republish"
+	}
+	log.Info(verb, "tenant", cfg.tenant, "from", from, "to", to, "orders", orders, "events", events, "error", err)
+	if err != nil {
+		return fmt.Errorf("republish (after %d orders, %d events): %w", orders, events, err)
+	}
 	return nil
 }
 

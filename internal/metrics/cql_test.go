@@ -94,6 +94,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"projection.selectByIDCQL":       {"select_orders_by_id", false},
 		"projection.selectByIDsCQL":      {"select_orders_by_id", false},
 		"projection.selectByCustomerCQL": {"select_orders_by_customer_time", false},
+		"projection.scanByIDCQL":         {"select_orders_by_id", false},
 		"projection.changeByCustomerCQL": {"update_orders_by_customer_time", false},
 		"projection.changeByIDCQL":       {"update_orders_by_id", false},
 		"projection.changeByIDNoteCQL":   {"update_orders_by_id", false},

@@ -288,3 +288,42 @@ func TestLedgerWritesThatFailAroundTheAnswerAreLoggedAndLeaveState(t *testing.T)
 		}
 	})
 }
+
+// Republish publishes an order's whole story again, each event exactly as
+// it was first published (same id, same bytes), in version order: what a
+// consumer lacks it applies, what it has it drops as a duplicate. Nothing
+// is written to the database.
+func TestRepublishPublishesEveryEventOfAnOrderAsFirstPublished(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	f.change(t, f.amend(1, "second"))
+	f.change(t, f.amend(2, "third"))
+	first := f.pub.Records()
+	if len(first) != 3 {
+		t.Fatalf("published %d events for a created and twice amended order, want 3", len(first))
+	}
+	writes := len(f.proj.Writes())
+
+	n, err := f.svc.Republish(context.Background(), f.current(t))
+	if err != nil || n != 3 {
+		t.Fatalf("Republish = %d, %v; want 3 events", n, err)
+	}
+	again := f.pub.Records()[len(first):]
+	if len(again) != 3 {
+		t.Fatalf("republished %d records, want 3", len(again))
+	}
+	for i, r := range again {
+		if outbox.Header(r, outbox.HeaderEventID) != outbox.Header(first[i], outbox.HeaderEventID) || !bytes.Equal(r.Value, first[i].Value) {
+			t.Errorf("republished event %d = %s %x, want as first published: %s %x", i,
+				outbox.Header(r, outbox.HeaderEventID), r.Value, outbox.Header(first[i], outbox.HeaderEventID), first[i].Value)
+		}
+	}
+	if n := len(f.proj.Writes()) - writes; n != 0 {
+		t.Errorf("Republish wrote %d orders", n)
+	}
+
+	f.pub.SetDown(true)
+	f.svc.cfg.PublishTimeout = 50 * time.Millisecond
+	if n, err := f.svc.Republish(context.Background(), f.current(t)); err == nil || n != 0 {
+		t.Errorf("Republish with the broker down = %d, %v; want the failure of the first event", n, err)
+	}
+}

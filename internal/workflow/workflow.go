@@ -631,6 +631,39 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 	return s.publish(ctx, ev)
 }
 
+// Republish publishes every event of o (an order as recorded, at its
+// latest version): its ORDER_CREATED and the event of each change in its
+// history, in version order, each under its stable id, so a consumer that
+// deduplicates by event id applies only those it lacks. It is the way to
+// deliver what no due entry owes any more: orders accepted while delivery
+// was off, or whose entry outlived its retention undelivered. It returns
+// how many were published; nothing is written to the database.
+func (s *Service) Republish(ctx context.Context, o order.Order) (int, error) {
+	if s.cfg.Publisher == nil {
+		return 0, fault.New(fault.ReasonInternal, errors.New("no event publisher is configured (delivery is off)"))
+	}
+	events := []order.Event{order.CreatedEvent(o)}
+	if o.Version > order.CreatedVersion {
+		if s.cfg.Versions == nil {
+			return 0, fault.New(fault.ReasonInternal, errors.New("order changes are not configured (workflow.Config.Versions)"))
+		}
+		hist, err := s.cfg.Versions.History(ctx, o.Tenant, o.ID, o.Version)
+		if err != nil {
+			return 0, err
+		}
+		created := o.AsCreated()
+		for i, c := range hist {
+			events = append(events, order.ChangedEvent(created.At(hist[:i+1]), c))
+		}
+	}
+	for i, ev := range events {
+		if err := s.publish(ctx, ev); err != nil {
+			return i, fmt.Errorf("order %s: %s event of version %d: %w", o.ID, ev.Type, ev.Order.Version, err)
+		}
+	}
+	return len(events), nil
+}
+
 // publish delivers ev (if a Publisher is configured), bounded by
 // PublishTimeout.
 func (s *Service) publish(ctx context.Context, ev order.Event) error {
