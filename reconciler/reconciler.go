@@ -647,7 +647,7 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 	case errors.Is(ferr, ledger.ErrUnfinishable):
 		return l.deadLetter(ctx, e, rec, ferr, res)
 	}
-	return l.retryLater(ctx, e, rec, ferr, now, res)
+	return l.retryLater(ctx, e, rec, ferr, res)
 }
 
 // read reads a due entry's request (ledger.Read): only "not found" is
@@ -663,11 +663,17 @@ func (l *Loop) read(ctx context.Context, key ledger.Key) (ledger.Record, error) 
 // retryLater notes a failed attempt and reschedules the entry with backoff.
 // The attempt counts only once the ledger has it: if the ledger cannot be
 // written, the database is the problem and the entry stays as it is.
-func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, now time.Time, res *PassResult) (bool, error) {
+//
+// The backoff runs from the clock read here, when the attempt has ended,
+// not from the pass's start: an attempt can take longer than the backoff
+// itself (a publish waits up to 10 s for a broker that is down), and an
+// entry dated from the pass's start would be due again at once.
+func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, res *PassResult) (bool, error) {
 	if err := l.ledger.RecordAttempt(ctx, rec, string(fault.ReasonOf(ferr))); err != nil {
 		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
 	}
 	attempts := rec.Attempts + 1
+	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
 	due := now.Add(l.backoff(attempts))
 	if err := l.ledger.Reschedule(ctx, e, due); err != nil {
 		return false, err
