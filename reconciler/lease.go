@@ -132,11 +132,17 @@ func (l *Loop) leave() {
 // renewals that fail and are tried again. Leases are renewed before the
 // heartbeat, so that a failing heartbeat does not keep them from it.
 //
+// While a pass is stalled (no progress for StallAfter) it does nothing but
+// end the holds that could have lapsed.
+//
 // Only one goroutine coordinates at a time (keepLeases, or a test), and it
 // holds Loop.mu only between the coordinator's calls, never across one:
 // passes read the holds at every entry they start.
 func (l *Loop) coordinate(ctx context.Context) error {
 	l.expire()
+	if idle, stalled := l.stalled(); stalled {
+		return fmt.Errorf("the running pass made no progress for %s: its leases and membership are left to lapse so that other instances take its shards", idle)
+	}
 	renewErr := l.renew(ctx)
 	if err := ctx.Err(); err != nil {
 		return err
@@ -150,6 +156,26 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		return errors.Join(renewErr, err)
 	}
 	return errors.Join(renewErr, l.take(ctx, fair, members))
+}
+
+// noteProgress records that a pass moved on.
+func (l *Loop) noteProgress() {
+	now := l.now()
+	l.progress.Store(&now)
+}
+
+// stalled reports whether a pass is running and has made no progress for
+// longer than StallAfter, and for how long. Leases are renewed apart from
+// the passes so that a long pass keeps them; a pass that hangs (a call
+// that never returns) must not keep them for ever: such an instance stops
+// renewing and heartbeating, as if it had died, until the pass moves on.
+func (l *Loop) stalled() (time.Duration, bool) {
+	last := l.progress.Load()
+	if l.passing.Load() == 0 || last == nil {
+		return 0, false
+	}
+	idle := l.now().Sub(*last)
+	return idle, idle > l.cfg.StallAfter
 }
 
 // expire ends every hold whose lease could have lapsed by now: no renewal

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -308,5 +309,111 @@ func TestALateRenewalCountsFromWhenItWasSent(t *testing.T) {
 	if n := h.fin.Calls(rec.RequestID); n != 0 || res.Shards != ledger.PendingShards-1 {
 		t.Errorf("a TTL after the late renewal was sent: the pass passed %d shards and called the finisher %d times for shard %d; want %d shards, not that one",
 			res.Shards, n, late, ledger.PendingShards-1)
+	}
+}
+
+// A pass that keeps moving on keeps its leases however long it runs; one
+// that makes no progress for StallAfter (a call that never returns) lets
+// its leases and its membership lapse, as if its instance had died, so
+// that another instance takes its shards; once it moves on again, the
+// loop coordinates again.
+func TestAPassWithoutProgressLetsItsLeasesLapse(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	const (
+		shard      = 3
+		entries    = 4
+		slowEntry  = 40 * time.Second
+		stallAfter = time.Minute
+		step       = 5 * time.Second // how often the loop coordinates
+	)
+	for i := range entries + 1 {
+		h.addPending(t, shard, t0.Add(-10*time.Minute).Add(time.Duration(i)*time.Second))
+	}
+	// The other shards are another instance's for the whole test, so that
+	// a holds shard 3 alone: reading them would be progress too.
+	for s := range ledger.PendingShards {
+		if s != shard {
+			if ok, err := h.coord.Acquire(context.Background(), s, uuid.New(), time.Hour); !ok || err != nil {
+				t.Fatalf("setup: Acquire(%d) = %v, %v", s, ok, err)
+			}
+		}
+	}
+	a := h.loop(Config{Instance: uuid.New(), LeaseTTL: testTTL, StallAfter: stallAfter, Concurrency: 1})
+	mustCoordinate(t, a)
+	if got := ownedShards(a); !slices.Equal(got, []int{shard}) {
+		t.Fatalf("setup: a holds %v, want [%d]", got, shard)
+	}
+	var (
+		calls    atomic.Int32
+		hung     = make(chan struct{})
+		resume   = make(chan struct{})
+		resumed  sync.Once
+		keptErrs = make(chan error, entries)
+	)
+	// Each of the first entries takes slowEntry (more than half StallAfter
+	// and of the TTL), with the loop coordinating meanwhile; the last hangs.
+	h.fin.before = func(ledger.Record) {
+		if calls.Add(1) > entries {
+			close(hung)
+			<-resume
+			return
+		}
+		for range slowEntry / step {
+			h.clock.Advance(step)
+			if err := a.coordinate(context.Background()); err != nil {
+				keptErrs <- err
+				return
+			}
+			if got := h.coord.LeasesOf(a.cfg.Instance); !slices.Equal(got, []int{shard}) {
+				keptErrs <- fmt.Errorf("a holds live leases on %v, want [%d]", got, shard)
+				return
+			}
+		}
+	}
+	finish := func() { resumed.Do(func() { close(resume) }) }
+	t.Cleanup(finish)
+	passed := make(chan PassResult, 1)
+	go func() {
+		res, _ := a.Pass(context.Background())
+		passed <- res
+	}()
+	select {
+	case <-hung:
+	case <-passed:
+		t.Fatalf("the pass ended before its last entry (%d finisher calls); kept the leases: %v", calls.Load(), <-keptErrs)
+	}
+	close(keptErrs)
+	for err := range keptErrs {
+		t.Errorf("while the pass moved on, entry after entry: %v", err)
+	}
+
+	// Hung: renewals stop once StallAfter has passed without progress.
+	for waited := step; waited <= stallAfter+testTTL; waited += step {
+		h.clock.Advance(step)
+		err := a.coordinate(context.Background())
+		if stalled := waited > stallAfter; stalled != (err != nil) {
+			t.Errorf("%s into the hung entry: coordinate = %v; want an error only past %s", waited, err, stallAfter)
+			break
+		}
+	}
+	if st := a.Stats(); st.OwnedShards != 0 || st.LostLeases != 1 {
+		t.Errorf("Stats = %+v, want no shard owned and its lease counted lost", st)
+	}
+	if h.coord.IsMember(a.cfg.Instance) {
+		t.Error("the stalled instance is still a member")
+	}
+	b := h.member(uuid.New())
+	mustCoordinate(t, b)
+	if got := ownedShards(b); !slices.Equal(got, []int{shard}) {
+		t.Fatalf("another instance took %v, want the stalled instance's shard %d", got, shard)
+	}
+
+	finish()
+	if res := <-passed; res.Lost != 1 || res.Finished != entries+1 {
+		t.Errorf("PassResult = %+v, want shard %d lost and the hung entry finished", res, shard)
+	}
+	mustCoordinate(t, a) // moving on: coordinates again (and rejoins the group)
+	if !h.coord.IsMember(a.cfg.Instance) {
+		t.Error("after its pass ended, a is not a member again")
 	}
 }

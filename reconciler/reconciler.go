@@ -53,6 +53,13 @@ type Config struct {
 	Interval time.Duration
 	// LeaseTTL is how long a shard lease lives without renewal; default 15 s.
 	LeaseTTL time.Duration
+	// StallAfter is how long a running pass may go without progress (a
+	// queue read or an entry settled) before the loop stops renewing its
+	// leases and its membership, so that other instances take its shards
+	// within a TTL; default 2 min. It must exceed the longest one entry
+	// can take (a publish timeout and a few CQL timeouts), or a slow but
+	// working pass hands its shards over.
+	StallAfter time.Duration
 	// MaxAttempts is how many failed attempts make a request "stuck": it is
 	// then logged at error level and counted in Stats.Stuck at every further
 	// failure, and still retried (with the capped backoff) until it finishes.
@@ -89,6 +96,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.Interval, 2*time.Second)
 	def(&c.LeaseTTL, 15*time.Second)
+	def(&c.StallAfter, 2*time.Minute)
 	def(&c.BackoffBase, 5*time.Second)
 	def(&c.BackoffMax, 5*time.Minute)
 	def(&c.Margin, 2*time.Minute)
@@ -170,6 +178,11 @@ type Loop struct {
 	pending, oldestPendingNanos, minutesPassed, cursorLagNanos          atomic.Int64
 	undelivered, oldestUndeliveredNanos, parked, lostLeases             atomic.Int64
 	unknownOperation                                                    atomic.Int64
+
+	// passing counts the passes running, and progress is when one of them
+	// last moved on (started, read the queue, settled an entry): stalled.
+	passing  atomic.Int32
+	progress atomic.Pointer[time.Time]
 }
 
 // New returns a Loop; it starts nothing.
@@ -315,6 +328,9 @@ func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult
 		mu     sync.Mutex
 		wg     sync.WaitGroup
 	)
+	l.noteProgress()
+	l.passing.Add(1)
+	defer l.passing.Add(-1)
 	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
 	// The shards are passed side by side, each by its own goroutine (one
 	// per shard held: at most ledger.PendingShards), and every entry being
@@ -439,6 +455,7 @@ func (l *Loop) passShard(ctx context.Context, shard int, h *hold, now time.Time,
 		if err != nil {
 			return err
 		}
+		l.noteProgress()
 		res.Buckets++
 		res.Entries += len(entries)
 		unsettled := l.handleAll(ctx, entries, now, slots, held, res, oldest)
@@ -522,6 +539,7 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 				mineOldest time.Time
 			)
 			settled, err := l.handle(ctx, e, now, &mine, &mineOldest)
+			l.noteProgress()
 			if err != nil {
 				l.note(slog.LevelWarn, "could not reconcile request", slog.Any("request_id", e.RequestID), slog.Any("error", err))
 			}

@@ -1627,7 +1627,7 @@ func TestConcurrentPassesCompleteEachRequestOnce(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Instance == uuid.Nil || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second ||
+	if c.Instance == uuid.Nil || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second || c.StallAfter != 2*time.Minute ||
 		c.MaxAttempts != 5 || c.BackoffBase != 5*time.Second || c.BackoffMax != 5*time.Minute ||
 		c.Margin != 2*time.Minute || c.InitialLookback != time.Hour || c.Concurrency != 64 {
 		t.Errorf("defaults = %+v", c)
