@@ -53,6 +53,13 @@ type Config struct {
 	Interval time.Duration
 	// LeaseTTL is how long a shard lease lives without renewal; default 15 s.
 	LeaseTTL time.Duration
+	// StallAfter is how long a running pass may go without progress (a
+	// queue read or an entry settled) before the loop stops renewing its
+	// leases and its membership, so that other instances take its shards
+	// within a TTL; default 2 min. It must exceed the longest one entry
+	// can take (a publish timeout and a few CQL timeouts), or a slow but
+	// working pass hands its shards over.
+	StallAfter time.Duration
 	// MaxAttempts is how many failed attempts make a request "stuck": it is
 	// then logged at error level and counted in Stats.Stuck at every further
 	// failure, and still retried (with the capped backoff) until it finishes.
@@ -89,6 +96,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.Interval, 2*time.Second)
 	def(&c.LeaseTTL, 15*time.Second)
+	def(&c.StallAfter, 2*time.Minute)
 	def(&c.BackoffBase, 5*time.Second)
 	def(&c.BackoffMax, 5*time.Minute)
 	def(&c.Margin, 2*time.Minute)
@@ -135,6 +143,13 @@ type Stats struct {
 	// because their request's operation is a newer release's: a fleet of
 	// mixed releases, or an older release rolled back to.
 	UnknownOperation int64
+	// LostLeases counts the shard leases this instance lost while it meant
+	// to keep them: a renewal that did not apply (another instance holds
+	// the lease, or it lapsed), or none that applied within the lease TTL.
+	// A pass stops starting work on such a shard at once. A few as
+	// instances come and go are normal; a steady rise means renewals fail
+	// or are slower than the TTL.
+	LostLeases int64
 }
 
 // Loop is one reconciler instance.
@@ -151,11 +166,8 @@ type Loop struct {
 	now   func() time.Time
 
 	mu sync.Mutex
-	// owned is the shards this instance holds, each with when its lease was
-	// last taken or renewed (before the statement was sent, so the lease
-	// lives at least LeaseTTL from then): coordinate renews it only once
-	// half the TTL has passed.
-	owned map[int]time.Time
+	// owned is the shards this instance holds, each with its hold (lease.go).
+	owned map[int]*hold
 	// readTo is, per shard, how far this instance has read the due queue:
 	// every entry due at or before it was listed by an earlier pass (or is
 	// one written late, which the final sweep of its minute finds). Only
@@ -164,21 +176,27 @@ type Loop struct {
 
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
 	pending, oldestPendingNanos, minutesPassed, cursorLagNanos          atomic.Int64
-	undelivered, oldestUndeliveredNanos, parked                         atomic.Int64
+	undelivered, oldestUndeliveredNanos, parked, lostLeases             atomic.Int64
 	unknownOperation                                                    atomic.Int64
+
+	// passing counts the passes running, and progress is when one of them
+	// last moved on (started, read the queue, settled an entry): stalled.
+	passing  atomic.Int32
+	progress atomic.Pointer[time.Time]
 }
 
 // New returns a Loop; it starts nothing.
 func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
-		lines: lograte.New[string](nil), now: time.Now, owned: map[int]time.Time{}, readTo: map[int]time.Time{}}
+		lines: lograte.New[string](nil), now: time.Now, owned: map[int]*hold{}, readTo: map[int]time.Time{}}
 }
 
 // Stats returns a snapshot of the counters.
 func (l *Loop) Stats() Stats {
+	now := l.now()
 	l.mu.Lock()
-	owned := len(l.owned)
+	owned := len(l.heldLocked(now))
 	l.mu.Unlock()
 	return Stats{
 		Finished: l.finished.Load(), Retried: l.retried.Load(), Stuck: l.stuck.Load(), DeadLettered: l.deadLettered.Load(),
@@ -186,21 +204,24 @@ func (l *Loop) Stats() Stats {
 		Pending: l.pending.Load(), OldestPending: time.Duration(l.oldestPendingNanos.Load()), OwnedShards: owned,
 		MinutesPassed: l.minutesPassed.Load(), CursorLag: time.Duration(l.cursorLagNanos.Load()),
 		Undelivered: l.undelivered.Load(), OldestUndelivered: time.Duration(l.oldestUndeliveredNanos.Load()),
-		Parked: l.parked.Load(), UnknownOperation: l.unknownOperation.Load(),
+		Parked: l.parked.Load(), UnknownOperation: l.unknownOperation.Load(), LostLeases: l.lostLeases.Load(),
 	}
 }
 
-// Run coordinates and passes every Interval until ctx ends, then releases
-// its leases. It returns nil on cancellation.
+// Run passes every Interval until ctx ends, while a goroutine of its own
+// keeps the leases (keepLeases: taken, renewed, given back every
+// leasePeriod, however long a pass takes); then it releases them. It
+// returns nil on cancellation.
 func (l *Loop) Run(ctx context.Context) error {
 	l.log.Info("reconciler started", "interval", l.cfg.Interval.String(), "max_attempts", l.cfg.MaxAttempts)
+	defer l.leave()         // last: no pass or coordinate runs any more
+	l.coordinateOrWarn(ctx) // so that the first pass has shards
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { l.keepLeases(ctx) })
 	t := time.NewTicker(l.cfg.Interval)
 	defer t.Stop()
-	defer l.leave()
 	for {
-		if err := l.coordinate(ctx); err != nil && ctx.Err() == nil {
-			l.log.Warn("reconciler coordination failed", "error", err)
-		}
 		if _, err := l.Pass(ctx); err != nil && ctx.Err() == nil {
 			l.log.Warn("reconciler pass failed", "error", err)
 		}
@@ -210,128 +231,6 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-}
-
-// leave releases this instance's leases so others take over at once.
-func (l *Loop) leave() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for s := range l.owned {
-		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
-			l.log.Warn("could not release shard lease", "shard", s, "error", err)
-		}
-	}
-	l.owned = map[int]time.Time{}
-	if err := l.coord.Leave(ctx, l.cfg.Instance); err != nil {
-		l.log.Warn("could not leave the reconciler group", "error", err)
-	}
-}
-
-// coordinate renews this instance's leases once half their TTL has passed
-// and takes or gives back shards until it holds its fair share of the live
-// instances.
-//
-// A lease is renewed every LeaseTTL/2 or so (about 7.5 s by default), not at
-// every coordinate (every Interval, 2 s): each renewal is a Paxos round, and
-// renewing all 16 leases at every pass cost the cluster 8 LWTs a second with
-// no traffic at all. Half the TTL is left as slack for a coordinate delayed
-// by a long pass or a renewal whose outcome is unknown. Leases only keep
-// instances from doing the same work twice (every step on a request is safe
-// to race), so a lease that lapses costs duplicate work, never a wrong row.
-func (l *Loop) coordinate(ctx context.Context) error {
-	members, err := l.coord.Heartbeat(ctx, l.cfg.Instance, l.cfg.LeaseTTL)
-	if err != nil {
-		return fmt.Errorf("heartbeat: %w", err)
-	}
-	fair := (ledger.PendingShards + max(members, 1) - 1) / max(members, 1)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.renewLocked(ctx); err != nil {
-		return err
-	}
-	for s := range l.owned {
-		if len(l.owned) <= fair {
-			break
-		}
-		err := l.coord.Release(ctx, s, l.cfg.Instance)
-		if err == nil || fault.KindOf(err) == fault.OutcomeUnknown {
-			// A release whose outcome is unknown may have applied and the
-			// shard be another instance's by now: stop passing it. Had it
-			// not applied, the lease lapses within its TTL, or this loop
-			// takes it back once below its share.
-			delete(l.owned, s)
-		}
-		if err != nil {
-			return fmt.Errorf("release shard %d: %w", s, err)
-		}
-	}
-	if len(l.owned) >= fair {
-		return nil
-	}
-	owners, err := l.coord.Owners(ctx)
-	if err != nil {
-		return fmt.Errorf("read leases: %w", err)
-	}
-	now := l.now()
-	for _, s := range rand.Perm(ledger.PendingShards) {
-		if len(l.owned) >= fair {
-			break
-		}
-		var (
-			ok  bool
-			err error
-		)
-		owner, taken := owners[s]
-		_, held := l.owned[s]
-		switch {
-		case held:
-			continue
-		case taken && owner == l.cfg.Instance:
-			// A lease of ours this loop lost track of (a renew whose outcome
-			// settled as not applied while the lease was still ours): take
-			// it back now rather than leave the shard idle until it expires.
-			ok, err = l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
-		case taken:
-			continue
-		default:
-			ok, err = l.coord.Acquire(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
-		}
-		if err != nil {
-			return fmt.Errorf("acquire shard %d: %w", s, err)
-		}
-		if ok {
-			l.owned[s] = now
-			delete(l.readTo, s)
-			l.log.Info("acquired shard lease", "shard", s, "members", members)
-		}
-	}
-	return nil
-}
-
-// renewLocked renews each held lease that is half its TTL old and forgets
-// the shards whose renewal did not apply or failed.
-func (l *Loop) renewLocked(ctx context.Context) error {
-	now := l.now()
-	for s, renewed := range l.owned {
-		if now.Sub(renewed) < l.cfg.LeaseTTL/2 {
-			continue
-		}
-		ok, err := l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
-		if ctx.Err() != nil {
-			// Stopping, not a lost lease: keep the shard, so that leave
-			// releases it rather than leaving it held until its TTL.
-			return ctx.Err()
-		}
-		if err != nil || !ok {
-			delete(l.owned, s)
-			l.log.Info("lost shard lease", "shard", s, "error", err)
-			continue
-		}
-		l.owned[s] = now
-	}
-	return nil
 }
 
 // PassResult says what one pass did.
@@ -357,6 +256,10 @@ type PassResult struct {
 	OldestUndelivered time.Time
 	// UnknownOperation counts the entries left for a newer release.
 	UnknownOperation int
+	// Lost counts the shards this pass stopped working because their lease
+	// was lost or could have lapsed: it started no entry there after that,
+	// and left the rest to the shard's next holder.
+	Lost int
 }
 
 // noteCursor keeps c if it is older than the oldest cursor noted so far.
@@ -380,6 +283,7 @@ func (r *PassResult) add(o PassResult) {
 	r.Parked += o.Parked
 	r.UnknownOperation += o.UnknownOperation
 	r.noteUndelivered(o.OldestUndelivered)
+	r.Lost += o.Lost
 }
 
 // noteUndelivered keeps created if it is older than the oldest undelivered
@@ -395,27 +299,38 @@ func keepEarliest(t *time.Time, c time.Time) {
 	}
 }
 
-// Pass runs once over every shard this instance owns.
+// Pass runs once over every shard this instance holds, each under its
+// current hold: it starts no work on a shard once that hold has ended.
 func (l *Loop) Pass(ctx context.Context) (PassResult, error) {
+	now := l.now()
 	l.mu.Lock()
-	shards := make([]int, 0, len(l.owned))
-	for s := range l.owned {
-		shards = append(shards, s)
-	}
+	held := l.heldLocked(now)
 	l.mu.Unlock()
-	return l.PassShards(ctx, shards)
+	return l.passShards(ctx, held)
 }
 
 // PassShards runs one pass over the given shards, leases or not (tests and
 // benchmarks call it directly).
 func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error) {
+	unleased := make(map[int]*hold, len(shards))
+	for _, s := range shards {
+		unleased[s] = nil
+	}
+	return l.passShards(ctx, unleased)
+}
+
+// passShards passes each shard under its hold (nil: no lease).
+func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult, error) {
 	var (
 		res    = PassResult{Shards: len(shards)}
 		oldest time.Time
-		errs   = make([]error, len(shards))
+		errs   []error
 		mu     sync.Mutex
 		wg     sync.WaitGroup
 	)
+	l.noteProgress()
+	l.passing.Add(1)
+	defer l.passing.Add(-1)
 	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
 	// The shards are passed side by side, each by its own goroutine (one
 	// per shard held: at most ledger.PendingShards), and every entry being
@@ -426,19 +341,23 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 	// of entries in flight 16 times per pass (docs/reconciler.md, "Healing
 	// rate").
 	slots := semaphore.NewWeighted(int64(l.cfg.Concurrency))
-	for i, s := range shards {
+	for s, h := range shards {
 		wg.Go(func() {
 			var (
 				mine       PassResult
 				mineOldest time.Time
 			)
-			err := l.passShard(ctx, s, now, slots, &mine, &mineOldest)
+			err := l.passShard(ctx, s, h, now, slots, &mine, &mineOldest)
+			if errors.Is(err, errLost) {
+				mine.Lost++
+				err = nil
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			res.add(mine)
 			keepEarliest(&oldest, mineOldest)
 			if err != nil {
-				errs[i] = fmt.Errorf("shard %d: %w", s, err)
+				errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
 			}
 		})
 	}
@@ -467,10 +386,10 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 	if err != nil {
 		l.passErrors.Add(1)
 	}
-	if res.Pending > 0 || res.Dropped > 0 || res.UnknownOperation > 0 {
+	if res.Pending > 0 || res.Dropped > 0 || res.UnknownOperation > 0 || res.Lost > 0 {
 		l.log.Info("reconciler pass", "shards", res.Shards, "buckets", res.Buckets, "pending", res.Pending,
 			"finished", res.Finished, "retried", res.Retried, "dead_lettered", res.DeadLettered, "dropped", res.Dropped,
-			"unknown_operation", res.UnknownOperation)
+			"unknown_operation", res.UnknownOperation, "lost", res.Lost)
 	}
 	return res, err
 }
@@ -489,7 +408,14 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 //
 // An entry left unsettled moves the shard's read position back to it, so
 // the next pass lists it again.
-func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, slots *semaphore.Weighted, res *PassResult, oldest *time.Time) error {
+//
+// Once h has ended (the lease lost, or it could have lapsed) the pass
+// starts no further read or entry of the shard, deletes no minute and
+// saves neither cursor nor read position: it returns errLost. Entries
+// already being settled run to their end: every step on a request is safe
+// to race with the shard's next holder working the same entry.
+func (l *Loop) passShard(ctx context.Context, shard int, h *hold, now time.Time, slots *semaphore.Weighted, res *PassResult, oldest *time.Time) error {
+	held := func() bool { return l.holding(shard, h) }
 	cursor, ok, err := l.coord.Cursor(ctx, shard)
 	if err != nil {
 		return err
@@ -522,13 +448,20 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, slots *s
 			advancing = false
 			continue
 		}
+		if !held() {
+			return errLost
+		}
 		entries, err := l.ledger.DueEntries(ctx, shard, b, after, now)
 		if err != nil {
 			return err
 		}
+		l.noteProgress()
 		res.Buckets++
 		res.Entries += len(entries)
-		unsettled := l.handleAll(ctx, entries, now, slots, res, oldest)
+		unsettled := l.handleAll(ctx, entries, now, slots, held, res, oldest)
+		if !held() {
+			return errLost
+		}
 		if !unsettled.IsZero() && unsettled.Add(-time.Millisecond).Before(readTo) {
 			readTo = unsettled.Add(-time.Millisecond)
 		}
@@ -547,9 +480,9 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, slots *s
 		res.Passed++
 		next = b.Add(ledger.BucketWidth)
 	}
-	l.mu.Lock()
-	l.readTo[shard] = readTo
-	l.mu.Unlock()
+	if !l.saveReadTo(shard, h, readTo) {
+		return errLost
+	}
 	if !next.After(cursor) {
 		return nil
 	}
@@ -560,23 +493,44 @@ func (l *Loop) passShard(ctx context.Context, shard int, now time.Time, slots *s
 	return nil
 }
 
+// saveReadTo keeps the shard's read position for the next pass, if h is
+// still the shard's hold (a nil h, a pass without leases, always is).
+func (l *Loop) saveReadTo(shard int, h *hold, readTo time.Time) bool {
+	if !l.holding(shard, h) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.readTo[shard] = readTo
+	return true
+}
+
 // handleAll settles the entries of one minute, each holding one of the
 // pass's slots while it is worked, and returns the due time of the earliest
 // one left unsettled (zero if all were). Each entry is a different request
 // (or another attempt's entry of one), and every step on a request is safe
-// to race, so their order does not matter. Once ctx is done, the entries
-// not started are left unsettled.
-func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, slots *semaphore.Weighted, res *PassResult, oldest *time.Time) (unsettled time.Time) {
+// to race, so their order does not matter. Once ctx is done, or held says
+// the shard's lease is no longer held (checked as each entry gets its
+// slot, just before it is started), the entries not started are left
+// unsettled.
+func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, slots *semaphore.Weighted, held func() bool, res *PassResult, oldest *time.Time) (unsettled time.Time) {
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	for _, e := range entries {
-		if err := slots.Acquire(ctx, 1); err != nil {
+	for i, e := range entries {
+		err := slots.Acquire(ctx, 1)
+		if err == nil && !held() {
+			slots.Release(1)
+			err = errLost
+		}
+		if err != nil {
 			mu.Lock()
-			keepEarliest(&unsettled, e.NotBefore)
+			for _, left := range entries[i:] {
+				keepEarliest(&unsettled, left.NotBefore)
+			}
 			mu.Unlock()
-			continue
+			break
 		}
 		wg.Go(func() {
 			defer slots.Release(1)
@@ -585,6 +539,7 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 				mineOldest time.Time
 			)
 			settled, err := l.handle(ctx, e, now, &mine, &mineOldest)
+			l.noteProgress()
 			if err != nil {
 				l.note(slog.LevelWarn, "could not reconcile request", slog.Any("request_id", e.RequestID), slog.Any("error", err))
 			}
@@ -647,7 +602,7 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 	case errors.Is(ferr, ledger.ErrUnfinishable):
 		return l.deadLetter(ctx, e, rec, ferr, res)
 	}
-	return l.retryLater(ctx, e, rec, ferr, now, res)
+	return l.retryLater(ctx, e, rec, ferr, res)
 }
 
 // read reads a due entry's request (ledger.Read): only "not found" is
@@ -663,11 +618,17 @@ func (l *Loop) read(ctx context.Context, key ledger.Key) (ledger.Record, error) 
 // retryLater notes a failed attempt and reschedules the entry with backoff.
 // The attempt counts only once the ledger has it: if the ledger cannot be
 // written, the database is the problem and the entry stays as it is.
-func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, now time.Time, res *PassResult) (bool, error) {
+//
+// The backoff runs from the clock read here, when the attempt has ended,
+// not from the pass's start: an attempt can take longer than the backoff
+// itself (a publish waits up to 10 s for a broker that is down), and an
+// entry dated from the pass's start would be due again at once.
+func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, res *PassResult) (bool, error) {
 	if err := l.ledger.RecordAttempt(ctx, rec, string(fault.ReasonOf(ferr))); err != nil {
 		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
 	}
 	attempts := rec.Attempts + 1
+	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
 	due := now.Add(l.backoff(attempts))
 	if err := l.ledger.Reschedule(ctx, e, due); err != nil {
 		return false, err

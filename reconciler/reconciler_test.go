@@ -820,6 +820,40 @@ func TestRetryWithinTheMinuteWaitsForItsBackoff(t *testing.T) {
 	}
 }
 
+// An attempt that outlasts its backoff (a publish waiting 10 s for a broker
+// that is down) reschedules its entry from when the attempt ended, not from
+// when the pass started: the entry is not due again at once, and the next
+// pass leaves it alone until its backoff has passed.
+func TestRescheduleAfterASlowAttemptIsDatedWhenMade(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	h.fin.SetFail(-1)
+	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker did not acknowledge in time")))
+	const (
+		shard       = 3
+		publishWait = 10 * time.Second
+		base        = 4 * time.Second // the first retry waits base/2 to base
+	)
+	var ended time.Time
+	h.fin.before = func(ledger.Record) { ended = h.clock.Advance(publishWait) }
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	l := h.loop(Config{BackoffBase: base, BackoffMax: time.Minute})
+
+	started := h.clock.Now()
+	if res := mustPass(t, l, shard); res.Retried != 1 {
+		t.Fatalf("PassResult = %+v, want the failed attempt rescheduled", res)
+	}
+	due := nextDue(t, h.ledger, rec.Key)
+	if due.Before(ended.Add(base/2)) || due.After(ended.Add(base)) {
+		t.Fatalf("rescheduled to pass start +%s (the attempt ended at +%s); want the attempt's end + %s..%s",
+			due.Sub(started), ended.Sub(started), base/2, base)
+	}
+	h.fin.before = nil
+	mustPass(t, l, shard) // right after the slow attempt
+	if n := h.fin.Calls(rec.RequestID); n != 1 {
+		t.Fatalf("the pass right after the slow attempt tried the request again (calls = %d, want 1)", n)
+	}
+}
+
 // A dead letter that fails, or whose outcome is unknown, keeps the entry:
 // the request is still PENDING (or may be), and only a read that shows it
 // terminal lets the entry go. Defect 1 of issue 9: an unsettled dead letter
@@ -1593,7 +1627,7 @@ func TestConcurrentPassesCompleteEachRequestOnce(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Instance == uuid.Nil || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second ||
+	if c.Instance == uuid.Nil || c.Interval != 2*time.Second || c.LeaseTTL != 15*time.Second || c.StallAfter != 2*time.Minute ||
 		c.MaxAttempts != 5 || c.BackoffBase != 5*time.Second || c.BackoffMax != 5*time.Minute ||
 		c.Margin != 2*time.Minute || c.InitialLookback != time.Hour || c.Concurrency != 64 {
 		t.Errorf("defaults = %+v", c)

@@ -333,6 +333,11 @@ func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error
 	loop := reconciler.New(reconciler.Config{
 		Interval: cfg.reconcileInterval, MaxAttempts: cfg.reconcileMaxAttempts,
 		BackoffBase: cfg.reconcileBackoff, BackoffMax: cfg.reconcileBackoffMax, Concurrency: cfg.reconcileConcurrency,
+		// A pass is stalled once no entry has settled for twice what the
+		// slowest one can take (a publish and ten CQL statements timing
+		// out): 2 min with the defaults. Shorter, a pass through a broker
+		// outage with longer timeouts would hand its shards over.
+		StallAfter: 2 * (cfg.publishTimeout + 10*cfg.cqlTimeout),
 	}, a.ledger, a.workflow.Settle, a.coord, log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err

@@ -102,7 +102,7 @@ func TestOutcomesAndUnknownOutcomes(t *testing.T) {
 func TestReconcilerStatsAreExported(t *testing.T) {
 	m, reg := newMetrics(t)
 	stats := reconciler.Stats{Finished: 3, Retried: 2, Stuck: 6, DeadLettered: 1, Dropped: 7, Passes: 40, PassErrors: 4,
-		Pending: 5, OldestPending: 90 * time.Second, OwnedShards: 8, MinutesPassed: 11, CursorLag: 150 * time.Second}
+		Pending: 5, OldestPending: 90 * time.Second, OwnedShards: 8, MinutesPassed: 11, CursorLag: 150 * time.Second, LostLeases: 9}
 	if err := m.RegisterReconciler(func() reconciler.Stats { return stats }); err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +125,7 @@ orderd_reconciler_owned_shards 8
 		"orderd_reconciler_finished_total": 3, "orderd_reconciler_retried_total": 2, "orderd_reconciler_stuck_attempts_total": 6, "orderd_reconciler_dropped_entries_total": 7,
 		"orderd_reconciler_passes_total": 40, "orderd_reconciler_pass_errors_total": 4, "orderd_reconciler_pending_requests": 5,
 		"orderd_reconciler_minutes_passed_total": 11, "orderd_reconciler_cursor_lag_seconds": 150,
+		"orderd_reconciler_lost_leases_total": 9,
 	} {
 		if got := gathered(t, reg, name); got != v {
 			t.Errorf("%s = %v, want %v", name, got, v)

@@ -57,6 +57,8 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 			func(s reconciler.Stats) float64 { return float64(s.Parked) }),
 		counter("unknown_operation_total", "Due entries left alone because their request's operation is a newer release's (a fleet of mixed releases); each is looked at again every backoff maximum.",
 			func(s reconciler.Stats) int64 { return s.UnknownOperation }),
+		counter("lost_leases_total", "Shard leases this instance lost while it meant to keep them (a renewal that did not apply, or none that applied within the lease TTL); its passes stop starting work on such a shard at once.",
+			func(s reconciler.Stats) int64 { return s.LostLeases }),
 		counter("passes_total", "Reconciler passes run.",
 			func(s reconciler.Stats) int64 { return s.Passes }),
 		counter("pass_errors_total", "Reconciler passes that ended with an error.",

@@ -1,0 +1,419 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/reconciler/reconcilertest"
+)
+
+// blockFirst makes the harness's finisher hold its first call until
+// released, and says which request that call was for.
+type blockFirst struct {
+	entered chan ledger.Key
+	release chan struct{}
+	once    sync.Once // closes release
+}
+
+func (h *harness) blockFirstFinish() *blockFirst {
+	b := &blockFirst{entered: make(chan ledger.Key, 1), release: make(chan struct{})}
+	var first sync.Once
+	h.fin.before = func(rec ledger.Record) {
+		first.Do(func() {
+			b.entered <- rec.Key
+			<-b.release
+		})
+	}
+	return b
+}
+
+// busy waits until the first call is being held, and returns its request.
+func (b *blockFirst) busy(t *testing.T) ledger.Key {
+	t.Helper()
+	select {
+	case key := <-b.entered:
+		return key
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pass never called the finisher")
+		return ledger.Key{}
+	}
+}
+
+func (b *blockFirst) finish() { b.once.Do(func() { close(b.release) }) }
+
+// heartbeatCounter counts the heartbeats its Coordinator answered.
+type heartbeatCounter struct {
+	Coordinator
+	n atomic.Int64
+}
+
+func (c *heartbeatCounter) Heartbeat(ctx context.Context, instance uuid.UUID, ttl time.Duration) (int, error) {
+	defer c.n.Add(1)
+	return c.Coordinator.Heartbeat(ctx, instance, ttl)
+}
+
+// coordinatedSince waits until two more heartbeats than seen were
+// answered: coordinates run one after another, so the second began after
+// the wait did. It reports false if that took longer than a minute.
+func (c *heartbeatCounter) coordinatedSince(seen int64) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if c.n.Load() >= seen+2 {
+			return true
+		}
+	}
+	return false
+}
+
+// A pass that outlasts the lease TTL (entry after entry waiting on a broker
+// that is down) does not hold up the leases: Run renews them on their own
+// schedule meanwhile, and no other instance can take the loop's shards.
+// Before, leases and the heartbeat were renewed only between passes, and
+// every lease lapsed 15 s into such a pass.
+func TestLeasesAreRenewedWhileAPassOutlastsTheirTTL(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	const shard = 3
+	h.addPending(t, shard, t0.Add(-10*time.Minute))
+	block := h.blockFirstFinish()
+	coord := &heartbeatCounter{Coordinator: h.coord}
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL, Interval: time.Millisecond}, h.ledger, h.fin.Finish, coord, discardLog())
+	a.now = h.clock.Now
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	stop := sync.OnceValue(func() error {
+		block.finish()
+		cancel()
+		return <-done
+	})
+	t.Cleanup(func() { stop() })
+	block.busy(t)
+
+	other := uuid.New()
+	const step = 5 * time.Second
+	waiting := true
+	for elapsed := step; elapsed <= 4*testTTL; elapsed += step {
+		seen := coord.n.Load()
+		h.clock.Advance(step)
+		if waiting && !coord.coordinatedSince(seen) {
+			t.Errorf("at +%s: a coordinated %d times in a minute while its pass was held", elapsed, coord.n.Load()-seen)
+			waiting = false // the leases will tell
+		}
+		if got := h.coord.LeasesOf(a.cfg.Instance); len(got) != ledger.PendingShards {
+			t.Fatalf("at +%s of a pass held on one entry, a holds live leases on %v, want all %d shards", elapsed, got, ledger.PendingShards)
+		}
+		for s := range ledger.PendingShards {
+			if ok, err := h.coord.Acquire(context.Background(), s, other, testTTL); ok || err != nil {
+				t.Fatalf("at +%s: another instance's Acquire(%d) = %v, %v; want false: the lease is a's", elapsed, s, ok, err)
+			}
+		}
+	}
+	if st := a.Stats(); st.OwnedShards != ledger.PendingShards || st.LostLeases != 0 {
+		t.Errorf("Stats = %+v, want all %d shards owned and none lost", st, ledger.PendingShards)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if got := h.coord.LeasesOf(a.cfg.Instance); len(got) != 0 {
+		t.Errorf("after Run, leases %v still held", got)
+	}
+}
+
+// A lease lost mid-pass stops the pass from starting any further entry of
+// its shard. Here a's clock runs slow against the coordinator's, so its
+// lease lapses there while a still counts it live; another instance takes
+// the shard, and a's next renewal does not apply. The entry a was settling
+// then runs to its end (every step on a request is safe to race); the next
+// entry of the shard is left to the new holder.
+func TestPassStopsStartingWorkOnAShardWhoseLeaseWasLost(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second)) // the coordinator's clock, and b's
+	aClock := newFakeClock(h.clock.Now())
+	var logs bytes.Buffer
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL, Concurrency: 1}, h.ledger, h.fin.Finish, h.coord,
+		slog.New(slog.NewJSONHandler(&logs, nil)))
+	a.now = aClock.Now
+	mustCoordinate(t, a) // alone: all 16
+	const shard = 3
+	first, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	second, _ := h.addPending(t, shard, t0.Add(-10*time.Minute).Add(time.Second))
+	block := h.blockFirstFinish()
+	t.Cleanup(block.finish)
+	passed := make(chan PassResult, 1)
+	go func() {
+		res, err := a.Pass(context.Background())
+		if err != nil {
+			t.Errorf("Pass: %v", err)
+		}
+		passed <- res
+	}()
+	busy := block.busy(t)
+	if busy != first.Key && busy != second.Key {
+		t.Fatalf("the finisher was called for %v, not one of the shard's requests", busy)
+	}
+
+	h.clock.Advance(testTTL)    // the lease lapses at the coordinator...
+	aClock.Advance(testTTL / 2) // ...while a counts it live, due for renewal
+	b := h.member(uuid.New())
+	mustCoordinate(t, b)
+	if !slices.Contains(ownedShards(b), shard) {
+		t.Fatalf("b holds %v after a's leases lapsed, want shard %d among them", ownedShards(b), shard)
+	}
+	mustCoordinate(t, a) // its renewals do not apply
+	if held := ownedShards(a); slices.Contains(held, shard) {
+		t.Fatalf("after a renewal that did not apply a still holds shard %d (%v)", shard, held)
+	}
+	block.finish()
+	res := <-passed
+
+	next := second.Key
+	if busy == second.Key {
+		next = first.Key
+	}
+	if n := h.fin.Calls(next.RequestID); n != 0 {
+		t.Errorf("the pass started the shard's next entry after its lease was lost (finisher calls = %d, want 0)", n)
+	}
+	if n := h.fin.Recorded(busy); n != 1 {
+		t.Errorf("the entry in flight when the lease was lost: order recorded %d times, want 1", n)
+	}
+	if res.Lost < 1 || res.Finished != 1 {
+		t.Errorf("PassResult = %+v, want the shard counted lost and the entry in flight finished", res)
+	}
+	if st := a.Stats(); st.LostLeases != ledger.PendingShards {
+		t.Errorf("Stats.LostLeases = %d, want %d (every renewal did not apply)", st.LostLeases, ledger.PendingShards)
+	}
+	if got := len(logLines(t, &logs, "lost shard lease")); got != ledger.PendingShards {
+		t.Errorf("%d \"lost shard lease\" lines, want %d", got, ledger.PendingShards)
+	}
+	// The new holder settles what a left.
+	if _, err := b.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantFinished(t, h, next)
+}
+
+// Renewals that fail, or whose outcome stays unknown, keep the leases until
+// they could have lapsed: until the lease TTL has passed, by the loop's own
+// clock, since the last renewal that applied was sent. Until then the loop
+// passes its shards and tries again; from then on, it starts no work there
+// (even before its next coordinate), and its next coordinate counts the
+// leases lost and takes them back through the coordinator, which answers
+// again (a renewal that did apply left the lease this loop's).
+func TestRenewalsFailingUntilTheLeaseCouldHaveLapsedLoseIt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		f       cassandra.Fault
+		settled bool // the settling read of an unknown outcome fails too: false
+	}{
+		{"unavailable", cassandra.FaultUnavailable, true},
+		{"timed out, outcome unknown", cassandra.FaultTimeout, false},
+		{"applied, answer lost, outcome unknown", cassandra.FaultLoseResponse, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t0.Add(30 * time.Second))
+			a := h.member(uuid.New())
+			mustCoordinate(t, a) // all 16, sent at the start
+			taken := h.clock.Now()
+			const shard = 3
+			tries := []time.Duration{testTTL / 2, testTTL - time.Second}
+			failing := len(tries) * ledger.PendingShards
+			h.coord.Arm(reconcilertest.StmtRenew, tc.f, failing)
+			if !tc.settled {
+				h.coord.Arm(reconcilertest.StmtLease, cassandra.FaultUnavailable, failing)
+			}
+			for _, at := range tries {
+				h.clock.Set(taken.Add(at))
+				if err := a.coordinate(context.Background()); err == nil {
+					t.Fatalf("at +%s: coordinate with failing renewals returned no error", at)
+				}
+				if st := a.Stats(); st.OwnedShards != ledger.PendingShards || st.LostLeases != 0 {
+					t.Fatalf("at +%s, before the leases could have lapsed: Stats = %+v, want all %d held, none lost", at, st, ledger.PendingShards)
+				}
+			}
+
+			h.clock.Set(taken.Add(testTTL))
+			rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+			if st := a.Stats(); st.OwnedShards != 0 {
+				t.Errorf("at +%s: Stats.OwnedShards = %d, want 0: the leases could have lapsed", testTTL, st.OwnedShards)
+			}
+			res, err := a.Pass(context.Background())
+			if err != nil || res.Shards != 0 || h.fin.Calls(rec.RequestID) != 0 {
+				t.Fatalf("pass once the leases could have lapsed: %+v, %v, finisher calls %d; want no shard passed",
+					res, err, h.fin.Calls(rec.RequestID))
+			}
+			if n := h.coord.Pending(reconcilertest.StmtRenew) + h.coord.Pending(reconcilertest.StmtLease); n != 0 {
+				t.Fatalf("%d armed faults never served", n)
+			}
+
+			mustCoordinate(t, a)
+			if st := a.Stats(); st.LostLeases != ledger.PendingShards {
+				t.Errorf("Stats.LostLeases = %d, want %d", st.LostLeases, ledger.PendingShards)
+			}
+			if got, want := ownedShards(a), h.coord.LeasesOf(a.cfg.Instance); len(got) != ledger.PendingShards || !slices.Equal(got, want) {
+				t.Fatalf("once the coordinator answers: a holds %v, leased to it %v; want all %d", got, want, ledger.PendingShards)
+			}
+		})
+	}
+}
+
+// lateRenew is a Coordinator whose first renewal is answered late: it
+// applies when sent, and its answer arrives after the clock moved by delay.
+type lateRenew struct {
+	Coordinator
+	clock *fakeClock
+	delay time.Duration
+	once  sync.Once
+	shard int
+}
+
+func (c *lateRenew) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
+	ok, err := c.Coordinator.Renew(ctx, shard, instance, ttl)
+	c.once.Do(func() {
+		c.shard = shard
+		c.clock.Advance(c.delay)
+	})
+	return ok, err
+}
+
+// A renewal answered late keeps its lease only until the TTL has passed
+// since it was sent: the coordinator counts the TTL from when it landed,
+// which may be as early as that. Counted from the answer, the loop would
+// pass the shard after the lease may be another's.
+func TestALateRenewalCountsFromWhenItWasSent(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	const delay = 5 * time.Second
+	coord := &lateRenew{Coordinator: h.coord, clock: h.clock, delay: delay}
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL}, h.ledger, h.fin.Finish, coord, discardLog())
+	a.now = h.clock.Now
+	mustCoordinate(t, a)
+	h.clock.Advance(testTTL / 2)
+	sent := h.clock.Now()
+	mustCoordinate(t, a) // the first renewal's answer comes delay later
+	late := coord.shard
+	rec, _ := h.addPending(t, late, t0.Add(-10*time.Minute))
+
+	h.clock.Set(sent.Add(testTTL))
+	res, err := a.Pass(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := h.fin.Calls(rec.RequestID); n != 0 || res.Shards != ledger.PendingShards-1 {
+		t.Errorf("a TTL after the late renewal was sent: the pass passed %d shards and called the finisher %d times for shard %d; want %d shards, not that one",
+			res.Shards, n, late, ledger.PendingShards-1)
+	}
+}
+
+// A pass that keeps moving on keeps its leases however long it runs; one
+// that makes no progress for StallAfter (a call that never returns) lets
+// its leases and its membership lapse, as if its instance had died, so
+// that another instance takes its shards; once it moves on again, the
+// loop coordinates again.
+func TestAPassWithoutProgressLetsItsLeasesLapse(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	const (
+		shard      = 3
+		entries    = 4
+		slowEntry  = 40 * time.Second
+		stallAfter = time.Minute
+		step       = 5 * time.Second // how often the loop coordinates
+	)
+	for i := range entries + 1 {
+		h.addPending(t, shard, t0.Add(-10*time.Minute).Add(time.Duration(i)*time.Second))
+	}
+	// The other shards are another instance's for the whole test, so that
+	// a holds shard 3 alone: reading them would be progress too.
+	for s := range ledger.PendingShards {
+		if s != shard {
+			if ok, err := h.coord.Acquire(context.Background(), s, uuid.New(), time.Hour); !ok || err != nil {
+				t.Fatalf("setup: Acquire(%d) = %v, %v", s, ok, err)
+			}
+		}
+	}
+	a := h.loop(Config{Instance: uuid.New(), LeaseTTL: testTTL, StallAfter: stallAfter, Concurrency: 1})
+	mustCoordinate(t, a)
+	if got := ownedShards(a); !slices.Equal(got, []int{shard}) {
+		t.Fatalf("setup: a holds %v, want [%d]", got, shard)
+	}
+	var (
+		calls    atomic.Int32
+		hung     = make(chan struct{})
+		resume   = make(chan struct{})
+		resumed  sync.Once
+		keptErrs = make(chan error, entries)
+	)
+	// Each of the first entries takes slowEntry (more than half StallAfter
+	// and of the TTL), with the loop coordinating meanwhile; the last hangs.
+	h.fin.before = func(ledger.Record) {
+		if calls.Add(1) > entries {
+			close(hung)
+			<-resume
+			return
+		}
+		for range slowEntry / step {
+			h.clock.Advance(step)
+			if err := a.coordinate(context.Background()); err != nil {
+				keptErrs <- err
+				return
+			}
+			if got := h.coord.LeasesOf(a.cfg.Instance); !slices.Equal(got, []int{shard}) {
+				keptErrs <- fmt.Errorf("a holds live leases on %v, want [%d]", got, shard)
+				return
+			}
+		}
+	}
+	finish := func() { resumed.Do(func() { close(resume) }) }
+	t.Cleanup(finish)
+	passed := make(chan PassResult, 1)
+	go func() {
+		res, _ := a.Pass(context.Background())
+		passed <- res
+	}()
+	select {
+	case <-hung:
+	case <-passed:
+		t.Fatalf("the pass ended before its last entry (%d finisher calls); kept the leases: %v", calls.Load(), <-keptErrs)
+	}
+	close(keptErrs)
+	for err := range keptErrs {
+		t.Errorf("while the pass moved on, entry after entry: %v", err)
+	}
+
+	// Hung: renewals stop once StallAfter has passed without progress.
+	for waited := step; waited <= stallAfter+testTTL; waited += step {
+		h.clock.Advance(step)
+		err := a.coordinate(context.Background())
+		if stalled := waited > stallAfter; stalled != (err != nil) {
+			t.Errorf("%s into the hung entry: coordinate = %v; want an error only past %s", waited, err, stallAfter)
+			break
+		}
+	}
+	if st := a.Stats(); st.OwnedShards != 0 || st.LostLeases != 1 {
+		t.Errorf("Stats = %+v, want no shard owned and its lease counted lost", st)
+	}
+	if h.coord.IsMember(a.cfg.Instance) {
+		t.Error("the stalled instance is still a member")
+	}
+	b := h.member(uuid.New())
+	mustCoordinate(t, b)
+	if got := ownedShards(b); !slices.Equal(got, []int{shard}) {
+		t.Fatalf("another instance took %v, want the stalled instance's shard %d", got, shard)
+	}
+
+	finish()
+	if res := <-passed; res.Lost != 1 || res.Finished != entries+1 {
+		t.Errorf("PassResult = %+v, want shard %d lost and the hung entry finished", res, shard)
+	}
+	mustCoordinate(t, a) // moving on: coordinates again (and rejoins the group)
+	if !h.coord.IsMember(a.cfg.Instance) {
+		t.Error("after its pass ended, a is not a member again")
+	}
+}
