@@ -28,6 +28,10 @@ const (
 	faultKillBroker  = "kill-broker"    // SIGKILL the Kafka broker, start it again
 	faultPartition   = "partition-node" // drop a node's internode traffic (iptables on loopback), then restore it
 	faultKillNode    = "kill-node"      // SIGKILL a Cassandra node, start it again (30-60 s to rejoin)
+	faultClockLead   = "clock-lead"     // restart one orderd instance with its clock clockLead ahead, then without
+	// clockLead is far past the instances' reconcile grace and skew bound:
+	// such an instance would see every entry due before its claim lands.
+	clockLead = 90 * time.Second
 	iptablesComment  = "orderd-robustness"
 	cassandraStorage = "7000" // the internode port of deploy/local's nodes
 )
@@ -47,6 +51,25 @@ func (in *instances) addrs() []string {
 		out = append(out, p.addr)
 	}
 	return out
+}
+
+// restart stops instance i (SIGTERM) and starts it again on its address
+// with the run's settings and extra ones.
+func (in *instances) restart(i int, extra ...string) error {
+	in.mu.Lock()
+	p := in.procs[i]
+	in.mu.Unlock()
+	if err := p.stop(); err != nil {
+		return err
+	}
+	q, err := launchOrderdAt(p.addr, append(slices.Clone(in.env), extra...)...)
+	if err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.procs[i] = q
+	in.mu.Unlock()
+	return nil
 }
 
 func (in *instances) stopAll() error {
@@ -83,7 +106,7 @@ type nemesis struct {
 // node kills only in runs long enough to wait for a node to rejoin, the
 // partition only where iptables works.
 func faultKinds(t *testing.T, traffic time.Duration) []string {
-	kinds := []string{faultKillOrderd, faultPauseNode, faultKillBroker}
+	kinds := []string{faultKillOrderd, faultPauseNode, faultKillBroker, faultClockLead}
 	if err := iptablesWorks(); err != nil {
 		failInCIElseLog(t, fmt.Sprintf("no %s faults: %v", faultPartition, err))
 	} else {
@@ -196,6 +219,9 @@ func (n *nemesis) fault(kind string, target int) (act, heal func(context.Context
 			n.procs.mu.Unlock()
 			return nil
 		}
+	case faultClockLead:
+		act = func(context.Context) error { return n.procs.restart(target, "ORDERD_CLOCK_LEAD="+clockLead.String()) }
+		heal = func(context.Context) error { return n.procs.restart(target) }
 	case faultPauseNode:
 		act = func(ctx context.Context) error { return cluster.PauseNode(ctx, node) }
 		heal = func(ctx context.Context) error { return cluster.ResumeNode(ctx, node) }

@@ -140,6 +140,9 @@ func (l *Loop) leave() {
 // passes read the holds at every entry they start.
 func (l *Loop) coordinate(ctx context.Context) error {
 	l.expire()
+	if !l.clockOK() {
+		return l.standDown(ctx)
+	}
 	if idle, stalled := l.stalled(); stalled {
 		return fmt.Errorf("the running pass made no progress for %s: its leases and membership are left to lapse so that other instances take its shards", idle)
 	}
@@ -156,6 +159,38 @@ func (l *Loop) coordinate(ctx context.Context) error {
 		return errors.Join(renewErr, err)
 	}
 	return errors.Join(renewErr, l.take(ctx, fair, members))
+}
+
+// clockOK reports whether this instance's clock may judge entries due
+// (Config.Clock), logging each change and counting each refusal.
+func (l *Loop) clockOK() bool {
+	if l.cfg.Clock == nil {
+		return true
+	}
+	err := l.cfg.Clock()
+	if was := l.skewed.Swap(err != nil); was != (err != nil) {
+		if err != nil {
+			l.log.Error("this instance's clock is too far from the cluster's: its shards are given to the other instances until it is back", "error", err)
+		} else {
+			l.log.Info("this instance's clock is back within the allowed skew: it takes its share of shards again")
+		}
+	}
+	if err != nil {
+		l.clockSkipped.Add(1)
+	}
+	return err == nil
+}
+
+// standDown gives every held lease back and leaves the group, so that the
+// other instances take this one's share at their next coordinate instead
+// of after the leases lapse; this instance holds nothing until its clock
+// is back (coordinate).
+func (l *Loop) standDown(ctx context.Context) error {
+	giveErr := l.giveBack(ctx, 0)
+	if err := l.coord.Leave(ctx, l.cfg.Instance); err != nil {
+		return errors.Join(giveErr, fmt.Errorf("leave the reconciler group: %w", err))
+	}
+	return giveErr
 }
 
 // noteProgress records that a pass moved on.

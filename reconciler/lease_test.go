@@ -3,6 +3,7 @@ package reconciler
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/reconciler/reconcilertest"
 )
@@ -415,5 +417,50 @@ func TestAPassWithoutProgressLetsItsLeasesLapse(t *testing.T) {
 	mustCoordinate(t, a) // moving on: coordinates again (and rejoins the group)
 	if !h.coord.IsMember(a.cfg.Instance) {
 		t.Error("after its pass ended, a is not a member again")
+	}
+}
+
+// An instance whose clock is too far from the cluster's judges nothing
+// due: it gives every lease back and leaves the group at once (the other
+// instances take its share at their next coordinate, not after the leases
+// lapse), passes nothing, even over due entries of shards it held, and
+// takes its share again once its clock is back.
+func TestASkewedClockGivesItsShardsToTheOthers(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	var skew error
+	a := h.loop(Config{Instance: uuid.New(), LeaseTTL: testTTL, Clock: func() error { return skew }})
+	b := h.member(uuid.New())
+	mustCoordinate(t, a)
+	if n := len(ownedShards(a)); n != ledger.PendingShards {
+		t.Fatalf("a alone holds %d shards, want all", n)
+	}
+	rec, _ := h.addPending(t, 4, t0.Add(-10*time.Minute))
+
+	skew = fault.New(fault.ReasonClockSkewed, errors.New("this clock is 90s off the cluster's"))
+	if err := a.coordinate(context.Background()); err != nil {
+		t.Fatalf("coordinate with a skewed clock = %v, want its shards given back", err)
+	}
+	if got := ownedShards(a); len(got) != 0 {
+		t.Errorf("a holds %v with a skewed clock, want none", got)
+	}
+	if h.coord.IsMember(a.cfg.Instance) {
+		t.Error("a is still a member with a skewed clock")
+	}
+	if res, err := a.Pass(context.Background()); err != nil || res.Shards != 0 || h.fin.Calls(rec.RequestID) != 0 {
+		t.Errorf("pass with a skewed clock = %+v, %v, finisher calls %d; want nothing passed", res, err, h.fin.Calls(rec.RequestID))
+	}
+	mustCoordinate(t, b)
+	if n := len(ownedShards(b)); n != ledger.PendingShards {
+		t.Errorf("b took %d shards at its next coordinate, want all of a's", n)
+	}
+	if st := a.Stats(); st.ClockSkipped < 2 {
+		t.Errorf("Stats.ClockSkipped = %d, want the coordinate and the pass counted", st.ClockSkipped)
+	}
+
+	skew = nil
+	h.clock.Advance(testTTL) // b's leases stay b's; a joins and gets its share as they rebalance
+	mustCoordinate(t, a)
+	if !h.coord.IsMember(a.cfg.Instance) {
+		t.Error("a did not rejoin once its clock was back")
 	}
 }

@@ -68,6 +68,16 @@ type Config struct {
 	// request whose stored command cannot be read (nothing written) is.
 	// Default 5; the handler's failed attempts count too.
 	MaxAttempts int
+	// Clock, if set, says whether this instance's clock is close enough to
+	// the cluster's to judge entries due (clockskew.Monitor.Check): every
+	// due decision, final sweep and minute drop is made by it, against
+	// entries dated by the clocks of the processes that wrote them. While
+	// it errs the loop holds no shard (it gives its leases back and leaves
+	// the group, so the others take its share) and passes nothing. Nil:
+	// always close enough.
+	Clock func() error
+	// Now is this instance's clock; default time.Now.
+	Now func() time.Time
 	// BackoffBase and BackoffMax bound the exponential backoff between
 	// attempts of one request; defaults 5 s and 5 min.
 	BackoffBase, BackoffMax time.Duration
@@ -86,6 +96,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	if c.Instance == uuid.Nil {
 		c.Instance = uuid.New()
 	}
@@ -150,6 +163,9 @@ type Stats struct {
 	// instances come and go are normal; a steady rise means renewals fail
 	// or are slower than the TTL.
 	LostLeases int64
+	// ClockSkipped counts the passes and coordinations skipped because this
+	// instance's clock was too far from the cluster's (Config.Clock).
+	ClockSkipped int64
 }
 
 // Loop is one reconciler instance.
@@ -177,7 +193,9 @@ type Loop struct {
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
 	pending, oldestPendingNanos, minutesPassed, cursorLagNanos          atomic.Int64
 	undelivered, oldestUndeliveredNanos, parked, lostLeases             atomic.Int64
-	unknownOperation                                                    atomic.Int64
+	unknownOperation, clockSkipped                                      atomic.Int64
+	// skewed: the last clock check failed (logged once per change).
+	skewed atomic.Bool
 
 	// passing counts the passes running, and progress is when one of them
 	// last moved on (started, read the queue, settled an entry): stalled.
@@ -189,7 +207,7 @@ type Loop struct {
 func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
-		lines: lograte.New[string](nil), now: time.Now, owned: map[int]*hold{}, readTo: map[int]time.Time{}}
+		lines: lograte.New[string](nil), now: cfg.Now, owned: map[int]*hold{}, readTo: map[int]time.Time{}}
 }
 
 // Stats returns a snapshot of the counters.
@@ -205,6 +223,7 @@ func (l *Loop) Stats() Stats {
 		MinutesPassed: l.minutesPassed.Load(), CursorLag: time.Duration(l.cursorLagNanos.Load()),
 		Undelivered: l.undelivered.Load(), OldestUndelivered: time.Duration(l.oldestUndeliveredNanos.Load()),
 		Parked: l.parked.Load(), UnknownOperation: l.unknownOperation.Load(), LostLeases: l.lostLeases.Load(),
+		ClockSkipped: l.clockSkipped.Load(),
 	}
 }
 
@@ -302,6 +321,9 @@ func keepEarliest(t *time.Time, c time.Time) {
 // Pass runs once over every shard this instance holds, each under its
 // current hold: it starts no work on a shard once that hold has ended.
 func (l *Loop) Pass(ctx context.Context) (PassResult, error) {
+	if !l.clockOK() {
+		return PassResult{}, nil
+	}
 	now := l.now()
 	l.mu.Lock()
 	held := l.heldLocked(now)

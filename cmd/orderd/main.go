@@ -338,6 +338,7 @@ func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error
 		// out): 2 min with the defaults. Shorter, a pass through a broker
 		// outage with longer timeouts would hand its shards over.
 		StallAfter: 2 * (cfg.publishTimeout + 10*cfg.cqlTimeout),
+		Clock:      a.clock.Check, Now: a.now,
 	}, a.ledger, a.workflow.Settle, a.coord, log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err

@@ -55,6 +55,8 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 			func(s reconciler.Stats) float64 { return s.OldestUndelivered.Seconds() }),
 		outboxGauge("parked", "Orders in the backlog past the reconciler's maximum attempts: retried every backoff maximum until the broker takes them; `orderd requeue` retries one now.",
 			func(s reconciler.Stats) float64 { return float64(s.Parked) }),
+		counter("clock_skipped_total", "Passes and coordinations skipped because this instance's clock was too far from the cluster's (ORDERD_MAX_CLOCK_SKEW): it holds no shard meanwhile.",
+			func(s reconciler.Stats) int64 { return s.ClockSkipped }),
 		counter("unknown_operation_total", "Due entries left alone because their request's operation is a newer release's (a fleet of mixed releases); each is looked at again every backoff maximum.",
 			func(s reconciler.Stats) int64 { return s.UnknownOperation }),
 		counter("lost_leases_total", "Shard leases this instance lost while it meant to keep them (a renewal that did not apply, or none that applied within the lease TTL); its passes stop starting work on such a shard at once.",
