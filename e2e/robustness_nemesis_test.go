@@ -23,15 +23,15 @@ import (
 
 // The kinds of fault.
 const (
-	faultKillOrderd  = "kill-orderd"    // SIGKILL one orderd instance, start it again on its address
-	faultPauseNode   = "pause-node"     // SIGSTOP a Cassandra node, SIGCONT it
-	faultKillBroker  = "kill-broker"    // SIGKILL the Kafka broker, start it again
-	faultPartition   = "partition-node" // drop a node's internode traffic (iptables on loopback), then restore it
-	faultKillNode    = "kill-node"      // SIGKILL a Cassandra node, start it again (30-60 s to rejoin)
-	faultClockLead   = "clock-lead"     // restart one orderd instance with its clock clockLead ahead, then without
+	faultKillOrderd = "kill-orderd"    // SIGKILL one orderd instance, start it again on its address
+	faultPauseNode  = "pause-node"     // SIGSTOP a Cassandra node, SIGCONT it
+	faultKillBroker = "kill-broker"    // SIGKILL the Kafka broker, start it again
+	faultPartition  = "partition-node" // drop a node's internode traffic (iptables on loopback), then restore it
+	faultKillNode   = "kill-node"      // SIGKILL a Cassandra node, start it again (30-60 s to rejoin)
+	faultClockLead  = "clock-lead"     // restart one orderd instance with its clock clockLead ahead, then without
 	// clockLead is far past the instances' reconcile grace and skew bound:
 	// such an instance would see every entry due before its claim lands.
-	clockLead = 90 * time.Second
+	clockLead        = 90 * time.Second
 	iptablesComment  = "orderd-robustness"
 	cassandraStorage = "7000" // the internode port of deploy/local's nodes
 )
