@@ -33,10 +33,15 @@
 //     response is lost (FaultLoseResponse) is OutcomeUnknown and applied; a
 //     read with any fault is Unavailable.
 //
-// Two writes of one order with the same timestamp and different values are
-// outside the contract (Cassandra then keeps, cell by cell, the larger
-// value); Memory keeps the first. Page states are opaque and differ between
-// the two stores: only a state the same store returned may be passed back.
+//   - two writes of a change's cells at one timestamp (one version) with
+//     different values resolve as Cassandra resolves them: cell by cell,
+//     the larger value, whichever landed last. The protocol never writes
+//     such a pair (every finisher projects the change its version row
+//     holds), but a store that resolved them otherwise would hide it if it
+//     did.
+//
+// Page states are opaque and differ between the two stores: only a state
+// the same store returned may be passed back.
 //
 // This package imports projection, never workflow: workflow's own tests use
 // Memory.

@@ -108,15 +108,48 @@ type version[T any] struct {
 	row T
 }
 
-// upsert stores row unless the stored one carries a timestamp at least as
-// large: the larger timestamp wins, as in Cassandra (equal timestamps with
-// different values are outside the contract; see the package doc).
-func upsert[K comparable, T any](m map[K]version[T], k K, ts int64, row T) {
-	if cur, ok := m[k]; ok && cur.ts >= ts {
+// upsert stores row unless the stored one carries a larger timestamp: the
+// larger timestamp wins, as in Cassandra. On equal timestamps Cassandra
+// keeps, cell by cell, the larger value (its bytes compared); tie does the
+// same for the cells of T (nil: the rows written at one timestamp are
+// identical by construction, a creation's rows).
+func upsert[K comparable, T any](m map[K]version[T], k K, ts int64, row T, tie func(cur, row T) T) {
+	cur, ok := m[k]
+	switch {
+	case ok && cur.ts > ts:
+		return
+	case ok && cur.ts == ts:
+		if tie != nil {
+			m[k] = version[T]{ts: ts, row: tie(cur.row, row)}
+		}
 		return
 	}
 	m[k] = version[T]{ts: ts, row: row}
 }
+
+// laterTime is the larger of two timestamp cells (after 1970 their bytes
+// order as their values).
+func laterTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// stateTie resolves a change's cells written at one timestamp as Cassandra
+// does: each cell its larger value.
+func stateTie(cur, row state) state {
+	return state{Version: max(cur.Version, row.Version), Status: max(cur.Status, row.Status), UpdatedAt: laterTime(cur.UpdatedAt, row.UpdatedAt)}
+}
+
+// eventTie is stateTie for an event row's cells.
+func eventTie(cur, row Event) Event {
+	return Event{ID: cur.ID, Type: max(cur.Type, row.Type), Detail: max(cur.Detail, row.Detail), Time: laterTime(cur.Time, row.Time),
+		Version: max(cur.Version, row.Version)}
+}
+
+// noteTie is the larger of two shipping_note cells.
+func noteTie(cur, row string) string { return max(cur, row) }
 
 // Memory is an in-memory projection store with projection.Store's
 // semantics (see the package doc). Safe for concurrent use; the zero value
@@ -277,7 +310,7 @@ func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change)
 	first := m.write(ctx, StmtChangePrefix+projection.OrdersByCustomerTime, "write a change to "+projection.OrdersByCustomerTime, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		upsert(m.customerState, customerRow{customerKey{o.Tenant, o.CustomerID, o.Month}, listingKeyOf(o)}, ts, st)
+		upsert(m.customerState, customerRow{customerKey{o.Tenant, o.CustomerID, o.Month}, listingKeyOf(o)}, ts, st, stateTie)
 	})
 	err := m.write(ctx, StmtChangePrefix+projection.EventsByOrder, "write a change to "+projection.EventsByOrder, func() {
 		m.mu.Lock()
@@ -285,7 +318,7 @@ func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change)
 		if m.events[id] == nil {
 			m.events[id] = map[uuid.UUID]version[Event]{}
 		}
-		upsert(m.events[id], c.ID, ts, Event{ID: c.ID, Type: c.EventType(), Detail: projection.ChangeDetail(c), Time: st.UpdatedAt, Version: c.Version})
+		upsert(m.events[id], c.ID, ts, Event{ID: c.ID, Type: c.EventType(), Detail: projection.ChangeDetail(c), Time: st.UpdatedAt, Version: c.Version}, eventTie)
 	})
 	if first == nil {
 		first = err
@@ -296,9 +329,9 @@ func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change)
 	return m.write(ctx, StmtChangePrefix+projection.OrdersByID, "write a change to "+projection.OrdersByID, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		upsert(m.idState, id, ts, st)
+		upsert(m.idState, id, ts, st, stateTie)
 		if c.SetsNote() {
-			upsert(m.idNote, id, ts, c.ShippingNote)
+			upsert(m.idNote, id, ts, c.ShippingNote, noteTie)
 		}
 	})
 }
@@ -325,8 +358,8 @@ func (m *Memory) apply(o order.Order, table string, ts int64) {
 	created := state{Version: o.Version, Status: o.Status, UpdatedAt: o.CreatedAt}
 	switch table {
 	case projection.OrdersByID:
-		upsert(m.byID, id, ts, o)
-		upsert(m.idState, id, ts, created)
+		upsert(m.byID, id, ts, o, nil)
+		upsert(m.idState, id, ts, created, stateTie)
 	case projection.OrdersByCustomerTime:
 		k := customerKey{o.Tenant, o.CustomerID, o.Month}
 		if m.byCustomer[k] == nil {
@@ -334,8 +367,8 @@ func (m *Memory) apply(o order.Order, table string, ts int64) {
 		}
 		listed := o
 		listed.Lines = nil // orders_by_customer_time has no lines column
-		upsert(m.byCustomer[k], listingKeyOf(o), ts, listed)
-		upsert(m.customerState, customerRow{k, listingKeyOf(o)}, ts, created)
+		upsert(m.byCustomer[k], listingKeyOf(o), ts, listed, nil)
+		upsert(m.customerState, customerRow{k, listingKeyOf(o)}, ts, created, stateTie)
 	case projection.EventsByOrder:
 		if m.events[id] == nil {
 			m.events[id] = map[uuid.UUID]version[Event]{}
@@ -346,7 +379,7 @@ func (m *Memory) apply(o order.Order, table string, ts int64) {
 			Detail:  projection.CreatedDetail(o),
 			Time:    o.CreatedAt,
 			Version: o.Version,
-		})
+		}, eventTie)
 	}
 }
 

@@ -711,6 +711,26 @@ var cases = []struct {
 		s.wantListed(t, "cust-1", base, v3)
 	}},
 
+	{"WriteChange: one version written twice with different values resolves cell by cell, the larger value winning", func(t *testing.T, s *suite) {
+		for i, laterFirst := range []bool{false, true} {
+			o := s.order(fmt.Sprintf("cust-tie-%d", i), base, "42.50")
+			s.write(t, o)
+			early := changeOf(o, order.OperationAmend, 1, "ring twice", base.Add(time.Hour))
+			late := early
+			late.At = base.Add(2 * time.Hour) // the same change, dated by another claim
+			writes := []order.Change{early, late}
+			if laterFirst {
+				writes = []order.Change{late, early}
+			}
+			for _, c := range writes {
+				s.writeChange(t, o.Apply(c), c)
+			}
+			s.wantOrder(t, o.Apply(late))
+			s.wantListed(t, o.CustomerID, base, o.Apply(late))
+			s.wantEvents(t, o, createdEvent(o), changedEvent(late))
+		}
+	}},
+
 	{"WriteChange: faults", func(t *testing.T, s *suite) {
 		for _, wf := range writeFaults {
 			o := s.order("cust-"+wf.fault.String(), base, "42.50")
