@@ -17,15 +17,19 @@
 //     a newer one; a newer write under another customer, month or creation
 //     time (to the millisecond) adds a row to that listing and leaves the
 //     old one (a different primary key);
+//
 //   - a listing comes newest first: created_at descending, orders of one
 //     millisecond by order id (the bytes: Cassandra's order of uuids of one
 //     version, which order ids all are); a row that holds a change's cells
 //     but not its creation's is not listed;
+//
 //   - values come back as Cassandra returns them: timestamps in UTC to the
 //     millisecond, decimals in inf.Dec's form, no lines in a listing, nil
 //     lines for none;
+//
 //   - orders_by_id is written last, and only once the other two are
 //     confirmed: a failure in either leaves it unwritten;
+//
 //   - Arm injects the faults a cassandra.FaultSession injects, by the same
 //     statement names, with the same error kinds: a write that is refused
 //     (FaultUnavailable) is Unavailable and not applied; a write that times
