@@ -300,6 +300,19 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 	// carries that claim's time, and every finisher must project and
 	// publish the same values under the same write times.
 	c = hist[len(hist)-1]
+	// Every accepted change the order row does not show yet is projected,
+	// in version order, this one last: an earlier change whose finisher
+	// died after its version check would otherwise stay unprojected behind
+	// this one, and the order row would show this version without that
+	// change's cells (an amendment's note under a later cancel). Each write
+	// is idempotent, at its own version's timestamp.
+	for i, h := range hist[:len(hist)-1] {
+		if h.Version > base.Version {
+			if err := s.projector.WriteChange(ctx, base.At(hist[:i+1]), h); err != nil {
+				return ChangeResult{}, err
+			}
+		}
+	}
 	o := base.At(hist)
 	if err := s.projector.WriteChange(ctx, o, c); err != nil {
 		return ChangeResult{}, err

@@ -137,3 +137,30 @@ func TestChangeFinishedUnderALaterClaimKeepsItsAcceptedTime(t *testing.T) {
 		t.Errorf("version 2's events occurred at %v, want one at the acceptance, %s", published, accepted.At)
 	}
 }
+
+// An amendment accepted by a finisher that died before projecting it, then
+// a cancel based on it: the cancel's finisher projects the amendment first,
+// so the order row never shows version 3 without version 2's note. (The
+// robustness suite found reads of a cancelled order at version 3 with no
+// note, while version 2 had set one.)
+func TestAChangeProjectsTheAcceptedChangesBeforeIt(t *testing.T) {
+	f := newChangeFixture(t, failpointsOrDie(t, failpoint.AfterVersion+"=error*1"))
+	if _, err := f.svc.ChangeOrder(context.Background(), testTenant, f.amend(1, "leave at the door")); err == nil {
+		t.Fatal("the amendment passed its failpoint")
+	}
+	f.svc.Wait()
+	if cur := f.current(t); cur.Version != 1 {
+		t.Fatalf("order after the amendment's finisher died = version %d, want 1 (not projected)", cur.Version)
+	}
+	res := f.change(t, f.cancel(2))
+	if res.Change.Version != 3 {
+		t.Fatalf("cancel = %+v, want version 3", res.Change)
+	}
+	cur := f.current(t)
+	if cur.Version != 3 || cur.Status != order.StatusCancelled || cur.ShippingNote != "leave at the door" {
+		t.Errorf("order = version %d %s note %q, want version 3 CANCELLED with version 2's note", cur.Version, cur.Status, cur.ShippingNote)
+	}
+	if res.Order.ShippingNote != "leave at the door" {
+		t.Errorf("the cancel's answer shows note %q, want version 2's", res.Order.ShippingNote)
+	}
+}
