@@ -127,7 +127,7 @@ model-check:
 
 # The e2e harness starts the cluster itself (and stops what it started).
 # The tests marked isolated (e2e/main_test.go) run four at a time after the
-# others. About 16 minutes on a quiet machine; the timeout leaves room for
+# others. About 20 minutes on a quiet machine; the timeout leaves room for
 # a busy one.
 test-e2e:
 	$(GO) test -count=1 -p 1 -parallel 4 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
