@@ -111,10 +111,7 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 			return errRecorded
 		}
 		if checkErr == nil {
-			checkErr = s.clockOK()
-		}
-		if checkErr == nil {
-			checkErr = s.enabled(ctx, in.Operation)
+			checkErr = s.mayClaim(ctx, in.Operation)
 		}
 		return checkErr
 	})
@@ -301,21 +298,20 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 	// publish the same values under the same write times.
 	c = hist[len(hist)-1]
 	// Every accepted change the order row does not show yet is projected,
-	// in version order, this one last: an earlier change whose finisher
-	// died after its version check would otherwise stay unprojected behind
-	// this one, and the order row would show this version without that
-	// change's cells (an amendment's note under a later cancel). Each write
-	// is idempotent, at its own version's timestamp.
-	for i, h := range hist[:len(hist)-1] {
-		if h.Version > base.Version {
-			if err := s.projector.WriteChange(ctx, base.At(hist[:i+1]), h); err != nil {
+	// in version order, this one last (always: a replay rewrites its rows
+	// as they were): an earlier change whose finisher died after its
+	// version check would otherwise stay unprojected behind this one, and
+	// the order row would show this version without that change's cells
+	// (an amendment's note under a later cancel). Each write is idempotent,
+	// at its own version's timestamp.
+	o := base.AsCreated()
+	for _, h := range hist {
+		o = o.Apply(h)
+		if h.Version > base.Version || h.ID == c.ID {
+			if err := s.projector.WriteChange(ctx, o, h); err != nil {
 				return ChangeResult{}, err
 			}
 		}
-	}
-	o := base.At(hist)
-	if err := s.projector.WriteChange(ctx, o, c); err != nil {
-		return ChangeResult{}, err
 	}
 	return ChangeResult{Change: c, Order: o}, nil
 }

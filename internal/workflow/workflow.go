@@ -303,21 +303,20 @@ func Operations() []string {
 	return []string{order.Operation, order.OperationCancel, order.OperationAmend}
 }
 
-// enabled is nil while a claim of change operation op may be sent
-// (Config.Enabled).
-func (s *Service) enabled(ctx context.Context, op string) error {
-	if s.cfg.Enabled == nil {
+// mayClaim is nil while a claim of operation op may be sent: this
+// process's clock may date it (Config.Clock), and, for a change, every live
+// reconciler finishes its operation (Config.Enabled; CreateOrder, which
+// every release finishes, never asks).
+func (s *Service) mayClaim(ctx context.Context, op string) error {
+	if s.cfg.Clock != nil {
+		if err := s.cfg.Clock(); err != nil {
+			return err
+		}
+	}
+	if op == order.Operation || s.cfg.Enabled == nil {
 		return nil
 	}
 	return s.cfg.Enabled(ctx, op)
-}
-
-// clockOK is nil while this process may date a claim (Config.Clock).
-func (s *Service) clockOK() error {
-	if s.cfg.Clock == nil {
-		return nil
-	}
-	return s.cfg.Clock()
 }
 
 // admit asks the configured Admission (if any) to let one call of tenant
@@ -359,7 +358,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 			return errRecorded
 		}
 		if checkErr == nil {
-			checkErr = s.clockOK()
+			checkErr = s.mayClaim(ctx, order.Operation)
 		}
 		return checkErr
 	})
@@ -651,9 +650,10 @@ func (s *Service) Republish(ctx context.Context, o order.Order) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		created := o.AsCreated()
-		for i, c := range hist {
-			events = append(events, order.ChangedEvent(created.At(hist[:i+1]), c))
+		at := o.AsCreated()
+		for _, c := range hist {
+			at = at.Apply(c)
+			events = append(events, order.ChangedEvent(at, c))
 		}
 	}
 	for i, ev := range events {
