@@ -211,7 +211,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		session.Close()
 		return nil, err
 	}
-	clock := newClockMonitor(ctx, cfg, stmts, now, m, log)
+	clock := newClockMonitor(cfg, stmts, now, m, log)
 	store, err := ledger.NewCassandraStore(stmts, ledger.Config{
 		Retention: cfg.retention, DueAfter: cfg.reconcileGrace, ClaimCommitAny: claimAny,
 		OnSettle: settleLogger(log, driver.Serial().String(), m), Now: now,
@@ -262,31 +262,37 @@ func processClock(cfg *config, log *slog.Logger) (func() time.Time, error) {
 	return func() time.Time { return time.Now().Add(lead) }, nil
 }
 
+// newClockMonitor is this process's clock against the cluster's
+// (clockskew), exported as metrics; it measures nothing yet.
+func newClockMonitor(cfg *config, s cassandra.Session, now func() time.Time, m *metrics.Metrics, log *slog.Logger) *clockskew.Monitor {
+	ccfg := clockskew.Config{Max: cfg.maxClockSkew, Now: now}
+	if m != nil {
+		ccfg.OnMeasure = m.ClockSkew(cfg.maxClockSkew)
+	}
+	return clockskew.New(ccfg, clockskew.CassandraClock(s), log)
+}
+
 // clockTries bounds the start-up's measurements of the clock's skew (a
 // round trip slowed by load is not taken); Run measures again every second
 // until one is.
 const clockTries = 5
 
-// newClockMonitor measures this process's clock against the cluster's
-// (clockskew) before anything is served, and exports what it finds.
-func newClockMonitor(ctx context.Context, cfg *config, s cassandra.Session, now func() time.Time, m *metrics.Metrics, log *slog.Logger) *clockskew.Monitor {
-	ccfg := clockskew.Config{Max: cfg.maxClockSkew, Now: now}
-	if m != nil {
-		ccfg.OnMeasure = m.ClockSkew(cfg.maxClockSkew)
-	}
-	mon := clockskew.New(ccfg, clockskew.CassandraClock(s), log)
+// measureClock takes the first measurement of the clock against the
+// cluster's, before serve or reconcile claims or judges anything: the
+// commands that do neither never measure.
+func (a *app) measureClock(ctx context.Context, cfg *config, log *slog.Logger) {
 	for try := 1; try <= clockTries; try++ {
-		e, err := mon.Measure(ctx)
+		e, err := a.clock.Measure(ctx)
 		if err == nil {
 			log.Info("clock measured against the cluster's", "offset", e.Offset.String(), "uncertainty", e.Uncertainty.String(),
 				"max", cfg.maxClockSkew.String())
-			return mon
+			return
 		}
 		if try == clockTries || ctx.Err() != nil {
 			log.Warn("could not measure the clock against the cluster's yet: no new claims until it is", "error", err)
+			return
 		}
 	}
-	return mon
 }
 
 // newPublisher is the Kafka producer of order events. The topic is created
@@ -357,6 +363,7 @@ func reconcile(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	defer a.close()
+	a.measureClock(ctx, cfg, log)
 	loop, err := a.reconciler(cfg, log)
 	if err != nil {
 		return err
@@ -519,6 +526,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	defer a.close()
+	a.measureClock(ctx, cfg, log)
 	wf, projections := a.workflow, a.projections
 
 	key, err := pageTokenKey(cfg.pageTokenKey.key, log)
