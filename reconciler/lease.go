@@ -29,6 +29,8 @@ type hold struct {
 	// monotonic reading, so a step of the wall clock neither lengthens nor
 	// shortens it. Guarded by Loop.mu.
 	deadline time.Time
+	// open is what the passes under this hold left unsettled (open.go).
+	open *openSet
 }
 
 // errLost ends the pass of a shard whose lease this instance no longer
@@ -111,6 +113,7 @@ func (l *Loop) leave() {
 		l.forgetLocked(s)
 	}
 	l.mu.Unlock()
+	l.countOpen()
 	for _, s := range shards {
 		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
 			l.log.Warn("could not release shard lease", "shard", s, "error", err)
@@ -187,6 +190,7 @@ func (l *Loop) clockOK() bool {
 // is back (coordinate).
 func (l *Loop) standDown(ctx context.Context) error {
 	giveErr := l.giveBack(ctx, 0)
+	l.countOpen() // the shards' backlogs are the others' to count now
 	if err := l.coord.Leave(ctx, l.cfg.Instance); err != nil {
 		return errors.Join(giveErr, fmt.Errorf("leave the reconciler group: %w", err))
 	}
@@ -305,7 +309,7 @@ func (l *Loop) giveBack(ctx context.Context, fair int) error {
 		}
 		if fault.KindOf(err) != fault.OutcomeUnknown {
 			l.mu.Lock()
-			l.owned[s] = &hold{deadline: h.deadline}
+			l.owned[s] = &hold{deadline: h.deadline, open: h.open}
 			l.mu.Unlock()
 		}
 		return fmt.Errorf("release shard %d: %w", s, err)
@@ -355,7 +359,7 @@ func (l *Loop) take(ctx context.Context, fair, members int) error {
 		if ok {
 			l.mu.Lock()
 			l.forgetLocked(s)
-			l.owned[s] = &hold{deadline: sent.Add(l.cfg.LeaseTTL)}
+			l.owned[s] = &hold{deadline: sent.Add(l.cfg.LeaseTTL), open: newOpenSet()}
 			l.mu.Unlock()
 			l.log.Info("acquired shard lease", "shard", s, "members", members)
 		}

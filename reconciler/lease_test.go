@@ -464,3 +464,67 @@ func TestASkewedClockGivesItsShardsToTheOthers(t *testing.T) {
 		t.Error("a did not rejoin once its clock was back")
 	}
 }
+
+// The outbox gauges hold between the passes that list a parked event
+// (each lists it once per backoff), and a shard's events are counted by
+// the instance holding it: given back, they leave this instance's gauges at
+// once and join the taker's as they fall due there.
+func TestBacklogGaugesHoldBetweenPassesAndGoWithTheShard(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	h.fin.SetFail(-1)
+	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
+	cfg := Config{LeaseTTL: time.Hour, MaxAttempts: 1, BackoffBase: 10 * time.Minute, BackoffMax: 10 * time.Minute}
+	member := func() *Loop { c := cfg; c.Instance = uuid.New(); return h.loop(c) }
+	pass := func(l *Loop) {
+		t.Helper()
+		if _, err := l.Pass(context.Background()); err != nil {
+			t.Fatalf("pass: %v", err)
+		}
+	}
+	want := func(l *Loop, name string, n int64) {
+		t.Helper()
+		if st := l.Stats(); st.Undelivered != n || st.Parked != n {
+			t.Errorf("%s: Stats undelivered %d, parked %d; want %d of each", name, st.Undelivered, st.Parked, n)
+		}
+	}
+	a := member()
+	mustCoordinate(t, a)
+	created := t0.Add(-10 * time.Minute)
+	for s := range ledger.PendingShards {
+		h.addPending(t, s, created)
+	}
+	pass(a)
+	want(a, "a's first pass", ledger.PendingShards)
+
+	h.clock.Advance(time.Minute) // none falls due again for five minutes at least
+	pass(a)
+	want(a, "a pass that lists none of them", ledger.PendingShards)
+	if st := a.Stats(); st.OldestUndelivered < 11*time.Minute {
+		t.Errorf("Stats.OldestUndelivered = %s, want the age of the oldest, over 11m", st.OldestUndelivered)
+	}
+
+	b := member()
+	mustCoordinate(t, b) // b joins; a gives half back at its next coordinate, b takes it at its own
+	mustCoordinate(t, a)
+	mustCoordinate(t, b)
+	if na, nb := len(ownedShards(a)), len(ownedShards(b)); na != 8 || nb != 8 {
+		t.Fatalf("shards a=%d b=%d, want 8 each", na, nb)
+	}
+	pass(a)
+	pass(b)
+	want(a, "a after giving half its shards back", 8)
+	want(b, "b before its shards' events fall due again", 0)
+
+	h.clock.Advance(10 * time.Minute)
+	pass(a)
+	pass(b)
+	want(a, "a once they fell due again", 8)
+	want(b, "b once they fell due again", 8)
+
+	h.fin.SetFail(0)
+	h.clock.Advance(10 * time.Minute)
+	pass(a)
+	pass(b)
+	want(a, "a once the broker took them", 0)
+	want(b, "b once the broker took them", 0)
+}

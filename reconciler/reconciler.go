@@ -132,8 +132,10 @@ type Stats struct {
 	Dropped      int64 // entries of settled or superseded requests removed
 	Passes       int64
 	PassErrors   int64
-	// Pending is the number of PENDING requests seen due in the last pass,
-	// and OldestPending the age of the oldest of them (zero if none).
+	// Pending is the number of PENDING requests of the held shards that a
+	// pass found due and left unfinished (remembered until a later pass
+	// settles them: open.go), and OldestPending the age of the oldest of
+	// them (zero if none).
 	Pending       int64
 	OldestPending time.Duration
 	OwnedShards   int
@@ -144,11 +146,12 @@ type Stats struct {
 	// is swept whole at every pass until it is).
 	MinutesPassed int64
 	CursorLag     time.Duration
-	// Undelivered is how many of the last pass's PENDING requests have
-	// their order recorded but their event not acknowledged by the broker
-	// (the outbox backlog past the grace), OldestUndelivered the age of the
-	// oldest of them, and Parked how many of them are past MaxAttempts
-	// (retried every BackoffMax until the broker takes them).
+	// Undelivered is how many of the held shards' PENDING requests a pass
+	// found with their order recorded and their event not acknowledged by
+	// the broker, and that no later pass found delivered (the outbox
+	// backlog past the grace), OldestUndelivered the age of the oldest of
+	// them, and Parked how many of them are past MaxAttempts (retried every
+	// BackoffMax until the broker takes them).
 	Undelivered       int64
 	OldestUndelivered time.Duration
 	Parked            int64
@@ -190,10 +193,16 @@ type Loop struct {
 	// valid while the shard is held without a break; forgotten when taken.
 	readTo map[int]time.Time
 
+	// unleased is what passes without leases (PassShards) remember of each
+	// shard's unsettled requests; a held shard's hold remembers its own.
+	unleased map[int]*openSet
+
 	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
-	pending, oldestPendingNanos, minutesPassed, cursorLagNanos          atomic.Int64
-	undelivered, oldestUndeliveredNanos, parked, lostLeases             atomic.Int64
+	minutesPassed, cursorLagNanos, lostLeases                           atomic.Int64
 	unknownOperation, clockSkipped                                      atomic.Int64
+	// open is what the held shards remember of their unsettled requests
+	// (open.go), as counted after the last pass or change of shards.
+	open atomic.Pointer[openTotals]
 	// skewed: the last clock check failed (logged once per change).
 	skewed atomic.Bool
 
@@ -207,7 +216,8 @@ type Loop struct {
 func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
-		lines: lograte.New[string](nil), now: cfg.Now, owned: map[int]*hold{}, readTo: map[int]time.Time{}}
+		lines: lograte.New[string](nil), now: cfg.Now, owned: map[int]*hold{}, readTo: map[int]time.Time{},
+		unleased: map[int]*openSet{}}
 }
 
 // Stats returns a snapshot of the counters.
@@ -216,15 +226,61 @@ func (l *Loop) Stats() Stats {
 	l.mu.Lock()
 	owned := len(l.heldLocked(now))
 	l.mu.Unlock()
+	open := l.open.Load()
+	if open == nil {
+		open = &openTotals{}
+	}
+	age := func(oldest time.Time) time.Duration {
+		if oldest.IsZero() {
+			return 0
+		}
+		return max(now.Sub(oldest), 0)
+	}
 	return Stats{
 		Finished: l.finished.Load(), Retried: l.retried.Load(), Stuck: l.stuck.Load(), DeadLettered: l.deadLettered.Load(),
 		Dropped: l.dropped.Load(), Passes: l.passes.Load(), PassErrors: l.passErrors.Load(),
-		Pending: l.pending.Load(), OldestPending: time.Duration(l.oldestPendingNanos.Load()), OwnedShards: owned,
+		Pending: open.pending, OldestPending: age(open.oldestPending), OwnedShards: owned,
 		MinutesPassed: l.minutesPassed.Load(), CursorLag: time.Duration(l.cursorLagNanos.Load()),
-		Undelivered: l.undelivered.Load(), OldestUndelivered: time.Duration(l.oldestUndeliveredNanos.Load()),
-		Parked: l.parked.Load(), UnknownOperation: l.unknownOperation.Load(), LostLeases: l.lostLeases.Load(),
+		Undelivered: open.undelivered, OldestUndelivered: age(open.oldestUndelivered),
+		Parked: open.parked, UnknownOperation: l.unknownOperation.Load(), LostLeases: l.lostLeases.Load(),
 		ClockSkipped: l.clockSkipped.Load(),
 	}
+}
+
+// countOpen counts what the shards held now (and those passed without
+// leases) remember of their unsettled requests, for Stats.
+func (l *Loop) countOpen() {
+	now := l.now()
+	l.mu.Lock()
+	sets := make([]*openSet, 0, len(l.owned)+len(l.unleased))
+	for _, h := range l.heldLocked(now) {
+		sets = append(sets, h.open)
+	}
+	for _, s := range l.unleased {
+		sets = append(sets, s)
+	}
+	l.mu.Unlock()
+	var t openTotals
+	for _, s := range sets {
+		t.add(s)
+	}
+	l.open.Store(&t)
+}
+
+// openSetOf is where a pass of shard under h remembers its unsettled
+// requests.
+func (l *Loop) openSetOf(shard int, h *hold) *openSet {
+	if h != nil {
+		return h.open
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.unleased[shard]
+	if !ok {
+		s = newOpenSet()
+		l.unleased[shard] = s
+	}
+	return s
 }
 
 // Run passes every Interval until ctx ends, while a goroutine of its own
@@ -344,11 +400,10 @@ func (l *Loop) PassShards(ctx context.Context, shards []int) (PassResult, error)
 // passShards passes each shard under its hold (nil: no lease).
 func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult, error) {
 	var (
-		res    = PassResult{Shards: len(shards)}
-		oldest time.Time
-		errs   []error
-		mu     sync.Mutex
-		wg     sync.WaitGroup
+		res  = PassResult{Shards: len(shards)}
+		errs []error
+		mu   sync.Mutex
+		wg   sync.WaitGroup
 	)
 	l.noteProgress()
 	l.passing.Add(1)
@@ -365,11 +420,8 @@ func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult
 	slots := semaphore.NewWeighted(int64(l.cfg.Concurrency))
 	for s, h := range shards {
 		wg.Go(func() {
-			var (
-				mine       PassResult
-				mineOldest time.Time
-			)
-			err := l.passShard(ctx, s, h, now, slots, &mine, &mineOldest)
+			var mine PassResult
+			err := l.passShard(ctx, s, h, now, slots, &mine)
 			if errors.Is(err, errLost) {
 				mine.Lost++
 				err = nil
@@ -377,7 +429,6 @@ func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult
 			mu.Lock()
 			defer mu.Unlock()
 			res.add(mine)
-			keepEarliest(&oldest, mineOldest)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("shard %d: %w", s, err))
 			}
@@ -385,25 +436,13 @@ func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult
 	}
 	wg.Wait()
 	l.passes.Add(1)
-	l.pending.Store(int64(res.Pending))
-	age := time.Duration(0)
-	if !oldest.IsZero() {
-		age = now.Sub(oldest)
-	}
-	l.oldestPendingNanos.Store(int64(age))
+	l.countOpen()
 	l.minutesPassed.Add(int64(res.Passed))
 	lag := time.Duration(0)
 	if !res.OldestCursor.IsZero() {
 		lag = now.Sub(res.OldestCursor)
 	}
 	l.cursorLagNanos.Store(int64(lag))
-	l.undelivered.Store(int64(res.Undelivered))
-	l.parked.Store(int64(res.Parked))
-	undeliveredAge := time.Duration(0)
-	if !res.OldestUndelivered.IsZero() {
-		undeliveredAge = now.Sub(res.OldestUndelivered)
-	}
-	l.oldestUndeliveredNanos.Store(int64(undeliveredAge))
 	err := errors.Join(errs...)
 	if err != nil {
 		l.passErrors.Add(1)
@@ -436,8 +475,9 @@ func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult
 // saves neither cursor nor read position: it returns errLost. Entries
 // already being settled run to their end: every step on a request is safe
 // to race with the shard's next holder working the same entry.
-func (l *Loop) passShard(ctx context.Context, shard int, h *hold, now time.Time, slots *semaphore.Weighted, res *PassResult, oldest *time.Time) error {
+func (l *Loop) passShard(ctx context.Context, shard int, h *hold, now time.Time, slots *semaphore.Weighted, res *PassResult) error {
 	held := func() bool { return l.holding(shard, h) }
+	open := l.openSetOf(shard, h)
 	cursor, ok, err := l.coord.Cursor(ctx, shard)
 	if err != nil {
 		return err
@@ -480,7 +520,7 @@ func (l *Loop) passShard(ctx context.Context, shard int, h *hold, now time.Time,
 		l.noteProgress()
 		res.Buckets++
 		res.Entries += len(entries)
-		unsettled := l.handleAll(ctx, entries, now, slots, held, res, oldest)
+		unsettled := l.handleAll(ctx, entries, now, slots, held, open, res)
 		if !held() {
 			return errLost
 		}
@@ -535,7 +575,7 @@ func (l *Loop) saveReadTo(shard int, h *hold, readTo time.Time) bool {
 // the shard's lease is no longer held (checked as each entry gets its
 // slot, just before it is started), the entries not started are left
 // unsettled.
-func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, slots *semaphore.Weighted, held func() bool, res *PassResult, oldest *time.Time) (unsettled time.Time) {
+func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now time.Time, slots *semaphore.Weighted, held func() bool, open *openSet, res *PassResult) (unsettled time.Time) {
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
@@ -556,11 +596,8 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 		}
 		wg.Go(func() {
 			defer slots.Release(1)
-			var (
-				mine       PassResult
-				mineOldest time.Time
-			)
-			settled, err := l.handle(ctx, e, now, &mine, &mineOldest)
+			var mine PassResult
+			settled, err := l.handle(ctx, e, now, open, &mine)
 			l.noteProgress()
 			if err != nil {
 				l.note(slog.LevelWarn, "could not reconcile request", slog.Any("request_id", e.RequestID), slog.Any("error", err))
@@ -568,7 +605,6 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 			mu.Lock()
 			defer mu.Unlock()
 			res.add(mine)
-			keepEarliest(oldest, mineOldest)
 			if !settled || err != nil {
 				keepEarliest(&unsettled, e.NotBefore)
 			}
@@ -582,32 +618,27 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 // its bucket (finished, dropped, rescheduled, dead-lettered). An entry is
 // removed only once its request is definitely settled (COMPLETE, FAILED,
 // withdrawn, expired) or superseded; every error keeps it for the next pass.
-func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res *PassResult, oldest *time.Time) (bool, error) {
+// What it leaves unsettled is remembered in open for the gauges (open.go).
+func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, open *openSet, res *PassResult) (bool, error) {
 	rec, err := l.read(ctx, e.Key)
 	if errors.Is(err, ledger.ErrNotFound) {
+		open.forget(e.Key)
 		return true, l.drop(ctx, e, res) // expired, withdrawn, or the claim never applied
 	}
 	if err != nil {
 		return false, err
 	}
-	if rec.State.Terminal() || rec.ClaimToken != e.ClaimToken {
-		return true, l.drop(ctx, e, res) // settled, or a losing attempt's entry
+	if rec.State.Terminal() {
+		open.forget(e.Key)
+		return true, l.drop(ctx, e, res) // settled
+	}
+	if rec.ClaimToken != e.ClaimToken {
+		return true, l.drop(ctx, e, res) // a losing attempt's entry: the claim's own entry counts the request
 	}
 	ferr := l.finish(ctx, rec)
+	l.remember(open, rec, ferr, res)
 	if errors.Is(ferr, ledger.ErrUnknownOperation) {
 		return l.leaveForNewerRelease(ctx, e, rec, ferr, res)
-	}
-	// An order whose event alone is owed is the outbox's backlog, not an
-	// unfinished request: it has its own gauges and alerts.
-	if undelivered(ferr) {
-		res.Undelivered++
-		res.noteUndelivered(rec.CreatedAt)
-		if rec.Attempts+1 >= l.cfg.MaxAttempts {
-			res.Parked++
-		}
-	} else {
-		res.Pending++
-		keepEarliest(oldest, rec.CreatedAt)
 	}
 	switch {
 	case ferr == nil:
@@ -625,6 +656,43 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, res
 		return l.deadLetter(ctx, e, rec, ferr, res)
 	}
 	return l.retryLater(ctx, e, rec, ferr, res)
+}
+
+// remember counts one attempt to finish rec in res, and remembers rec in
+// open while the attempt left it unsettled. An order whose event alone is
+// owed is the outbox's backlog, not an unfinished request: it has its own
+// gauges and alerts. A request of an operation this release does not know
+// is counted by its own counter, not as this release's backlog.
+func (l *Loop) remember(open *openSet, rec ledger.Record, ferr error, res *PassResult) {
+	parked := rec.Attempts+1 >= l.cfg.MaxAttempts
+	switch {
+	case errors.Is(ferr, ledger.ErrUnknownOperation):
+		open.forget(rec.Key)
+		return
+	case undelivered(ferr):
+		res.Undelivered++
+		res.noteUndelivered(rec.CreatedAt)
+		kind := openUndelivered
+		if parked {
+			res.Parked++
+			kind = openParked
+		}
+		open.note(rec.Key, rec.CreatedAt, kind)
+		return
+	}
+	res.Pending++
+	if settles(ferr) {
+		open.forget(rec.Key)
+	} else {
+		open.note(rec.Key, rec.CreatedAt, openPending)
+	}
+}
+
+// settles reports whether an attempt that ended with ferr settles its
+// request: finished, or judged never to be (handle's cases).
+func settles(ferr error) bool {
+	return ferr == nil || fault.KindOf(ferr) == fault.Conflict || fault.KindOf(ferr) == fault.Failed ||
+		errors.Is(ferr, ledger.ErrUnfinishable)
 }
 
 // read reads a due entry's request (ledger.Read): only "not found" is

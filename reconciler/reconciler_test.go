@@ -1167,19 +1167,26 @@ func TestDueEntriesErrorFailsPassAndKeepsCursor(t *testing.T) {
 
 // ------------------------------------------------------------------ stats
 
-func TestStatsPendingAndOldest(t *testing.T) {
+// The gauges count every request a pass left unsettled until a later pass
+// settles it, not only those the last pass happened to list: a pass lists
+// what fell due since the one before, and an unsettled entry is rescheduled
+// ahead, so a pass sees a slice of the backlog. Counted per pass, the
+// gauges fell to zero between the passes that met an unsettled request,
+// and an alert waiting for them to stay up never fired.
+func TestStatsCountEveryUnsettledRequestNotOnlyTheLastPasses(t *testing.T) {
 	now := t0.Add(30 * time.Second)
 	h := newHarness(now)
 	h.fin.SetFail(-1)
 	const shard = 4
+	var old []ledger.Record
 	var oldest time.Time // the claim time of the oldest, as claimed in the shard
 	for _, c := range []time.Time{t0.Add(-3 * time.Minute), t0.Add(-5 * time.Minute), t0.Add(-2 * time.Minute)} {
-		if r, _ := h.addPending(t, shard, c); oldest.IsZero() || r.CreatedAt.Before(oldest) {
-			oldest = r.CreatedAt
-		}
+		r, _ := h.addPending(t, shard, c)
+		old = append(old, r)
+		keepEarliest(&oldest, r.CreatedAt)
 	}
 	young, _ := h.addPending(t, shard, now.Add(-10*time.Second)) // not due yet
-	l := h.loop(Config{MaxAttempts: 10, BackoffBase: time.Minute, BackoffMax: 2 * time.Minute})
+	l := h.loop(Config{MaxAttempts: 10, BackoffBase: 10 * time.Minute, BackoffMax: 20 * time.Minute})
 
 	if st := l.Stats(); st.Pending != 0 || st.OldestPending != 0 {
 		t.Fatalf("Stats before any pass = %+v", st)
@@ -1193,23 +1200,33 @@ func TestStatsPendingAndOldest(t *testing.T) {
 		t.Errorf("Stats.OldestPending = %s, want %s", st.OldestPending, want)
 	}
 
-	// Ten minutes on, everything is due and succeeds.
-	h.fin.SetFail(0)
-	now = h.clock.Advance(10 * time.Minute)
+	// The young one falls due; the three retried are not due again yet.
+	now = nextDue(t, h.ledger, young.Key).Add(time.Second)
+	h.clock.Set(now)
+	for _, r := range old {
+		if !nextDue(t, h.ledger, r.Key).After(now) {
+			t.Fatalf("request %s due again at %s, before the young one's pass at %s", r.RequestID, nextDue(t, h.ledger, r.Key), now)
+		}
+	}
 	res = mustPass(t, l, shard)
 	st = l.Stats()
-	if res.Pending != 4 || st.Pending != 4 || res.Finished != 4 {
-		t.Errorf("second pass: PassResult %+v, Stats.Pending %d; want 4 pending, 4 finished", res, st.Pending)
+	if res.Pending != 1 || st.Pending != 4 {
+		t.Errorf("second pass: PassResult.Pending %d, Stats.Pending %d; want 1 listed, 4 unsettled", res.Pending, st.Pending)
 	}
 	if want := now.Sub(oldest); st.OldestPending != want {
-		t.Errorf("Stats.OldestPending = %s, want %s", st.OldestPending, want)
+		t.Errorf("Stats.OldestPending = %s, want %s (the oldest unsettled, though this pass did not list it)", st.OldestPending, want)
+	}
+
+	// Everything falls due and succeeds.
+	h.fin.SetFail(0)
+	h.clock.Advance(time.Hour)
+	if res := mustPass(t, l, shard); res.Finished != 4 {
+		t.Errorf("third pass: PassResult %+v, want 4 finished", res)
+	}
+	if st := l.Stats(); st.Pending != 0 || st.OldestPending != 0 || st.Passes != 3 {
+		t.Errorf("Stats once all are finished = %+v, want Pending 0, OldestPending 0, Passes 3", st)
 	}
 	wantFinished(t, h, young.Key)
-
-	mustPass(t, l, shard)
-	if st := l.Stats(); st.Pending != 0 || st.OldestPending != 0 || st.Passes != 3 {
-		t.Errorf("Stats after an empty pass = %+v, want Pending 0, OldestPending 0, Passes 3", st)
-	}
 }
 
 // ------------------------------------------------------------------ coordination

@@ -110,7 +110,7 @@ func TestReconcilerStatsAreExported(t *testing.T) {
 # HELP orderd_reconciler_dead_lettered_total Requests moved to FAILED because their stored command cannot be read (nothing was written).
 # TYPE orderd_reconciler_dead_lettered_total counter
 orderd_reconciler_dead_lettered_total 1
-# HELP orderd_reconciler_oldest_pending_age_seconds Age of the oldest PENDING request found due in the last pass (0 if none).
+# HELP orderd_reconciler_oldest_pending_age_seconds Age of the oldest of the pending requests (0 if none).
 # TYPE orderd_reconciler_oldest_pending_age_seconds gauge
 orderd_reconciler_oldest_pending_age_seconds 90
 # HELP orderd_reconciler_owned_shards Due-queue shards whose lease this instance holds (all instances together should hold all 16).

@@ -29,9 +29,9 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 	// the outbox's state: its gauges carry that subsystem.
 	gauge, outboxGauge := gaugeIn("reconciler"), gaugeIn("outbox")
 	cs := []prometheus.Collector{
-		gauge("pending_requests", "PENDING requests this instance found due in its last pass.",
+		gauge("pending_requests", "PENDING requests of this instance's shards that a pass found due and left unfinished (each is looked at again when its entry falls due; a shard just taken counts its own within a backoff maximum).",
 			func(s reconciler.Stats) float64 { return float64(s.Pending) }),
-		gauge("oldest_pending_age_seconds", "Age of the oldest PENDING request found due in the last pass (0 if none).",
+		gauge("oldest_pending_age_seconds", "Age of the oldest of the pending requests (0 if none).",
 			func(s reconciler.Stats) float64 { return s.OldestPending.Seconds() }),
 		gauge("owned_shards", "Due-queue shards whose lease this instance holds (all instances together should hold all 16).",
 			func(s reconciler.Stats) float64 { return float64(s.OwnedShards) }),
@@ -49,7 +49,7 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 			func(s reconciler.Stats) int64 { return s.MinutesPassed }),
 		gauge("cursor_lag_seconds", "How far behind now the oldest due-queue cursor of this instance's shards was after its last pass: normally the margin plus a minute or two; growing, a minute holds an entry that cannot be settled.",
 			func(s reconciler.Stats) float64 { return s.CursorLag.Seconds() }),
-		outboxGauge("backlog", "Orders found due in the reconciler's last pass whose event the broker has not acknowledged (orders younger than the reconcile grace are not counted yet).",
+		outboxGauge("backlog", "Orders of this instance's shards that a reconciler pass found due and whose event the broker has not acknowledged since (orders younger than the reconcile grace are not counted yet).",
 			func(s reconciler.Stats) float64 { return float64(s.Undelivered) }),
 		outboxGauge("oldest_undelivered_age_seconds", "Age of the oldest order in the backlog (0 if none).",
 			func(s reconciler.Stats) float64 { return s.OldestUndelivered.Seconds() }),
