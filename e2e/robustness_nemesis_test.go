@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"slices"
 	"strings"
@@ -41,6 +42,8 @@ type instances struct {
 	mu    sync.Mutex
 	procs []*orderdProcess
 	env   []string
+	// gone is every process a restart replaced, for its log.
+	gone []*orderdProcess
 }
 
 func (in *instances) addrs() []string {
@@ -68,7 +71,26 @@ func (in *instances) restart(i int, extra ...string) error {
 	}
 	in.mu.Lock()
 	in.procs[i] = q
+	in.gone = append(in.gone, p)
 	in.mu.Unlock()
+	return nil
+}
+
+// saveLogs writes the output of every process the run started into dir,
+// one file each, named by the order they were started in.
+func (in *instances) saveLogs(dir string) error {
+	in.mu.Lock()
+	all := append(slices.Clone(in.gone), in.procs...)
+	in.mu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, p := range all {
+		name := filepath.Join(dir, fmt.Sprintf("orderd-%02d-%s.log", i, strings.ReplaceAll(p.addr, ":", "_")))
+		if err := os.WriteFile(name, []byte(p.output.String()), 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -104,7 +104,15 @@ func TestRobustness(t *testing.T) {
 	acks := rb.Acknowledged(ops)
 	ev := rb.CheckEvents(readEvents(t, topic, tenants, acks, robustEventsWithin), acks)
 	lin := rb.Check(ops, robustCheckTimeout)
-	reportRobustness(t, seed, traffic, gen, nem, ops, lin, ev)
+	if !reportRobustness(t, seed, traffic, gen, nem, ops, lin, ev) {
+		// Outside the test's temporary folder, so that they outlive the run.
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("robustness-%d-logs", seed))
+		if err := procs.saveLogs(dir); err != nil {
+			t.Errorf("save the instances' logs: %v", err)
+		} else {
+			t.Logf("every orderd instance's log: %s", dir)
+		}
+	}
 }
 
 // startRobustInstances starts the run's orderd instances, publishing to
@@ -170,9 +178,9 @@ func runTraffic(seed int64, traffic time.Duration, nem *nemesis, gen *traffic, h
 }
 
 // reportRobustness prints the one-line verdict and fails the test with
-// what the checks found.
+// what the checks found; it reports whether they passed.
 func reportRobustness(t *testing.T, seed int64, traffic time.Duration, gen *traffic, nem *nemesis,
-	ops []porcupine.Operation, lin rb.Verdict, ev rb.EventVerdict) {
+	ops []porcupine.Operation, lin rb.Verdict, ev rb.EventVerdict) bool {
 	unexpected := gen.unexpected()
 	verdict := "PASS"
 	if !lin.OK() || !ev.OK() || len(unexpected) > 0 {
@@ -196,6 +204,7 @@ func reportRobustness(t *testing.T, seed int64, traffic time.Duration, gen *traf
 	if len(unexpected) > 0 {
 		t.Errorf("answers no call of this traffic may get: %v", unexpected)
 	}
+	return verdict == "PASS"
 }
 
 // reportSome fails the test with the first maxProblemsShown problems.
