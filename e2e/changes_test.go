@@ -513,3 +513,53 @@ func TestReconcilerFinishesAChangeACrashLeftHalfDone(t *testing.T) {
 		t.Errorf("retry = %v, replayed %q, %v; want the change, replayed", resp, replayed, err)
 	}
 }
+
+// A restore of the keyspace from snapshots taken moments apart can leave
+// an order's history (order_versions) behind its row (orders_by_id). Here
+// the change that made version 3 is taken out of the history by hand, as
+// an older snapshot of order_versions restores it. Decided on that
+// history, a cancel from version 3 (what GetOrder shows) was refused
+// STALE at 2 for good, and a stale cancel from 2 accepted as a second
+// version 3. The next change rebuilds the lost one first, from its event
+// row and its request's claim, exactly as it was.
+func TestAHistoryARestoreLeftBehindIsRebuiltBeforeTheNextChange(t *testing.T) {
+	c := server(t).client
+	o := orderAtVersion(t, c, 3)
+	before := versionRows(t, o.GetOrderId())
+	rollBackHistory(t, o.GetOrderId(), 2, before[1].changeID)
+	if rows := versionRows(t, o.GetOrderId()); len(rows) != 1 {
+		t.Fatalf("history after the roll back = %+v, want version 2 only", rows)
+	}
+
+	_, err := c.CancelOrder(callCtx(t), &ordersv1.CancelOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 2})
+	wantStale(t, err, "3")
+	resp, err := c.CancelOrder(callCtx(t), &ordersv1.CancelOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 3})
+	if err != nil || resp.GetVersion() != 4 {
+		t.Fatalf("CancelOrder from version 3 = %v, %v; want version 4", resp, err)
+	}
+	after := versionRows(t, o.GetOrderId())
+	if len(after) != 3 || after[0] != before[0] || after[1] != before[1] || after[2].version != 4 {
+		t.Errorf("history = %+v, want %+v as before the restore, then version 4", after, before)
+	}
+	getOrder(t, c, o.GetOrderId(), 4)
+}
+
+// rollBackHistory leaves an order's history as a snapshot taken at version
+// upTo restores it: the rows after it, and the outcome recorded for lost
+// (the change that made upTo+1), gone; the statics at upTo.
+func rollBackHistory(t *testing.T, orderID string, upTo int64, lost string) {
+	t.Helper()
+	s := freshSession(t)
+	for _, q := range []struct {
+		stmt string
+		args []any
+	}{
+		{`DELETE FROM order_versions WHERE tenant = ? AND order_id = ? AND version > ?`, []any{tenant, orderID, upTo}},
+		{`DELETE change_outcomes[?] FROM order_versions WHERE tenant = ? AND order_id = ?`, []any{lost, tenant, orderID}},
+		{`UPDATE order_versions SET current_version = ?, status = 'CREATED' WHERE tenant = ? AND order_id = ?`, []any{upTo, tenant, orderID}},
+	} {
+		if err := s.Query(q.stmt, q.args...).Consistency(gocql.All).ExecContext(callCtx(t)); err != nil {
+			t.Fatalf("roll back the history: %s: %v", q.stmt, err)
+		}
+	}
+}

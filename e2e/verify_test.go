@@ -100,7 +100,7 @@ func TestVerifyFindsEachViolation(t *testing.T) {
 	aheadCmd := order.ChangeCommand{OrderID: third, ExpectedVersion: 3}
 	ahead := order.NewChange(tenant, order.OperationCancel, uuid.New(),
 		order.ChangeFingerprint(order.OperationCancel, aheadCmd.Encode()), aheadCmd, time.Now())
-	if d, err := versions.NewCassandraStore(cassandra.Wrap(s)).Apply(cctx, ahead); err != nil || d.Accepted {
+	if d, err := versions.NewCassandraStore(cassandra.Wrap(s)).Apply(cctx, ahead, 1); err != nil || d.Accepted {
 		t.Fatalf("the refused change: %+v %v", d, err)
 	}
 	// 5. An outcome recorded accepted at a version no row has.

@@ -1,9 +1,11 @@
 package projection
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -55,6 +57,10 @@ const (
 	changeEventCQL = `/* projection.change.order_events_by_order */ INSERT INTO order_events_by_order
 		(tenant, order_id, event_id, event_type, detail, event_time, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
+
+	// An order's change event rows (ChangeEvents).
+	selectEventsCQL = `/* projection.order_events */ SELECT event_id, event_type, detail, event_time, version
+		FROM order_events_by_order WHERE tenant = ? AND order_id = ?`
 
 	// byIDColumns are the orders_by_id columns an order is read from, in
 	// the order orderScan.dest scans them.
@@ -271,6 +277,68 @@ func ChangeDetail(c order.Change) string {
 		verb = "cancelled"
 	}
 	return fmt.Sprintf("order %s to version %d by request %s", verb, c.Version, c.RequestID)
+}
+
+// ChangeEvent is what an order's event row records of an accepted change:
+// enough, with the change request's claim in the ledger, to make the
+// change again exactly (order.NewChange).
+type ChangeEvent struct {
+	ID        uuid.UUID // the change id
+	Operation string    // order.OperationCancel or order.OperationAmend
+	Version   int64     // the version it made
+	RequestID uuid.UUID
+	At        time.Time // the change's time (event_time)
+}
+
+// ChangeEventOf reads a change event row's cells; false for a row that is
+// no change's (the creation's) or that ChangeDetail did not write.
+func ChangeEventOf(id uuid.UUID, eventType, detail string, at time.Time, version int64) (ChangeEvent, bool) {
+	ev := ChangeEvent{ID: id, Version: version, At: at.UTC()}
+	var verb, rid string
+	var v int64
+	switch eventType {
+	case order.EventOrderCancelled:
+		ev.Operation = order.OperationCancel
+	case order.EventOrderAmended:
+		ev.Operation = order.OperationAmend
+	default:
+		return ChangeEvent{}, false
+	}
+	if _, err := fmt.Sscanf(detail, "order %s to version %d by request %s", &verb, &v, &rid); err != nil || v != version {
+		return ChangeEvent{}, false
+	}
+	var err error
+	if ev.RequestID, err = uuid.Parse(rid); err != nil {
+		return ChangeEvent{}, false
+	}
+	return ev, true
+}
+
+// ChangeEvents reads the change event rows of an order (LOCAL_QUORUM),
+// oldest version first.
+func (p *Store) ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]ChangeEvent, error) {
+	iter := p.s.Query(selectEventsCQL, tenant, id.String()).IterContext(ctx)
+	var (
+		out       []ChangeEvent
+		eventID   gocql.UUID
+		eventType string
+		detail    string
+		at        time.Time
+		version   *int64
+	)
+	for iter.Scan(&eventID, &eventType, &detail, &at, &version) {
+		if version != nil {
+			if ev, ok := ChangeEventOf(uuid.UUID(eventID), eventType, detail, at, *version); ok {
+				out = append(out, ev)
+			}
+		}
+		version = nil
+	}
+	if err := iter.Close(); err != nil {
+		return nil, cassandra.ReadError("read an order's events", err)
+	}
+	slices.SortFunc(out, func(a, b ChangeEvent) int { return cmp.Compare(a.Version, b.Version) })
+	return out, nil
 }
 
 // ChangeTimestamp is the write time of every cell change c projects: the

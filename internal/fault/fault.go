@@ -124,6 +124,11 @@ const (
 	// ReasonOperationNotEnabled: an instance of an older release that does
 	// not finish the operation is live; nothing was written.
 	ReasonOperationNotEnabled Reason = "OPERATION_NOT_ENABLED"
+	// ReasonHistoryBehind: the order's version history (order_versions)
+	// is behind the version its row shows, as a restore can leave it; no
+	// change of the order is decided until it is rebuilt. Nothing was
+	// written.
+	ReasonHistoryBehind Reason = "VERSION_HISTORY_BEHIND"
 )
 
 // reasons is the one table of what each reason means to a caller.
@@ -150,6 +155,7 @@ var reasons = map[Reason]struct {
 	ReasonOperationUnknown:    {kind: Unavailable, retryAfter: time.Second},
 	ReasonClockSkewed:         {kind: Unavailable, retryAfter: time.Second},
 	ReasonOperationNotEnabled: {kind: Unavailable, retryAfter: 5 * time.Second},
+	ReasonHistoryBehind:       {kind: Unavailable, retryAfter: 5 * time.Second},
 }
 
 // Reasons lists every reason (for tests that check each has a message).

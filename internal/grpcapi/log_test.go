@@ -36,6 +36,9 @@ func (headerStream) SetTrailer(metadata.MD) error { return nil }
 func (nopProjector) Write(context.Context, order.Order) error { return nil }
 
 func (nopProjector) WriteChange(context.Context, order.Order, order.Change) error { return nil }
+func (nopProjector) ChangeEvents(context.Context, string, uuid.UUID) ([]projection.ChangeEvent, error) {
+	return nil, nil
+}
 
 func (nopProjector) Order(context.Context, string, uuid.UUID) (order.Order, error) {
 	return order.Order{}, projection.ErrNotFound

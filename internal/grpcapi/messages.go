@@ -25,4 +25,5 @@ var messageOf = map[fault.Reason]string{
 	fault.ReasonOperationUnknown:    "this request's operation is not known to this server's release; a server of the release that accepted it finishes it",
 	fault.ReasonClockSkewed:         "this server's clock is too far from the database's to accept new work safely; retry with the same request_id (another server may answer)",
 	fault.ReasonOperationNotEnabled: "this operation is not enabled yet: servers of an older release that cannot finish it are still running; retry with the same request_id once the rollout completes",
+	fault.ReasonHistoryBehind:       "this order's version history is being restored and no change of it is decided meanwhile; nothing was changed: retry with the same request_id",
 }

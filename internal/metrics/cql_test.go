@@ -95,6 +95,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"projection.selectByIDsCQL":      {"select_orders_by_id", false},
 		"projection.selectByCustomerCQL": {"select_orders_by_customer_time", false},
 		"projection.scanByIDCQL":         {"select_orders_by_id", false},
+		"projection.selectEventsCQL":     {"select_order_events_by_order", false},
 		"projection.changeByCustomerCQL": {"update_orders_by_customer_time", false},
 		"projection.changeByIDCQL":       {"update_orders_by_id", false},
 		"projection.changeByIDNoteCQL":   {"update_orders_by_id", false},

@@ -46,8 +46,8 @@ var (
 func NewCassandraStore(s cassandra.Session) *CassandraStore { return &CassandraStore{s: s} }
 
 // Apply implements Store (Check on the store's statements).
-func (c *CassandraStore) Apply(ctx context.Context, ch order.Change) (Decision, error) {
-	return Check(ctx, c, ch)
+func (c *CassandraStore) Apply(ctx context.Context, ch order.Change, shown int64) (Decision, error) {
+	return Check(ctx, c, ch, shown)
 }
 
 // ApplyOnce implements Statements.

@@ -2,6 +2,7 @@ package versions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -46,18 +47,55 @@ type Statements interface {
 // settled as not applied.
 const SettleAttempts = 3
 
+// ErrHistoryBehind: the order's history is behind the version its row
+// showed (HistoryBehind says how far); nothing was decided or written.
+var ErrHistoryBehind = fault.New(fault.ReasonHistoryBehind, errors.New("versions: the history is behind the order's row"))
+
+// HistoryBehind is ErrHistoryBehind for one order: its history is at
+// Current, its row showed Shown.
+type HistoryBehind struct {
+	Current, Shown int64
+}
+
+func (e *HistoryBehind) Error() string {
+	return fmt.Sprintf("the order's version history is at version %d, its row shows version %d: the history is behind (a restore?)",
+		e.Current, e.Shown)
+}
+
+func (e *HistoryBehind) Unwrap() error { return ErrHistoryBehind }
+
 // Check is Store.Apply on s. An outcome that is unknown (a timeout, a lost
 // response) is never guessed: a serial read decides; if the order still
 // awaits the change, or its refusal is still unrecorded, the LWT is sent
 // again (bounded).
-func Check(ctx context.Context, s Statements, ch order.Change) (Decision, error) {
+//
+// shown is the version the order's row showed the caller (orders_by_id):
+// a floor under the history, since a version is projected only after its
+// change was accepted here. Two rules follow from it, both for a history
+// that a restore left behind its order row (never the case otherwise):
+//
+//   - once the row shows ch's version or later, the version LWT is not
+//     sent: it could only apply on such a history, making a version a
+//     second time. The order's state is read instead, and ch is decided
+//     from it (its record, or stale);
+//   - a history found behind the row decides nothing: not a refusal (the
+//     change the client was answered may be the one it lost), not an
+//     acceptance. The answer is ErrHistoryBehind, until it is rebuilt.
+func Check(ctx context.Context, s Statements, ch order.Change, shown int64) (Decision, error) {
+	if shown >= ch.Version {
+		st, err := s.ReadState(ctx, ch)
+		if err != nil {
+			return Decision{}, err
+		}
+		return decide(ctx, s, ch, st, shown)
+	}
 	for attempt := 1; ; attempt++ {
 		st, applied, err := s.ApplyOnce(ctx, ch)
 		switch {
 		case err == nil && applied:
 			return Decision{Accepted: true}, nil
 		case err == nil:
-			return decide(ctx, s, ch, st)
+			return decide(ctx, s, ch, st, shown)
 		case fault.KindOf(err) != fault.OutcomeUnknown:
 			return Decision{}, err
 		}
@@ -71,15 +109,18 @@ func Check(ctx context.Context, s Statements, ch order.Change) (Decision, error)
 			return Decision{}, fault.New(fault.ReasonClusterUnavailable,
 				fmt.Errorf("version check of change %s did not apply in %d tries: %w", ch.ID, attempt, err))
 		}
-		return decide(ctx, s, ch, st)
+		return decide(ctx, s, ch, st, shown)
 	}
 }
 
 // decide settles a change that the order in st did not take now: its
 // recorded outcome if it has one; accepted if its version's row names it
 // (accepted by a version that wrote no record); else refused, and the
-// refusal recorded.
-func decide(ctx context.Context, s Statements, ch order.Change, st State) (Decision, error) {
+// refusal recorded. A history behind shown decides nothing (Check).
+func decide(ctx context.Context, s Statements, ch order.Change, st State, shown int64) (Decision, error) {
+	if st.Current < shown {
+		return Decision{}, &HistoryBehind{Current: st.Current, Shown: shown}
+	}
 	if st.Record != nil {
 		return fromRecord(ch, *st.Record), nil
 	}

@@ -96,8 +96,10 @@ type Store interface {
 	// order is at that version, not cancelled, and c's change id has no
 	// outcome yet; else it records c's refusal under its change id (unless
 	// one is recorded). Run again after any error, by another finisher of
-	// the same change, or long after, it answers the same.
-	Apply(ctx context.Context, c order.Change) (Decision, error)
+	// the same change, or long after, it answers the same. shown is the
+	// version the order's row showed the caller: a history behind it
+	// decides nothing (ErrHistoryBehind; Check says why).
+	Apply(ctx context.Context, c order.Change, shown int64) (Decision, error)
 	// History reads the accepted changes that made versions 2 to upTo,
 	// oldest first, at LOCAL_QUORUM (fewer if the order is not that far).
 	History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error)

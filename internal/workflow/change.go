@@ -14,6 +14,7 @@ import (
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/internal/versions"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
 )
 
 // The change workflow (issue 13, docs/changes.md): CancelOrder and
@@ -41,7 +42,7 @@ import (
 
 // Versions is the order's authoritative version (versions.Store).
 type Versions interface {
-	Apply(ctx context.Context, c order.Change) (versions.Decision, error)
+	Apply(ctx context.Context, c order.Change, shown int64) (versions.Decision, error)
 	History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error)
 	Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (versions.Record, bool, error)
 }
@@ -274,7 +275,7 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 	if err := s.failpoints.Eval(failpoint.BeforeVersion); err != nil {
 		return ChangeResult{}, err
 	}
-	d, err := s.cfg.Versions.Apply(ctx, c)
+	d, err := s.decide(ctx, c, base.Version)
 	if err != nil {
 		return ChangeResult{}, err
 	}
@@ -314,6 +315,85 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 		}
 	}
 	return ChangeResult{Change: c, Order: o}, nil
+}
+
+// decide is the version check of c, against an order whose row showed
+// version shown. A history that a restore left behind the order's row is
+// rebuilt first (rebuildHistory), then c is decided on it.
+func (s *Service) decide(ctx context.Context, c order.Change, shown int64) (versions.Decision, error) {
+	d, err := s.cfg.Versions.Apply(ctx, c, shown)
+	var behind *versions.HistoryBehind
+	if !errors.As(err, &behind) {
+		return d, err
+	}
+	if err := s.rebuildHistory(ctx, c.Tenant, c.OrderID, behind); err != nil {
+		return versions.Decision{}, err
+	}
+	return s.cfg.Versions.Apply(ctx, c, shown)
+}
+
+// rebuildHistory makes again, in version order, the accepted changes that
+// an order's row shows and its history lost (a restore of tables from
+// snapshots taken moments apart can leave order_versions behind
+// orders_by_id). Each is made exactly as it first was: its event row names
+// it (change id, operation, version, request id, time) and its request's
+// claim in the ledger holds its command and fingerprint, so order.NewChange
+// gives the same change, and the version check records it as it did then.
+// A change whose event row or claim is gone cannot be made again: the
+// error says which, and no change of the order is decided until an
+// operator restores it.
+func (s *Service) rebuildHistory(ctx context.Context, tenant string, orderID uuid.UUID, behind *versions.HistoryBehind) error {
+	events, err := s.projector.ChangeEvents(ctx, tenant, orderID)
+	if err != nil {
+		return err
+	}
+	byVersion := make(map[int64]projection.ChangeEvent, len(events))
+	for _, ev := range events {
+		byVersion[ev.Version] = ev
+	}
+	for v := behind.Current + 1; v <= behind.Shown; v++ {
+		c, err := s.lostChange(ctx, tenant, orderID, v, byVersion)
+		if err != nil {
+			return fmt.Errorf("order %s: %w: %w", orderID, behind, err)
+		}
+		d, err := s.cfg.Versions.Apply(ctx, c, v-1)
+		if err != nil {
+			return err
+		}
+		if !d.Accepted {
+			return fault.New(fault.ReasonHistoryBehind, fmt.Errorf("order %s: %w: the change that made version %d (%s) was refused again: %+v",
+				orderID, behind, v, c.ID, d.Refusal))
+		}
+		s.log.Warn("rebuilt a change the order's version history had lost", "tenant", tenant, "order_id", orderID,
+			"version", v, "change_id", c.ID, "request_id", c.RequestID)
+	}
+	return nil
+}
+
+// lostChange is the change that made version v of the order, as its event
+// row and its request's claim record it.
+func (s *Service) lostChange(ctx context.Context, tenant string, orderID uuid.UUID, v int64, events map[int64]projection.ChangeEvent) (order.Change, error) {
+	ev, ok := events[v]
+	if !ok {
+		return order.Change{}, fmt.Errorf("no event row of version %d", v)
+	}
+	rec, err := ledger.Read(ctx, s.ledger, ledger.Key{Tenant: tenant, Operation: ev.Operation, RequestID: ev.RequestID})
+	if errors.Is(err, ledger.ErrNotFound) {
+		return order.Change{}, fmt.Errorf("the claim of request %s, which made version %d, is gone from the ledger", ev.RequestID, v)
+	}
+	if err != nil {
+		return order.Change{}, err
+	}
+	cmd, err := order.DecodeChangeCommand(rec.Command)
+	if err != nil {
+		return order.Change{}, fmt.Errorf("request %s, which made version %d: %w", ev.RequestID, v, err)
+	}
+	c := order.NewChange(tenant, ev.Operation, ev.RequestID, rec.Fingerprint, cmd, ev.At)
+	if c.ID != ev.ID || c.Version != v || c.OrderID != orderID {
+		return order.Change{}, fmt.Errorf("request %s's claim makes change %s of order %s to version %d, not the event row's %s to version %d",
+			ev.RequestID, c.ID, c.OrderID, c.Version, ev.ID, v)
+	}
+	return c, nil
 }
 
 // recordConflict records the refusal the version check decided (and

@@ -855,3 +855,77 @@ func TestSettleKnowsEveryOperationItAdvertises(t *testing.T) {
 		}
 	}
 }
+
+// A restore of tables from snapshots taken moments apart can leave the
+// order's history (order_versions) behind its row (orders_by_id): here the
+// row shows version 3 and the history lost the change that made it.
+// Decided on that history, a change from version 3 (what GetOrder shows)
+// was refused STALE at version 2 for good, and a stale change from
+// version 2 was accepted as a second version 3. The history is rebuilt
+// first, from the lost change's event row and its request's claim, exactly
+// as it was; then each is decided as without the restore.
+func TestAHistoryARestoreLeftBehindTheOrderIsRebuiltBeforeAnyDecision(t *testing.T) {
+	restored := func(t *testing.T) (*changeFixture, []order.Change) {
+		f := newChangeFixture(t, nil)
+		f.upTo(t, 3)
+		before := f.history(t)
+		f.ver.RollBack(testTenant, f.order.ID, 2)
+		return f, before
+	}
+	t.Run("a change from the version the order shows is accepted", func(t *testing.T) {
+		f, before := restored(t)
+		res := f.change(t, f.cancel(3))
+		if res.Change.Version != 4 {
+			t.Errorf("the cancel made version %d, want 4", res.Change.Version)
+		}
+		if got := f.history(t); len(got) != 3 || !reflect.DeepEqual(got[:2], before) {
+			t.Errorf("history = %+v, want the two changes before the restore, as they were, then the cancel", got)
+		}
+		if cur := f.current(t); cur.Version != 4 || cur.Status != order.StatusCancelled {
+			t.Errorf("order = %+v, want version 4, cancelled", cur)
+		}
+	})
+	t.Run("a change from the version before is stale", func(t *testing.T) {
+		f, before := restored(t)
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, f.cancel(2))
+		f.svc.Wait()
+		wantConflict(t, err, fault.Stale, "3")
+		if got := f.history(t); !reflect.DeepEqual(got, before) {
+			t.Errorf("history = %+v, want it as before the restore", got)
+		}
+	})
+	t.Run("a retry of the lost change itself is answered its acceptance", func(t *testing.T) {
+		f, before := restored(t)
+		lost := before[1]
+		in := order.ChangeInput{Operation: lost.Operation, RequestID: lost.RequestID.String(), OrderID: f.order.ID.String(),
+			ExpectedVersion: 2, ShippingNote: lost.ShippingNote}
+		f.clock.Advance(time.Minute) // its claim is old: the retry finishes it
+		res := f.change(t, in)
+		if res.Change != lost || res.Order.Version != 3 {
+			t.Errorf("retry = %+v, want the lost change as it was, the order at version 3", res)
+		}
+		if got := f.history(t); !reflect.DeepEqual(got, before) {
+			t.Errorf("history = %+v, want it as before the restore", got)
+		}
+	})
+	t.Run("the lost change's claim gone too: nothing decided, the order unchanged", func(t *testing.T) {
+		f, before := restored(t)
+		lost := before[1]
+		f.led.Delete(ledger.Key{Tenant: testTenant, Operation: lost.Operation, RequestID: lost.RequestID})
+		in := f.cancel(3)
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+		f.svc.Wait()
+		if fe := wantFault(t, err, fault.Unavailable); fe.Reason != fault.ReasonHistoryBehind {
+			t.Errorf("reason = %s, want %s", fe.Reason, fault.ReasonHistoryBehind)
+		}
+		if got := f.history(t); !reflect.DeepEqual(got, before[:1]) {
+			t.Errorf("history = %+v, want it as the restore left it", got)
+		}
+		if _, ok, _ := f.ver.Lookup(context.Background(), testTenant, f.order.ID, order.ChangeID(testTenant, in.Operation, uuid.MustParse(in.RequestID))); ok {
+			t.Error("an outcome was recorded for the change")
+		}
+		if cur := f.current(t); cur.Version != 3 {
+			t.Errorf("order = %+v, want version 3 as it was", cur)
+		}
+	})
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/atlasmart/orderd/internal/lograte"
 	"github.com/atlasmart/orderd/internal/order"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
 )
 
 // Projector writes and reads an order's projections; every write must be
@@ -38,6 +39,9 @@ type Projector interface {
 	// WriteChange projects an accepted change of o (o as the change left
 	// it); nil only when all writes are confirmed.
 	WriteChange(ctx context.Context, o order.Order, c order.Change) error
+	// ChangeEvents reads what the order's event rows record of its
+	// accepted changes, oldest version first.
+	ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]projection.ChangeEvent, error)
 }
 
 // Publisher publishes an order event (internal/outbox). Publish returns nil

@@ -27,6 +27,7 @@ const (
 	StmtEventsByOrder        = "projection." + projection.EventsByOrder
 	StmtGetOrder             = "projection.get_order"
 	StmtCustomerOrders       = "projection.customer_orders"
+	StmtEvents               = "projection.order_events"
 )
 
 // Store is what the contract covers: the methods of projection.Store that
@@ -41,6 +42,8 @@ type Store interface {
 	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error)
 	// WriteChange projects an accepted change of o (o as at the change).
 	WriteChange(ctx context.Context, o order.Order, c order.Change) error
+	// ChangeEvents reads what an order's event rows record of its changes.
+	ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]projection.ChangeEvent, error)
 }
 
 // Event is one row of order_events_by_order.
@@ -473,6 +476,22 @@ func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, 
 		}
 	}
 	return page, nil
+}
+
+// ChangeEvents implements projection.Store.ChangeEvents.
+func (m *Memory) ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]projection.ChangeEvent, error) {
+	if err := m.read(ctx, StmtEvents, "read an order's events"); err != nil {
+		return nil, err
+	}
+	rows, _ := m.Events(ctx, tenant, id)
+	var out []projection.ChangeEvent
+	for _, r := range rows {
+		if ev, ok := projection.ChangeEventOf(r.ID, r.Type, r.Detail, r.Time, r.Version); ok {
+			out = append(out, ev)
+		}
+	}
+	slices.SortFunc(out, func(a, b projection.ChangeEvent) int { return cmp.Compare(a.Version, b.Version) })
+	return out, nil
 }
 
 // Events lists the rows of order_events_by_order for one order, in event_id

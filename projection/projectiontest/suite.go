@@ -697,6 +697,34 @@ var cases = []struct {
 		s.wantEvents(t, o, createdEvent(o), changedEvent(amend), changedEvent(cancel))
 	}},
 
+	{"ChangeEvents: each change as its event row records it, oldest version first; none before a change", func(t *testing.T, s *suite) {
+		o := s.order("cust-1", base, "42.50")
+		s.write(t, o)
+		if got, err := s.Store.ChangeEvents(s.ctx, o.Tenant, o.ID); err != nil || len(got) != 0 {
+			t.Fatalf("ChangeEvents of an order never changed = %+v, %v; want none", got, err)
+		}
+		amend := changeOf(o, order.OperationAmend, 1, "leave at the door", base.Add(time.Hour))
+		cancel := changeOf(o, order.OperationCancel, 2, "", base.Add(2*time.Hour))
+		v2 := o.Apply(amend)
+		s.writeChange(t, v2.Apply(cancel), cancel) // the later first: the order is by version, not by write
+		s.writeChange(t, v2, amend)
+		got, err := s.Store.ChangeEvents(s.ctx, o.Tenant, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []projection.ChangeEvent
+		for _, c := range []order.Change{amend, cancel} {
+			want = append(want, projection.ChangeEvent{ID: c.ID, Operation: c.Operation, Version: c.Version, RequestID: c.RequestID, At: c.At})
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("ChangeEvents =\n%+v\nwant\n%+v", got, want)
+		}
+		s.Arm(StmtEvents, cassandra.FaultUnavailable, 1)
+		if _, err := s.Store.ChangeEvents(s.ctx, o.Tenant, o.ID); fault.KindOf(err) != fault.Unavailable {
+			t.Errorf("ChangeEvents with the read failing = %v, want Unavailable", err)
+		}
+	}},
+
 	{"WriteChange: an older version written after a newer one does not win, cell by cell", func(t *testing.T, s *suite) {
 		o := s.order("cust-1", base, "42.50")
 		s.write(t, o)

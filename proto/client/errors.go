@@ -181,7 +181,7 @@ func judge(a answer, attemptTimedOut bool) (verdict, error) {
 			// connection reset): the request may have reached orderd.
 			return ambiguous, ErrOutcomeUnknown
 		}
-		return retry, ErrUnavailable // CLUSTER_UNAVAILABLE, DELIVERY_FAILED, CLOCK_SKEWED, OPERATION_NOT_ENABLED: nothing decided
+		return retry, ErrUnavailable // CLUSTER_UNAVAILABLE, DELIVERY_FAILED, CLOCK_SKEWED, OPERATION_NOT_ENABLED, VERSION_HISTORY_BEHIND: nothing decided
 	case codes.DeadlineExceeded:
 		if attemptTimedOut {
 			return ambiguous, ErrOutcomeUnknown

@@ -65,8 +65,8 @@ func injected(stmt string, f cassandra.Fault, write bool) error {
 }
 
 // Apply implements versions.Store, with CassandraStore's settling.
-func (m *Memory) Apply(ctx context.Context, ch order.Change) (versions.Decision, error) {
-	return versions.Check(ctx, m, ch)
+func (m *Memory) Apply(ctx context.Context, ch order.Change, shown int64) (versions.Decision, error) {
+	return versions.Check(ctx, m, ch, shown)
 }
 
 // partition is ch's order's partition, made if need be; m.mu is held.
@@ -202,4 +202,24 @@ func (m *Memory) WriteUnrecorded(ch order.Change) bool {
 	}
 	h.current, h.status, h.changes[ch.Version] = ch.Version, ch.Status, ch
 	return true
+}
+
+// RollBack leaves the order's partition as a restore from a snapshot taken
+// at version upTo leaves it: the rows and records of the changes after it
+// gone, the statics at upTo. (A test helper: what the real store's
+// operators do with sstables.)
+func (m *Memory) RollBack(tenant string, orderID uuid.UUID, upTo int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.partition(tenant, orderID)
+	for v, c := range h.changes {
+		if v > upTo {
+			delete(h.changes, v)
+			delete(h.records, c.ID)
+		}
+	}
+	h.current, h.status = order.CreatedVersion, order.StatusCreated
+	if c, ok := h.changes[upTo]; ok {
+		h.current, h.status = upTo, c.Status
+	}
 }

@@ -2,6 +2,7 @@ package versionstest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -94,7 +95,7 @@ func (s *suite) unsettled(t *testing.T, stmt string, ch order.Change) {
 	t.Helper()
 	s.Arm(stmt, cassandra.FaultLoseResponse, 1)
 	s.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
-	_, err := s.Store.Apply(s.ctx, ch)
+	_, err := s.Store.Apply(s.ctx, ch, 0)
 	wantKind(t, err, fault.OutcomeUnknown)
 }
 
@@ -117,7 +118,7 @@ func acceptance(ch order.Change) *versions.Record {
 
 func (s *suite) apply(t *testing.T, ch order.Change) versions.Decision {
 	t.Helper()
-	d, err := s.Store.Apply(s.ctx, ch)
+	d, err := s.Store.Apply(s.ctx, ch, 0)
 	if err != nil {
 		t.Fatalf("Apply of version %d: %v", ch.Version, err)
 	}
@@ -253,7 +254,7 @@ var cases = []testCase{
 	}},
 	{"Apply/unknown on every try: Unavailable, nothing written", func(t *testing.T, s *suite) {
 		s.Arm(versions.StmtApply, cassandra.FaultTimeout, 3)
-		_, err := s.Store.Apply(s.ctx, s.change(order.OperationAmend, 1, "a"))
+		_, err := s.Store.Apply(s.ctx, s.change(order.OperationAmend, 1, "a"), 0)
 		wantKind(t, err, fault.Unavailable)
 		s.wantHistory(t)
 	}},
@@ -265,7 +266,7 @@ var cases = []testCase{
 	}},
 	{"Apply/refused (unavailable): Unavailable, nothing written", func(t *testing.T, s *suite) {
 		s.Arm(versions.StmtApply, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.Apply(s.ctx, s.change(order.OperationAmend, 1, "a"))
+		_, err := s.Store.Apply(s.ctx, s.change(order.OperationAmend, 1, "a"), 0)
 		wantKind(t, err, fault.Unavailable)
 		s.wantHistory(t)
 	}},
@@ -326,7 +327,7 @@ var cases = []testCase{
 	{"Refuse/unknown on every try: Unavailable, nothing recorded", func(t *testing.T, s *suite) {
 		ahead := s.change(order.OperationAmend, 2, "ahead")
 		s.Arm(versions.StmtRefuse, cassandra.FaultTimeout, versions.SettleAttempts)
-		_, err := s.Store.Apply(s.ctx, ahead)
+		_, err := s.Store.Apply(s.ctx, ahead, 0)
 		wantKind(t, err, fault.Unavailable)
 		s.wantLookup(t, ahead, nil)
 	}},
@@ -342,7 +343,7 @@ var cases = []testCase{
 	{"Refuse/refused (unavailable): Unavailable, nothing recorded", func(t *testing.T, s *suite) {
 		ahead := s.change(order.OperationAmend, 2, "ahead")
 		s.Arm(versions.StmtRefuse, cassandra.FaultUnavailable, 1)
-		_, err := s.Store.Apply(s.ctx, ahead)
+		_, err := s.Store.Apply(s.ctx, ahead, 0)
 		wantKind(t, err, fault.Unavailable)
 		s.wantLookup(t, ahead, nil)
 	}},
@@ -358,6 +359,51 @@ var cases = []testCase{
 		next := s.change(order.OperationCancel, 2, "")
 		s.accepted(t, next)
 		s.wantHistory(t, old, next)
+	}},
+	{"Apply/shown: the order's row already shows the version: stale, decided without the version check", func(t *testing.T, s *suite) {
+		first := s.change(order.OperationAmend, 1, "a")
+		s.accepted(t, first)
+		late := s.change(order.OperationCancel, 1, "")
+		s.Arm(versions.StmtApply, cassandra.FaultUnavailable, 1) // sent, it would fail the call
+		d, err := s.Store.Apply(s.ctx, late, 2)
+		if err != nil {
+			t.Fatalf("Apply of a change the row shows past: %v (was the version check sent?)", err)
+		}
+		wantDecision(t, d, stale(2))
+		s.wantLookup(t, late, refusal(late, d))
+		s.wantHistory(t, first)
+	}},
+	{"Apply/shown: the accepted change again once its row shows it: accepted (its record)", func(t *testing.T, s *suite) {
+		ch := s.change(order.OperationAmend, 1, "a")
+		s.accepted(t, ch)
+		d, err := s.Store.Apply(s.ctx, ch, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantDecision(t, d, versions.Decision{Accepted: true})
+		s.wantHistory(t, ch)
+	}},
+	{"Apply/shown: a history behind the order's row decides nothing, by either statement", func(t *testing.T, s *suite) {
+		// As a restore leaves it: the row shows version 3, the history
+		// holds version 2 only.
+		second := s.change(order.OperationAmend, 1, "a")
+		s.accepted(t, second)
+		for _, c := range []struct {
+			what string
+			ch   order.Change
+		}{
+			{"a change the row shows past (the read decides)", s.change(order.OperationCancel, 2, "")},
+			{"a change from the row's version (the version check decides)", s.change(order.OperationCancel, 3, "")},
+			{"a change from the history's version", s.change(order.OperationAmend, 1, "b")},
+		} {
+			d, err := s.Store.Apply(s.ctx, c.ch, 3)
+			var behind *versions.HistoryBehind
+			if !errors.As(err, &behind) || behind.Current != 2 || behind.Shown != 3 || fault.ReasonOf(err) != fault.ReasonHistoryBehind {
+				t.Errorf("%s: Apply = %+v, %v; want the history behind (at 2, the row at 3)", c.what, d, err)
+			}
+			s.wantLookup(t, c.ch, nil)
+		}
+		s.wantHistory(t, second)
 	}},
 	{"Lookup/none for an order never changed or a change never decided", func(t *testing.T, s *suite) {
 		a := s.change(order.OperationAmend, 1, "a")
