@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -254,6 +255,58 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 	for _, id := range ids {
 		waitNoDueEntries(t, id, 30*time.Second)
 	}
+}
+
+// The broker down for longer than a request's retention: the ledger row
+// goes with the retention (here a minute), and the order's due entry stays,
+// since it owes the event (a delivery attempt failed). Once the broker is
+// back the reconciler publishes the event from the order's rows, and only
+// then does the entry go. Before, the entry expired with the claim and the
+// event was never delivered, without a trace.
+func TestAnEventOwedPastTheRetentionIsDeliveredWhenTheBrokerReturns(t *testing.T) {
+	if !broker.CanControl() {
+		failInCIElseSkip(t, "this run cannot stop its Kafka broker: "+broker.Describe())
+	}
+	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_PUBLISH_TIMEOUT=1s", "ORDERD_RECONCILE_MAX_ATTEMPTS=2",
+		"ORDERD_RETENTION=1m")...)
+	ctx := context.Background()
+	if err := broker.Kill(ctx); err != nil {
+		t.Fatalf("kill the broker: %v", err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = broker.Start(context.Background())
+		}
+	})
+	req := newRequest("91.00")
+	if _, _, err := create(t, p.client, req); err != nil {
+		t.Fatalf("CreateOrder with the broker down: %v", err)
+	}
+	if _, err := eventually(3*time.Minute, func() error {
+		if r := readRows(t, req.RequestId, "", "", ""); r.ledger != nil {
+			return errors.New("the ledger row is still there")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the request's retention of a minute: %v", err)
+	}
+	if n := dueEntries(t, req.RequestId); n != 1 {
+		t.Fatalf("due entries once the claim is gone = %d, want 1 (the event is still owed)", n)
+	}
+	if parked := scrape(t, p, "orderd_outbox_parked"); parked < 1 {
+		t.Errorf("orderd_outbox_parked = %v past the retention, want the owed event counted", parked)
+	}
+
+	if err := broker.Start(ctx); err != nil {
+		t.Fatalf("start the broker again: %v", err)
+	}
+	restarted = true
+	events := createdEventIDs(req.RequestId)
+	if counts := publishedEvents(t, eventsTopic, events, 90*time.Second); counts[events[0]] < 1 {
+		t.Errorf("event %s not published after the broker returned", events[0])
+	}
+	waitNoDueEntries(t, req.RequestId, 60*time.Second)
 }
 
 // dueEntries counts the live due-queue entries of a request (any claim,

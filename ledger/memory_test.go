@@ -210,3 +210,30 @@ func TestMemoryOnSettle(t *testing.T) {
 		t.Errorf("OnSettle heard %v, want %v", got, want)
 	}
 }
+
+// An entry that owes its order's event outlives its claim (no TTL): once
+// the ledger row is gone with the retention, it is still listed, so the
+// obligation stays until the event is acknowledged. An entry that owes
+// nothing goes with its claim, as before.
+func TestOwedEntryOutlivesItsClaim(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(10 * time.Minute)
+	owing, plain := claimAt(t, m, t0), claimAt(t, m, t0)
+	for _, rec := range []ledger.Record{owing, plain} {
+		e := m.ClaimEntry(rec)
+		if rec.Key == owing.Key {
+			e.Owed = rec.EntityID
+		}
+		if err := m.Reschedule(ctx, e, t0.Add(5*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Advance(time.Hour)
+	if _, err := m.Get(ctx, owing.Key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the claim an hour on = %v, want gone with its retention", err)
+	}
+	got := m.AllEntries()
+	if len(got) != 1 || got[0].Key != owing.Key || got[0].Owed != owing.EntityID {
+		t.Errorf("entries an hour on = %+v, want only the one owing order %s", got, owing.EntityID)
+	}
+}

@@ -39,13 +39,13 @@ const BucketWidth = time.Minute
 
 const (
 	enqueueCQL = `/* queue.enqueue */ INSERT INTO due_requests
-		(shard, due_bucket, not_before, tenant, operation, request_id, claim_token, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
+		(shard, due_bucket, not_before, tenant, operation, request_id, claim_token, created_at, owed_order)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	// Marking an entry done is an upsert, never a delete: a settled entry
 	// costs its partition's readers one live row, not a tombstone.
 	dequeueCQL = `/* queue.remove */ UPDATE due_requests USING TTL ? SET done = true
 		WHERE shard = ? AND due_bucket = ? AND not_before = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`
-	dueCQL = `/* queue.due */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done FROM due_requests
+	dueCQL = `/* queue.due */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done, owed_order FROM due_requests
 		WHERE shard = ? AND due_bucket = ? AND not_before > ? AND not_before <= ?`
 	dropBucketCQL = `/* queue.drop-bucket */ DELETE FROM due_requests WHERE shard = ? AND due_bucket = ?`
 )
@@ -58,6 +58,11 @@ type DueEntry struct {
 	ClaimToken uuid.UUID
 	CreatedAt  time.Time
 	NotBefore  time.Time // the exact time it falls due (Due is its minute)
+	// Owed is the order whose event this entry owes once its claim is gone
+	// (uuid.Nil: none). Such an entry has no TTL: it lives until the event
+	// is acknowledged, however long after the claim's retention
+	// (cql/0008_owed_deliveries.cql).
+	Owed uuid.UUID
 }
 
 // SameRow reports whether e and o are the same row of the queue.
@@ -134,7 +139,7 @@ func (c *CassandraStore) enqueue(ctx context.Context, e DueEntry) error {
 func (c *CassandraStore) enqueueEntries(ctx context.Context, entries []DueEntry) error {
 	return c.writeEntries(ctx, "enqueue pending requests", enqueueCQL, entries, func(e DueEntry) []any {
 		return []any{e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
-			e.CreatedAt, c.ttlFrom(e.CreatedAt)}
+			e.CreatedAt, owedOrder(e), c.entryTTL(e)}
 	})
 }
 
@@ -163,9 +168,26 @@ func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
 // removeEntries removes entries of one partition in one write.
 func (c *CassandraStore) removeEntries(ctx context.Context, entries []DueEntry) error {
 	return c.writeEntries(ctx, "remove pending entries", dequeueCQL, entries, func(e DueEntry) []any {
-		return []any{c.ttlFrom(e.CreatedAt), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
+		return []any{c.entryTTL(e), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
 			e.RequestID.String(), e.ClaimToken.String()}
 	})
+}
+
+// entryTTL is the TTL of e's cells: its claim's, or none (0) for an entry
+// that owes an event (it outlives the claim).
+func (c *CassandraStore) entryTTL(e DueEntry) int {
+	if e.Owed != uuid.Nil {
+		return 0
+	}
+	return c.ttlFrom(e.CreatedAt)
+}
+
+// owedOrder is e's owed_order cell: null for an entry that owes nothing.
+func owedOrder(e DueEntry) any {
+	if e.Owed == uuid.Nil {
+		return nil
+	}
+	return e.Owed.String()
 }
 
 // Reschedule moves an entry to fall due at due (its next attempt): the new
@@ -193,14 +215,19 @@ func (c *CassandraStore) DueEntries(ctx context.Context, shard int, bucket, afte
 		out              []DueEntry
 		e                = DueEntry{Shard: shard, Due: bucket}
 		requestID, token gocql.UUID
+		owed             *gocql.UUID
 		done             bool
 	)
-	for iter.Scan(&e.NotBefore, &e.Tenant, &e.Operation, &requestID, &token, &e.CreatedAt, &done) {
-		if done {
-			continue
+	for iter.Scan(&e.NotBefore, &e.Tenant, &e.Operation, &requestID, &token, &e.CreatedAt, &done, &owed) {
+		if !done {
+			e.RequestID, e.ClaimToken, e.CreatedAt, e.NotBefore = uuid.UUID(requestID), uuid.UUID(token), e.CreatedAt.UTC(), e.NotBefore.UTC()
+			e.Owed = uuid.Nil
+			if owed != nil {
+				e.Owed = uuid.UUID(*owed)
+			}
+			out = append(out, e)
 		}
-		e.RequestID, e.ClaimToken, e.CreatedAt, e.NotBefore = uuid.UUID(requestID), uuid.UUID(token), e.CreatedAt.UTC(), e.NotBefore.UTC()
-		out = append(out, e)
+		owed = nil
 	}
 	if err := iter.Close(); err != nil {
 		return nil, cassandra.ReadError(fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), err)

@@ -45,6 +45,11 @@ type Ledger interface {
 // acknowledged by the broker).
 type Finisher func(ctx context.Context, rec ledger.Record) error
 
+// Redeliverer publishes the event that request key made on order orderID
+// from the order's rows alone (workflow.Service.Redeliver): nil once the
+// broker acknowledged it.
+type Redeliverer func(ctx context.Context, key ledger.Key, orderID uuid.UUID) error
+
 // Config tunes the loop. Zero fields take defaults.
 type Config struct {
 	// Instance identifies this reconciler among others; default random.
@@ -78,6 +83,10 @@ type Config struct {
 	Clock func() error
 	// Now is this instance's clock; default time.Now.
 	Now func() time.Time
+	// Redeliver publishes an event a due entry still owes once its
+	// request's claim is gone (DueEntry.Owed). Nil: such an entry is kept,
+	// a backoff maximum on each time, and counted parked.
+	Redeliver Redeliverer
 	// BackoffBase and BackoffMax bound the exponential backoff between
 	// attempts of one request; defaults 5 s and 5 min.
 	BackoffBase, BackoffMax time.Duration
@@ -621,18 +630,20 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 // What it leaves unsettled is remembered in open for the gauges (open.go).
 func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, open *openSet, res *PassResult) (bool, error) {
 	rec, err := l.read(ctx, e.Key)
-	if errors.Is(err, ledger.ErrNotFound) {
+	switch {
+	case errors.Is(err, ledger.ErrNotFound) && e.Owed != uuid.Nil:
+		return l.redeliver(ctx, e, open, res) // the claim's retention ended before its event was delivered
+	case errors.Is(err, ledger.ErrNotFound):
 		open.forget(e.Key)
 		return true, l.drop(ctx, e, res) // expired, withdrawn, or the claim never applied
-	}
-	if err != nil {
+	case err != nil:
 		return false, err
-	}
-	if rec.State.Terminal() {
+	case rec.State.Terminal():
 		open.forget(e.Key)
 		return true, l.drop(ctx, e, res) // settled
-	}
-	if rec.ClaimToken != e.ClaimToken {
+	case rec.ClaimToken != e.ClaimToken && e.Owed != uuid.Nil:
+		return l.redeliver(ctx, e, open, res) // its claim expired and the request id was claimed again since
+	case rec.ClaimToken != e.ClaimToken:
 		return true, l.drop(ctx, e, res) // a losing attempt's entry: the claim's own entry counts the request
 	}
 	ferr := l.finish(ctx, rec)
@@ -720,6 +731,12 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 	attempts := rec.Attempts + 1
 	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
 	due := now.Add(l.backoff(attempts))
+	if undelivered(ferr) {
+		// The order is recorded and its event owed: from now on the entry
+		// outlives the claim, so that the obligation does not end with the
+		// retention (redeliver).
+		e.Owed = rec.EntityID
+	}
 	if err := l.ledger.Reschedule(ctx, e, due); err != nil {
 		return false, err
 	}
@@ -739,6 +756,42 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 		return true, nil
 	}
 	l.note(slog.LevelInfo, "reconcile attempt failed; retrying later", retry...)
+	return true, nil
+}
+
+// redeliver settles an entry that still owes its order's event after its
+// request's claim is gone: the retention ended while the broker did not
+// take the event (or the request id was claimed again since). Nothing of
+// the claim is needed: the event is made from the order's rows, which
+// never expire, with the id and bytes every earlier attempt published. The
+// entry goes only once the broker acknowledged it; until then it is moved
+// a backoff maximum on, each time, and counted undelivered and parked.
+func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, res *PassResult) (bool, error) {
+	err := errors.New("this reconciler cannot publish events (no Redeliver configured)")
+	if l.cfg.Redeliver != nil {
+		err = l.cfg.Redeliver(ctx, e.Key, e.Owed)
+	}
+	if err == nil {
+		open.forget(e.Key)
+		res.Finished++
+		l.finished.Add(1)
+		l.note(slog.LevelInfo, "delivered an order event owed past its request's retention", slog.Any("request_id", e.RequestID),
+			slog.String("tenant", e.Tenant), slog.Any("order_id", e.Owed))
+		return true, l.ledger.RemoveEntry(ctx, e)
+	}
+	res.Undelivered++
+	res.Parked++
+	res.noteUndelivered(e.CreatedAt)
+	open.note(e.Key, e.CreatedAt, openParked)
+	due := l.now().UTC().Truncate(time.Millisecond).Add(l.cfg.BackoffMax)
+	if rerr := l.ledger.Reschedule(ctx, e, due); rerr != nil {
+		return false, fmt.Errorf("order event owed past its request's retention not delivered (%v): %w", err, rerr)
+	}
+	res.Retried++
+	l.retried.Add(1)
+	l.note(slog.LevelWarn, "order event owed past its request's retention still undelivered: retried later",
+		slog.Any("request_id", e.RequestID), slog.String("tenant", e.Tenant), slog.Any("order_id", e.Owed),
+		slog.Time("next", due), slog.Any("error", err))
 	return true, nil
 }
 

@@ -1995,3 +1995,65 @@ func TestUndeliveredEventIsBacklogThenParkedNeverDropped(t *testing.T) {
 		t.Errorf("due entries after delivery = %d, want 0", n)
 	}
 }
+
+// An order's event that the broker never took within its request's
+// retention stays owed: once a delivery attempt failed, the entry outlives
+// the claim, and once the claim is gone the event is published from the
+// order's rows (Config.Redeliver) until the broker takes it. Before, the
+// entry expired with the claim and the event was silently never delivered.
+func TestAnEventOwedPastItsClaimsRetentionIsStillDelivered(t *testing.T) {
+	now := t0.Add(30 * time.Second)
+	h := newHarness(now)
+	h.fin.SetFail(-1)
+	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
+	const shard = 5
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	var (
+		redelivered []ledger.Key
+		brokerDown  = true
+	)
+	cfg := Config{MaxAttempts: 2, BackoffBase: time.Minute, BackoffMax: time.Hour,
+		Redeliver: func(_ context.Context, key ledger.Key, orderID uuid.UUID) error {
+			if orderID != rec.EntityID {
+				t.Errorf("Redeliver of order %s, want %s", orderID, rec.EntityID)
+			}
+			if brokerDown {
+				return fault.New(fault.ReasonDeliveryFailed, errors.New("broker down"))
+			}
+			redelivered = append(redelivered, key)
+			return nil
+		}}
+	l := h.loop(cfg)
+	mustPass(t, l, shard)
+	if es := h.ledger.Entries(rec.Key); len(es) != 1 || es[0].Owed != rec.EntityID {
+		t.Fatalf("entries after a failed delivery = %+v, want one owing order %s", es, rec.EntityID)
+	}
+
+	h.clock.Advance(8 * 24 * time.Hour) // past the retention: the claim is gone
+	if _, err := h.ledger.Get(context.Background(), rec.Key); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("the claim after its retention: %v, want gone", err)
+	}
+	res := mustPass(t, l, shard)
+	if res.Undelivered != 1 || res.Parked != 1 || len(redelivered) != 0 {
+		t.Errorf("pass with the broker still down = %+v, redelivered %v; want it undelivered, parked", res, redelivered)
+	}
+	if st := l.Stats(); st.Undelivered != 1 || st.Parked != 1 {
+		t.Errorf("Stats = %+v, want 1 undelivered, parked", st)
+	}
+	if es := h.ledger.Entries(rec.Key); len(es) != 1 || es[0].Owed != rec.EntityID {
+		t.Fatalf("entries after a failed redelivery = %+v, want it kept, owing order %s", es, rec.EntityID)
+	}
+
+	brokerDown = false
+	h.clock.Advance(2 * time.Hour)
+	mustPass(t, l, shard)
+	if len(redelivered) != 1 || redelivered[0] != rec.Key {
+		t.Errorf("redelivered %v, want request %s once", redelivered, rec.RequestID)
+	}
+	if es := h.ledger.Entries(rec.Key); len(es) != 0 {
+		t.Errorf("entries once the broker took it = %+v, want none", es)
+	}
+	if st := l.Stats(); st.Undelivered != 0 || st.Parked != 0 {
+		t.Errorf("Stats once delivered = %+v, want an empty backlog", st)
+	}
+}

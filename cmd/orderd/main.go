@@ -345,6 +345,7 @@ func (a *app) reconciler(cfg *config, log *slog.Logger) (*reconciler.Loop, error
 		// outage with longer timeouts would hand its shards over.
 		StallAfter: 2 * (cfg.publishTimeout + 10*cfg.cqlTimeout),
 		Clock:      a.clock.Check, Now: a.now,
+		Redeliver: a.workflow.Redeliver,
 	}, a.ledger, a.workflow.Settle, a.coord, log)
 	if err := a.metrics.RegisterReconciler(loop.Stats); err != nil {
 		return nil, err

@@ -27,24 +27,41 @@ type entryKey struct {
 	claimToken uuid.UUID
 }
 
-// liveEntries reads the due queue: the entries not yet released.
-func liveEntries(ctx context.Context, s *gocql.Session) (map[entryKey]bool, error) {
+// owedEntry is a live due entry that owes its order's event past its
+// claim (owed_order set: a delivery attempt failed).
+type owedEntry struct {
+	tenant, operation  string
+	requestID, orderID uuid.UUID
+	created            time.Time
+}
+
+// liveEntries reads the due queue: the entries not yet released, and of
+// them those that owe an event past their claim.
+func liveEntries(ctx context.Context, s *gocql.Session) (map[entryKey]bool, []owedEntry, error) {
 	live := map[entryKey]bool{}
-	iter := s.Query(`SELECT tenant, request_id, claim_token, done FROM due_requests`).PageSize(1000).IterContext(ctx)
+	var owed []owedEntry
+	iter := s.Query(`SELECT tenant, operation, request_id, claim_token, created_at, done, owed_order FROM due_requests`).
+		PageSize(1000).IterContext(ctx)
 	var (
-		tenant     string
+		tenant, op string
 		req, token gocql.UUID
+		created    time.Time
 		done       *bool
+		owes       *gocql.UUID
 	)
-	for iter.Scan(&tenant, &req, &token, &done) {
+	for iter.Scan(&tenant, &op, &req, &token, &created, &done, &owes) {
 		if done == nil || !*done {
 			live[entryKey{tenant, uuid.UUID(req), uuid.UUID(token)}] = true
+			if owes != nil {
+				owed = append(owed, owedEntry{tenant, op, uuid.UUID(req), uuid.UUID(*owes), created})
+			}
 		}
+		done, owes = nil, nil
 	}
 	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("read due_requests: %w", err)
+		return nil, nil, fmt.Errorf("read due_requests: %w", err)
 	}
-	return live, nil
+	return live, owed, nil
 }
 
 type applied struct {
@@ -86,9 +103,30 @@ func consumerRows(ctx context.Context, s *gocql.Session, ks string) (inbox map[u
 func checkDelivery(ctx context.Context, s *gocql.Session, cfg Config, scope []request, now time.Time, rep *Report) ([]string, error) {
 	var v []string
 	if cfg.CheckDelivered {
-		live, err := liveEntries(ctx, s)
+		live, owed, err := liveEntries(ctx, s)
 		if err != nil {
 			return nil, err
+		}
+		// An event owed past its request's retention is in no scope (the
+		// claim is gone): its entry is what says it is undelivered.
+		// With acks, only the acknowledged requests' are in scope.
+		acked := map[key]bool{}
+		for _, a := range cfg.Acks {
+			if id, err := uuid.Parse(a.RequestID); err == nil {
+				acked[key{a.Tenant, id}] = true
+			}
+		}
+		seen := map[entryKey]bool{}
+		for _, o := range owed {
+			k := entryKey{o.tenant, o.requestID, o.orderID}
+			if len(cfg.Acks) > 0 && !acked[key{o.tenant, o.requestID}] {
+				continue
+			}
+			if now.Sub(o.created) > cfg.Grace && !seen[k] {
+				seen[k] = true
+				v = append(v, fmt.Sprintf("order %s (request %s, %s): event owed, not acknowledged by the broker %s after the request (its due entry outlives the claim until it is)",
+					o.orderID, o.requestID, o.operation, now.Sub(o.created).Round(time.Second)))
+			}
 		}
 		for _, r := range scope {
 			if now.Sub(r.created) > cfg.Grace && live[entryKey{r.tenant, r.requestID, r.claimToken}] {

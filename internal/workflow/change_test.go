@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -928,4 +929,35 @@ func TestAHistoryARestoreLeftBehindTheOrderIsRebuiltBeforeAnyDecision(t *testing
 			t.Errorf("order = %+v, want version 3 as it was", cur)
 		}
 	})
+}
+
+// Redeliver publishes, from the order's rows alone, exactly the record an
+// earlier attempt published for a request: the created event and a
+// change's event, same key, same headers, same bytes.
+func TestRedeliverPublishesTheEventAsItWasFirstPublished(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	in := f.amend(1, "back door")
+	f.change(t, in)
+	f.change(t, f.cancel(2))
+	first := f.pub.Records()
+	if len(first) != 3 {
+		t.Fatalf("records published = %d, want 3 (created, amended, cancelled)", len(first))
+	}
+	for i, key := range []ledger.Key{
+		{Tenant: testTenant, Operation: order.Operation, RequestID: f.order.RequestID},
+		{Tenant: testTenant, Operation: in.Operation, RequestID: uuid.MustParse(in.RequestID)},
+	} {
+		if err := f.svc.Redeliver(context.Background(), key, f.order.ID); err != nil {
+			t.Fatalf("Redeliver(%s): %v", key.Operation, err)
+		}
+		recs := f.pub.Records()
+		got := recs[len(recs)-1]
+		if !bytes.Equal(got.Key, first[i].Key) || !bytes.Equal(got.Value, first[i].Value) || !reflect.DeepEqual(got.Headers, first[i].Headers) {
+			t.Errorf("Redeliver(%s) published\n%s %s\nwant\n%s %s", key.Operation, got.Key, got.Value, first[i].Key, first[i].Value)
+		}
+	}
+	other := ledger.Key{Tenant: testTenant, Operation: order.OperationCancel, RequestID: uuid.New()}
+	if err := f.svc.Redeliver(context.Background(), other, f.order.ID); err == nil {
+		t.Error("Redeliver of a request that made no event of the order = nil, want an error")
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -645,20 +646,9 @@ func (s *Service) Republish(ctx context.Context, o order.Order) (int, error) {
 	if s.cfg.Publisher == nil {
 		return 0, fault.New(fault.ReasonInternal, errors.New("no event publisher is configured (delivery is off)"))
 	}
-	events := []order.Event{order.CreatedEvent(o)}
-	if o.Version > order.CreatedVersion {
-		if s.cfg.Versions == nil {
-			return 0, fault.New(fault.ReasonInternal, errors.New("order changes are not configured (workflow.Config.Versions)"))
-		}
-		hist, err := s.cfg.Versions.History(ctx, o.Tenant, o.ID, o.Version)
-		if err != nil {
-			return 0, err
-		}
-		at := o.AsCreated()
-		for _, c := range hist {
-			at = at.Apply(c)
-			events = append(events, order.ChangedEvent(at, c))
-		}
+	events, err := s.orderEvents(ctx, o)
+	if err != nil {
+		return 0, err
 	}
 	for i, ev := range events {
 		if err := s.publish(ctx, ev); err != nil {
@@ -666,6 +656,61 @@ func (s *Service) Republish(ctx context.Context, o order.Order) (int, error) {
 		}
 	}
 	return len(events), nil
+}
+
+// orderEvents are the events of o up to its version, in version order:
+// its ORDER_CREATED, then each accepted change's, each as it was published
+// (the order at the version the event made, the change's time).
+func (s *Service) orderEvents(ctx context.Context, o order.Order) ([]order.Event, error) {
+	events := []order.Event{order.CreatedEvent(o)}
+	if o.Version == order.CreatedVersion {
+		return events, nil
+	}
+	if s.cfg.Versions == nil {
+		return nil, fault.New(fault.ReasonInternal, errors.New("order changes are not configured (workflow.Config.Versions)"))
+	}
+	hist, err := s.cfg.Versions.History(ctx, o.Tenant, o.ID, o.Version)
+	if err != nil {
+		return nil, err
+	}
+	at := o.AsCreated()
+	for _, c := range hist {
+		at = at.Apply(c)
+		events = append(events, order.ChangedEvent(at, c))
+	}
+	return events, nil
+}
+
+// Redeliver publishes the event that request key made on order orderID,
+// from the order's rows alone: the reconciler calls it for a due entry
+// that still owes the event once the request's claim is gone (the
+// retention ended before the broker took it). The event is the one every
+// earlier attempt published (same id, same bytes). Nil only once the
+// broker acknowledged it; with delivery off, nothing is owed.
+func (s *Service) Redeliver(ctx context.Context, key ledger.Key, orderID uuid.UUID) error {
+	if s.cfg.Publisher == nil {
+		return nil
+	}
+	if !slices.Contains(Operations(), key.Operation) {
+		return fault.New(fault.ReasonOperationUnknown,
+			fmt.Errorf("request %s: %w: %q", key.RequestID, ledger.ErrUnknownOperation, key.Operation))
+	}
+	o, err := s.projector.Order(ctx, key.Tenant, orderID)
+	if err != nil {
+		return fmt.Errorf("read order %s, owed the event of request %s: %w", orderID, key.RequestID, err)
+	}
+	events, err := s.orderEvents(ctx, o)
+	if err != nil {
+		return err
+	}
+	id := order.EventID(key.Tenant, key.Operation, key.RequestID)
+	for _, ev := range events {
+		if ev.ID == id {
+			return s.publish(ctx, ev)
+		}
+	}
+	return fault.New(fault.ReasonInternal, fmt.Errorf("order %s at version %d has no event %s of request %s (%s)",
+		orderID, o.Version, id, key.RequestID, key.Operation))
 }
 
 // publish delivers ev (if a Publisher is configured), bounded by

@@ -720,14 +720,34 @@ func storedEntry(e ledger.DueEntry) ledger.DueEntry {
 }
 
 func (m *Memory) enqueue(ctx context.Context, e ledger.DueEntry) error {
-	ttl := m.ttlFrom(e.CreatedAt, m.Now())
+	ttl := m.entryTTL(e)
 	_, err := m.exec(ctx, entryStmt(StmtEnqueue, e), writeStmt, "enqueue pending request", func(now time.Time) bool {
 		k := keyOf(e)
 		// The insert writes no done cell: a removed entry stays removed.
-		m.entries[k] = entryRow{e: storedEntry(e), done: m.entries[k].done, expires: now.Add(ttl)}
+		m.entries[k] = entryRow{e: storedEntry(e), done: m.entries[k].done, expires: expiry(now, ttl)}
 		return true
 	})
 	return err
+}
+
+// entryTTL is the TTL of e's cells: its claim's, or none (0) for an entry
+// that owes an event, as the real store writes them.
+func (m *Memory) entryTTL(e ledger.DueEntry) time.Duration {
+	if e.Owed != uuid.Nil {
+		return 0
+	}
+	return m.ttlFrom(e.CreatedAt, m.Now())
+}
+
+// never is the expiry of cells written without a TTL.
+var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// expiry is when cells written at now with ttl expire (0: never).
+func expiry(now time.Time, ttl time.Duration) time.Time {
+	if ttl == 0 {
+		return never
+	}
+	return now.Add(ttl)
 }
 
 // RemoveEntry marks a due-queue entry done (creating a done row if there
@@ -738,14 +758,14 @@ func (m *Memory) RemoveEntry(ctx context.Context, e ledger.DueEntry) error {
 }
 
 func (m *Memory) removeEntry(ctx context.Context, e ledger.DueEntry) error {
-	ttl := m.ttlFrom(e.CreatedAt, m.Now())
+	ttl := m.entryTTL(e)
 	_, err := m.exec(ctx, entryStmt(StmtRemove, e), writeStmt, "remove pending entry", func(now time.Time) bool {
 		k := keyOf(e)
 		r, ok := m.entries[k]
 		if !ok {
 			r.e = storedEntry(e)
 		}
-		r.done, r.expires = true, now.Add(ttl)
+		r.done, r.expires = true, expiry(now, ttl)
 		m.entries[k] = r
 		return true
 	})

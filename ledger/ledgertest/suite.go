@@ -1528,6 +1528,27 @@ var queueCases = []testCase{
 		s.wantEntry(t, moved)
 		s.wantNoEntry(t, e)
 	}},
+	{"Queue/Reschedule owing the order's event: listed with the order, removed like any", func(t *testing.T, s *suite) {
+		rec := s.claimed(t)
+		e := s.Store.ClaimEntry(rec)
+		owed := e
+		owed.Owed = rec.EntityID
+		due := e.NotBefore.Add(3 * time.Minute).Truncate(time.Millisecond)
+		if err := s.Store.Reschedule(s.ctx, owed, due); err != nil {
+			t.Fatalf("Reschedule: %v", err)
+		}
+		moved := owed
+		moved.Due, moved.NotBefore = ledger.BucketOf(due), due
+		got := s.entriesOf(t, rec.Key, moved.Shard, moved.Due)
+		if len(got) != 1 || !got[0].SameRow(moved) || got[0].Owed != rec.EntityID {
+			t.Fatalf("entries after Reschedule = %+v, want one owing order %s", got, rec.EntityID)
+		}
+		s.wantNoEntry(t, e)
+		if err := s.Store.RemoveEntry(s.ctx, got[0]); err != nil {
+			t.Fatalf("RemoveEntry: %v", err)
+		}
+		s.wantNoEntry(t, moved)
+	}},
 	{"Queue/Reschedule within the minute: one entry, its time moved", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
 		e := s.Store.ClaimEntry(rec)
