@@ -189,16 +189,7 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 		failInCIElseSkip(t, "this run cannot stop its Kafka broker: "+broker.Describe())
 	}
 	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_PUBLISH_TIMEOUT=1s", "ORDERD_RECONCILE_MAX_ATTEMPTS=2")...)
-	ctx := context.Background()
-	if err := broker.Kill(ctx); err != nil {
-		t.Fatalf("kill the broker: %v", err)
-	}
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			_ = broker.Start(context.Background())
-		}
-	})
+	startBroker := killBroker(t)
 
 	var ids []string
 	for i := range 10 {
@@ -233,10 +224,7 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 		}
 	}
 
-	if err := broker.Start(ctx); err != nil {
-		t.Fatalf("start the broker again: %v", err)
-	}
-	restarted = true
+	startBroker()
 	events := createdEventIDs(ids...)
 	counts := publishedEvents(t, eventsTopic, events, 90*time.Second)
 	for _, id := range events {
@@ -269,16 +257,7 @@ func TestAnEventOwedPastTheRetentionIsDeliveredWhenTheBrokerReturns(t *testing.T
 	}
 	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_PUBLISH_TIMEOUT=1s", "ORDERD_RECONCILE_MAX_ATTEMPTS=2",
 		"ORDERD_RETENTION=1m")...)
-	ctx := context.Background()
-	if err := broker.Kill(ctx); err != nil {
-		t.Fatalf("kill the broker: %v", err)
-	}
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			_ = broker.Start(context.Background())
-		}
-	})
+	startBroker := killBroker(t)
 	req := newRequest("91.00")
 	if _, _, err := create(t, p.client, req); err != nil {
 		t.Fatalf("CreateOrder with the broker down: %v", err)
@@ -298,15 +277,34 @@ func TestAnEventOwedPastTheRetentionIsDeliveredWhenTheBrokerReturns(t *testing.T
 		t.Errorf("orderd_outbox_parked = %v past the retention, want the owed event counted", parked)
 	}
 
-	if err := broker.Start(ctx); err != nil {
-		t.Fatalf("start the broker again: %v", err)
-	}
-	restarted = true
+	startBroker()
 	events := createdEventIDs(req.RequestId)
 	if counts := publishedEvents(t, eventsTopic, events, 90*time.Second); counts[events[0]] < 1 {
 		t.Errorf("event %s not published after the broker returned", events[0])
 	}
 	waitNoDueEntries(t, req.RequestId, 60*time.Second)
+}
+
+// killBroker kills the run's Kafka broker and returns what starts it again;
+// if the test ends before that, its cleanup starts it.
+func killBroker(t *testing.T) (start func()) {
+	t.Helper()
+	if err := broker.Kill(context.Background()); err != nil {
+		t.Fatalf("kill the broker: %v", err)
+	}
+	started := false
+	t.Cleanup(func() {
+		if !started {
+			_ = broker.Start(context.Background())
+		}
+	})
+	return func() {
+		t.Helper()
+		if err := broker.Start(context.Background()); err != nil {
+			t.Fatalf("start the broker again: %v", err)
+		}
+		started = true
+	}
 }
 
 // dueEntries counts the live due-queue entries of a request (any claim,
