@@ -248,7 +248,7 @@ func TestDesignDoc003VersionedChanges(t *testing.T) {
 		wantHistory(t, o.GetOrderId(), 8, req.RequestId)
 	})
 
-	t.Run("after the ledger forgot the requests: a reused id is refused, a stale change stays stale", func(t *testing.T) {
+	t.Run("after the ledger forgot the requests: a reused id is refused, for its order or another, a stale change stays stale", func(t *testing.T) {
 		o := orderAtVersion(t, c, 7)
 		ahead := &ordersv1.AmendOrderRequest{RequestId: uuid.NewString(), OrderId: o.GetOrderId(), ExpectedVersion: 9, ShippingNote: "ahead"}
 		_, _, err := amend(t, c, ahead)
@@ -272,6 +272,17 @@ func TestDesignDoc003VersionedChanges(t *testing.T) {
 		if _, _, err := amend(t, c, reuse); status.Code(err) != codes.FailedPrecondition || reason(status.Convert(err)) != "REQUEST_ID_REUSED" {
 			t.Fatalf("reuse after the retention = %v, want FAILED_PRECONDITION REQUEST_ID_REUSED", err)
 		}
+		// The same request id for another order of the tenant: its change
+		// id would be the first change's.
+		other := orderAtVersion(t, c, 1)
+		elsewhere := &ordersv1.AmendOrderRequest{RequestId: first.RequestId, OrderId: other.GetOrderId(), ExpectedVersion: 1, ShippingNote: "first"}
+		if _, _, err := amend(t, c, elsewhere); status.Code(err) != codes.FailedPrecondition || reason(status.Convert(err)) != "REQUEST_ID_REUSED" {
+			t.Fatalf("reuse for another order after the retention = %v, want FAILED_PRECONDITION REQUEST_ID_REUSED", err)
+		}
+		if rows := versionRows(t, other.GetOrderId()); len(rows) != 0 {
+			t.Errorf("the other order's history = %+v, want none", rows)
+		}
+		getOrder(t, c, other.GetOrderId(), 1)
 		if got := getOrder(t, c, o.GetOrderId(), 9); got.GetShippingNote() != "ninth" {
 			t.Errorf("note = %q, want %q", got.GetShippingNote(), "ninth")
 		}

@@ -95,6 +95,8 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"projection.selectByIDsCQL":      {"select_orders_by_id", false},
 		"projection.selectByCustomerCQL": {"select_orders_by_customer_time", false},
 		"projection.scanByIDCQL":         {"select_orders_by_id", false},
+		"versions.bindCQL":               {"insert_change_requests", false},
+		"versions.boundCQL":              {"select_change_requests", false},
 		"projection.selectEventsCQL":     {"select_order_events_by_order", false},
 		"projection.changeByCustomerCQL": {"update_orders_by_customer_time", false},
 		"projection.changeByIDCQL":       {"update_orders_by_id", false},

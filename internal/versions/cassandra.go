@@ -31,6 +31,11 @@ const (
 		shipping_note, changed_at FROM order_versions WHERE tenant = ? AND order_id = ? AND version >= ? AND version <= ?`
 	lookupCQL = `/* versions.lookup */ SELECT change_outcomes[?], version, change_id, payload_hash FROM order_versions
 		WHERE tenant = ? AND order_id = ?`
+
+	bindCQL = `/* versions.bind */ INSERT INTO change_requests (tenant, operation, request_id, order_id)
+		VALUES (?, ?, ?, ?)`
+	boundCQL = `/* versions.bound */ SELECT order_id FROM change_requests
+		WHERE tenant = ? AND operation = ? AND request_id = ?`
 )
 
 // CassandraStore is the Store on a session whose keyspace holds
@@ -161,6 +166,26 @@ func (c *CassandraStore) ReadChanges(ctx context.Context, tenant string, orderID
 		return nil, cassandra.ReadError("read an order's changes", err)
 	}
 	return out, nil
+}
+
+// Bind implements Store.
+func (c *CassandraStore) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
+	err := c.s.Query(bindCQL, tenant, operation, requestID.String(), orderID.String()).
+		Consistency(gocql.LocalQuorum).Idempotent(true).ExecContext(ctx)
+	return cassandra.WriteError("bind a change request id to its order", err)
+}
+
+// Bound implements Store.
+func (c *CassandraStore) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
+	var id gocql.UUID
+	err := c.s.Query(boundCQL, tenant, operation, requestID.String()).Consistency(gocql.LocalQuorum).ScanContext(ctx, &id)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return uuid.Nil, false, nil
+	case err != nil:
+		return uuid.Nil, false, cassandra.ReadError("read the order a change request id is bound to", err)
+	}
+	return uuid.UUID(id), true, nil
 }
 
 // Lookup implements Store: one read of the partition, the record's cell

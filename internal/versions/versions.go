@@ -108,6 +108,12 @@ type Store interface {
 	// that wrote no record, its history row's (false: none). A miss is
 	// never a wrong answer: Apply decides with the record's condition.
 	Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (Record, bool, error)
+	// Bind records that the change request key is for order orderID
+	// (change_requests: no TTL), a plain idempotent write at LOCAL_QUORUM.
+	Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error
+	// Bound reads the order a change request id was bound to (false:
+	// none) at LOCAL_QUORUM.
+	Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error)
 }
 
 // Statement names (cassandra.StatementName), for faults and traces.
@@ -117,4 +123,6 @@ const (
 	StmtState   = "versions.state"   // the settling read of the order's version and a change's record
 	StmtHistory = "versions.history" // History, and the read of a version's change
 	StmtLookup  = "versions.lookup"  // Lookup
+	StmtBind    = "versions.bind"    // Bind
+	StmtBound   = "versions.bound"   // Bound
 )

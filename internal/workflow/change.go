@@ -45,6 +45,8 @@ type Versions interface {
 	Apply(ctx context.Context, c order.Change, shown int64) (versions.Decision, error)
 	History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error)
 	Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (versions.Record, bool, error)
+	Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error
+	Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error)
 }
 
 // ChangeResult is the answer to one accepted CancelOrder or AmendOrder.
@@ -271,6 +273,9 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 			return ChangeResult{}, err
 		}
 	}
+	if err := s.bindRequest(ctx, rec, cmd.OrderID); err != nil {
+		return ChangeResult{}, err
+	}
 	c := order.NewChange(rec.Tenant, rec.Operation, rec.RequestID, rec.Fingerprint, cmd, rec.CreatedAt)
 	if err := s.failpoints.Eval(failpoint.BeforeVersion); err != nil {
 		return ChangeResult{}, err
@@ -315,6 +320,30 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 		}
 	}
 	return ChangeResult{Change: c, Order: o}, nil
+}
+
+// bindRequest binds rec's request id to the order its change is for, for
+// as long as the keyspace (change_requests), before its version check; a
+// request id already bound to another order is refused REQUEST_ID_REUSED,
+// recorded as rec's receipt. A change id is derived from the tenant, the
+// operation and the request id, without the order, and change_outcomes
+// lives in one order's partition: without the binding, the request id
+// reused for another order once the ledger forgot it would be accepted
+// there under the same change id, its event sharing an id with the first
+// change's. A read, then a plain write: while the ledger holds the
+// request's claim no other order can take the id, and the binding is
+// written long before that claim expires (the retention).
+func (s *Service) bindRequest(ctx context.Context, rec ledger.Record, orderID uuid.UUID) error {
+	bound, ok, err := s.cfg.Versions.Bound(ctx, rec.Tenant, rec.Operation, rec.RequestID)
+	switch {
+	case err != nil:
+		return err
+	case ok && bound != orderID:
+		return s.recordConflict(ctx, rec, versions.Decision{Refusal: order.ChangeOutcome{Reason: fault.ReasonRequestIDReused}})
+	case ok:
+		return nil
+	}
+	return s.cfg.Versions.Bind(ctx, rec.Tenant, rec.Operation, rec.RequestID, orderID)
 }
 
 // decide is the version check of c, against an order whose row showed

@@ -961,3 +961,69 @@ func TestRedeliverPublishesTheEventAsItWasFirstPublished(t *testing.T) {
 		t.Error("Redeliver of a request that made no event of the order = nil, want an error")
 	}
 }
+
+// A change id is derived from the tenant, the operation and the request
+// id, without the order. Once the ledger forgot a change request, the same
+// request id sent for another order of the tenant was accepted there under
+// the first change's id (its event sharing that id: a consumer that
+// deduplicates by event id drops it). The request id is bound to its first
+// order for good, and the reuse is refused with nothing changed.
+func TestAChangeRequestIDReusedForAnotherOrderIsRefused(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	in := baseInput()
+	in.RequestID = uuid.NewString()
+	other, err := f.svc.CreateOrder(context.Background(), testTenant, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	first := f.amend(1, "back door")
+	f.change(t, first)
+	rid := uuid.MustParse(first.RequestID)
+	f.led.Delete(ledger.Key{Tenant: testTenant, Operation: first.Operation, RequestID: rid}) // past its retention
+
+	published := len(f.pub.Records())
+	reuse := first
+	reuse.OrderID = other.Order.ID.String()
+	_, err = f.svc.ChangeOrder(context.Background(), testTenant, reuse)
+	f.svc.Wait()
+	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
+		t.Errorf("reason = %s, want %s", fe.Reason, fault.ReasonRequestIDReused)
+	}
+	if h, _ := f.ver.History(context.Background(), testTenant, other.Order.ID, order.MaxVersion); len(h) != 0 {
+		t.Errorf("the other order's history = %+v, want none", h)
+	}
+	if o, _ := f.proj.Order(context.Background(), testTenant, other.Order.ID); o.Version != 1 || o.ShippingNote != "" {
+		t.Errorf("the other order = %+v, want it unchanged at version 1", o)
+	}
+	if n := len(f.pub.Records()); n != published {
+		t.Errorf("%d events published for the refused reuse, want none", n-published)
+	}
+	// The same request id for its own order is still answered as before.
+	res, err := f.svc.ChangeOrder(context.Background(), testTenant, first)
+	if err != nil || !res.Replayed || res.Change.Version != 2 {
+		t.Errorf("the first change again = %+v, %v; want it replayed at version 2", res, err)
+	}
+}
+
+// The binding's read or write failing ends the attempt before the version
+// check: nothing is decided, and the retry (same request id) is accepted.
+func TestChangeWhoseBindingFailsDecidesNothing(t *testing.T) {
+	for _, stmt := range []string{versions.StmtBound, versions.StmtBind} {
+		t.Run(stmt, func(t *testing.T) {
+			f := newChangeFixture(t, nil)
+			in := f.amend(1, "back door")
+			f.ver.Arm(stmt, cassandra.FaultUnavailable, 1)
+			_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+			f.svc.Wait()
+			wantFault(t, err, fault.Unavailable)
+			if h := f.history(t); len(h) != 0 {
+				t.Fatalf("history after the failed attempt = %+v, want none", h)
+			}
+			f.clock.Advance(time.Minute) // the retry takes the claim over
+			if res := f.change(t, in); res.Change.Version != 2 {
+				t.Errorf("retry = %+v, want version 2", res)
+			}
+		})
+	}
+}

@@ -27,6 +27,13 @@ type Memory struct {
 	*cassandra.Faults
 	mu     sync.Mutex
 	orders map[orderKey]*history
+	bound  map[requestKey]uuid.UUID // change_requests
+}
+
+// requestKey is a change request's key in change_requests.
+type requestKey struct {
+	tenant, operation string
+	requestID         uuid.UUID
 }
 
 type orderKey struct {
@@ -50,7 +57,7 @@ var (
 
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
-	return &Memory{Faults: cassandra.NewFaults(), orders: map[orderKey]*history{}}
+	return &Memory{Faults: cassandra.NewFaults(), orders: map[orderKey]*history{}, bound: map[requestKey]uuid.UUID{}}
 }
 
 // injected is the error a FaultSession returns for fault f on stmt, as
@@ -187,6 +194,33 @@ func (m *Memory) Lookup(_ context.Context, tenant string, orderID, changeID uuid
 		}
 	}
 	return versions.Record{}, false, nil
+}
+
+// Bind implements versions.Store: a plain write (a timeout or a lost
+// response may have applied it; an unavailable replica set did not).
+func (m *Memory) Bind(_ context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
+	f, armed := m.Take(versions.StmtBind)
+	if armed && f != cassandra.FaultLoseResponse && f != cassandra.FaultPass && f != cassandra.FaultTimeout {
+		return injected(versions.StmtBind, f, true)
+	}
+	m.mu.Lock()
+	m.bound[requestKey{tenant, operation, requestID}] = orderID
+	m.mu.Unlock()
+	if armed && f != cassandra.FaultPass {
+		return injected(versions.StmtBind, f, true)
+	}
+	return nil
+}
+
+// Bound implements versions.Store.
+func (m *Memory) Bound(_ context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
+	if f, ok := m.Take(versions.StmtBound); ok && f != cassandra.FaultPass {
+		return uuid.Nil, false, injected(versions.StmtBound, f, false)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id, ok := m.bound[requestKey{tenant, operation, requestID}]
+	return id, ok, nil
 }
 
 // WriteUnrecorded accepts ch as a version before migration 0006 did: its

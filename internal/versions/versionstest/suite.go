@@ -405,6 +405,42 @@ var cases = []testCase{
 		}
 		s.wantHistory(t, second)
 	}},
+	{"Bind/Bound: a request id's order, read back; none before", func(t *testing.T, s *suite) {
+		rid := uuid.New()
+		if id, ok, err := s.Store.Bound(s.ctx, s.tenant, order.OperationAmend, rid); err != nil || ok {
+			t.Fatalf("Bound before Bind = %s, %v, %v; want none", id, ok, err)
+		}
+		for range 2 { // replayed: the same row
+			if err := s.Store.Bind(s.ctx, s.tenant, order.OperationAmend, rid, s.order); err != nil {
+				t.Fatalf("Bind: %v", err)
+			}
+		}
+		if id, ok, err := s.Store.Bound(s.ctx, s.tenant, order.OperationAmend, rid); err != nil || !ok || id != s.order {
+			t.Errorf("Bound = %s, %v, %v; want order %s", id, ok, err, s.order)
+		}
+		if _, ok, err := s.Store.Bound(s.ctx, s.tenant, order.OperationCancel, rid); err != nil || ok {
+			t.Errorf("Bound under another operation = %v, %v; want none", ok, err)
+		}
+	}},
+	{"Bind/Bound: faults", func(t *testing.T, s *suite) {
+		rid := uuid.New()
+		s.Arm(versions.StmtBind, cassandra.FaultUnavailable, 1)
+		wantKind(t, s.Store.Bind(s.ctx, s.tenant, order.OperationAmend, rid, s.order), fault.Unavailable)
+		if _, ok, _ := s.Store.Bound(s.ctx, s.tenant, order.OperationAmend, rid); ok {
+			t.Error("a Bind refused as unavailable was written")
+		}
+		s.Arm(versions.StmtBind, cassandra.FaultLoseResponse, 1)
+		if err := s.Store.Bind(s.ctx, s.tenant, order.OperationAmend, rid, s.order); err == nil {
+			t.Error("Bind with its response lost = nil, want an error")
+		}
+		if id, ok, _ := s.Store.Bound(s.ctx, s.tenant, order.OperationAmend, rid); !ok || id != s.order {
+			t.Errorf("after a Bind whose response was lost: Bound = %s, %v; want it written", id, ok)
+		}
+		s.Arm(versions.StmtBound, cassandra.FaultUnavailable, 1)
+		if _, _, err := s.Store.Bound(s.ctx, s.tenant, order.OperationAmend, rid); fault.KindOf(err) != fault.Unavailable {
+			t.Errorf("Bound with the read failing = %v, want Unavailable", err)
+		}
+	}},
 	{"Lookup/none for an order never changed or a change never decided", func(t *testing.T, s *suite) {
 		a := s.change(order.OperationAmend, 1, "a")
 		s.wantLookup(t, a, nil)
