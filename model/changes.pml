@@ -77,12 +77,14 @@
  * TRIES1, CREATES, RETAIN (r1's row expires; intent 3 reuses r1), AHEAD
  * (intent 4), OLDREC (a reconciler of the release before changes runs
  * beside the new one), SKEW (the reconciler's clock leads by more than the
- * bound for a while), MAXFAULTS, MAXCRASH. Without a BUG_ switch the model
- * is the fixed protocol, rules F1 to F5 of model/README.md; each BUG_
+ * bound for a while), RESTORE (a restore leaves the history one change
+ * behind the order's row), MAXFAULTS, MAXCRASH. Without a BUG_ switch the
+ * model is the fixed protocol, rules F1 to F6 of model/README.md; each BUG_
  * switch drops one: BUG_CREATED_EVENT_ID (F1), BUG_OLD_RECONCILER_AS_CREATE
  * and BUG_UNKNOWN_OP_DEADLETTER (F2), BUG_LEADING_CLOCK and
  * BUG_LEADING_SWEEP (F3), BUG_NO_CHANGE_RECORD (F4), BUG_OBLIGATION_EXPIRES
- * (F5), BUG_REFUSAL_BLIND (F4's refusal not conditional on the record);
+ * (F5), BUG_REFUSAL_BLIND (F4's refusal not conditional on the record),
+ * BUG_NO_FLOOR (F6);
  * BUG_VERSION_BY_READ replaces the version LWT
  * by a read and a plain write (promise 5's check can fail).
  */
@@ -119,6 +121,9 @@
 #endif
 #ifndef SKEW
 #define SKEW 0
+#endif
+#ifndef RESTORE
+#define RESTORE 0
 #endif
 #ifndef MAXFAULTS
 #define MAXFAULTS 1
@@ -210,8 +215,13 @@ bit tomb;                    /* BUG_LEADING_SWEEP: a future-dated bucket tombsto
 	&& (accAns & (BIT(1) | BIT(2))) != (BIT(1) | BIT(2)))
 /* (5) a change answered with a conflict (stale) or REQUEST_ID_REUSED never applies */
 #define STALE_NEVER_APPLIES ((staleAns & applied) == 0 && (reusedAns & applied) == 0)
-/* (5) the order's rows show only the change that made their version */
+/* (5) the order's rows show only the change that made their version
+   (or, after a restore, one the history lost and has not made again) */
+#if RESTORE
+#define ROWS_SHOW_HISTORY (Iint == 0 || hist[Iver] == Iint || Vcur < Iver && hist[Iver] == 0)
+#else
 #define ROWS_SHOW_HISTORY (Iint == 0 || hist[Iver] == Iint)
+#endif
 /* (3, 4) a PENDING change request whose event is not delivered has its
    claim's due entry; so has a create whose event is not delivered */
 #define CH_NOT_STRANDED(r) (!(Lst[r] == PENDING && !DELIVERED(Lint[r])) || ent[Ltok[r]])
@@ -349,11 +359,8 @@ inline publish(_id, _c, _ok) {
    (versions.Check: the LWT, then decide, then refuse), then projections
    (accepted) or the ledger's conflict receipt (refused). _rd counts the
    sends of one LWT. */
-inline finishChange(_k, _ctok, _res, _ok, _rd) {
-	_res = F_NONE; _rd = 0;
-	do
-	:: _res != F_NONE && _res != F_UNKNOWN -> break
-	:: _res == F_NONE ->
+/* the version LWT, once (versions.CassandraStore.ApplyOnce) */
+inline versionCheck(_k, _res, _ok) {
 #ifdef BUG_VERSION_BY_READ
 		/* BUG: the version read, then written by a plain write: no LWT */
 		atomic { _ok = VAWAITS(_k); if :: !_ok -> _res = DECIDE(_k) :: else fi }
@@ -371,6 +378,37 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 		:: atomic { CANFAULT -> faults++; if :: VAWAITS(_k) -> VAPPLY(_k) :: true fi; _res = F_UNKNOWN }
 		CRASHOPT
 		fi
+#endif
+}
+
+#if RESTORE
+/* the change the order's row shows and the history lost (Iint, at
+   version Vcur+1), made again from its event row and its request's claim
+   (Service.rebuildHistory): only if that claim is still in the ledger */
+#define REBUILDABLE (Iver == Vcur + 1 && Iint != 0 && Lst[REQ(Iint)] != NONE && Lint[REQ(Iint)] == Iint \
+	&& NOREC(Iint) && Vcur == EXPV(Iint))
+#endif
+
+inline finishChange(_k, _ctok, _res, _ok, _rd, _sh) {
+	_res = F_NONE; _rd = 0;
+	do
+	:: _res != F_NONE && _res != F_UNKNOWN -> break
+	:: _res == F_NONE ->
+#if RESTORE && !defined(BUG_NO_FLOOR)
+		/* the floor (versions.Check's shown): the order's row as this
+		   finisher read it is a floor under the history. A history behind
+		   it is rebuilt before anything is decided (else the attempt ends:
+		   VERSION_HISTORY_BEHIND); a change the row shows past is decided
+		   from the order's state, without the version LWT */
+		_sh = Iver;
+		if
+		:: atomic { Vcur < _sh && REBUILDABLE -> VAPPLY(Iint) }
+		:: atomic { Vcur < _sh && !REBUILDABLE -> _res = F_RETRY }
+		:: atomic { Vcur >= _sh && _sh >= MADE(_k) -> _res = DECIDE(_k) }
+		:: Vcur >= _sh && _sh < MADE(_k) -> versionCheck(_k, _res, _ok)
+		fi
+#else
+		versionCheck(_k, _res, _ok)
 #endif
 	:: _res == F_UNKNOWN ->
 		/* settle: a LOCAL_SERIAL read of the order's version */
@@ -465,7 +503,7 @@ inline finishChange(_k, _ctok, _res, _ok, _rd) {
 
 /* ---- a client of change intent k: one handler attempt per try ------ */
 proctype changer(byte k; byte tries; byte me) {
-	byte t, rq, cst, ctok, cint, res, rd, reclaims;
+	byte t, rq, cst, ctok, cint, res, rd, reclaims, sh;
 	bit ok, won;
 
 #if RETAIN
@@ -535,7 +573,7 @@ claim:
 	fi;
 
 work:
-	finishChange(cint, ctok, res, ok, rd);
+	finishChange(cint, ctok, res, ok, rd, sh);
 	/* settleChange */
 	if
 	:: res == F_ACC ->
@@ -565,7 +603,7 @@ crashed:
 done:
 	atomic {
 		live[t] = 0; opEnd(me);
-		t = 0; rq = 0; cst = 0; ctok = 0; cint = 0; res = 0; rd = 0; reclaims = 0; ok = 0; won = 0;
+		t = 0; rq = 0; cst = 0; ctok = 0; cint = 0; res = 0; rd = 0; reclaims = 0; ok = 0; won = 0; sh = 0;
 		if
 		:: tries > 0 -> goto attempt    /* the client retries, at once or later */
 		:: else
@@ -625,7 +663,7 @@ inline settleCreate(_tn, _ok) {
 #define PICKCR(tn) :: atomic { RECON_OK && CREATES && cent[tn] && !clive[tn] -> ec = tn }; break
 
 active proctype reconciler() {
-	byte et, ec, rq, cst, ctok, cint, res, rd;
+	byte et, ec, rq, cst, ctok, cint, res, rd, sh;
 	bit ok;
 
 end:
@@ -658,7 +696,7 @@ end:
 	:: else
 	fi;
 	/* Settle: finishChange, then publish */
-	finishChange(cint, ctok, res, ok, rd);
+	finishChange(cint, ctok, res, ok, rd, sh);
 	if
 	:: res == F_ACC ->
 		publish(EVCH(cint), CONTENT(cint), ok);
@@ -672,7 +710,7 @@ end:
 crashed:
 	skip;                                /* restarted: the entry is read again */
 over:
-	atomic { opEnd(RBIT); et = 0; ec = 0; rq = 0; cst = 0; ctok = 0; cint = 0; res = 0; rd = 0; ok = 0; goto end }
+	atomic { opEnd(RBIT); et = 0; ec = 0; rq = 0; cst = 0; ctok = 0; cint = 0; res = 0; rd = 0; ok = 0; sh = 0; goto end }
 }
 
 /* ---- a reconciler of the release before changes, beside the new one
@@ -766,6 +804,19 @@ end:
 		Lst[TR] = NONE; Ltok[TR] = 0; Lint[TR] = 0; expired = 1;
 		updElig() }
 	od
+}
+#endif
+
+#if RESTORE
+/* ---- a restore from snapshots taken moments apart ------------------ */
+/* With orderd stopped (nothing running: busy == 0), the history loses the
+   change that made the version the order's row shows, and that change's
+   record; the row, the ledger and the topic stay (docs/changes.md, "A
+   history behind its order"). Once. */
+bit restored;
+active proctype restore() {
+	atomic { busy == 0 && !restored && Vcur == 2 && Iver == 2 && hist[2] != 0 ->
+		rec[REQ(hist[2])] = 0; recAcc[REQ(hist[2])] = 0; hist[2] = 0; Vcur = 1; restored = 1 }
 }
 #endif
 

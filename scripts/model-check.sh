@@ -67,6 +67,8 @@ RUNS=(
   "bug/stale-ahead|fail|-DAHEAD=1 -DNCH=1 -DTRIES1=1 -DBUG_NO_CHANGE_RECORD|no change_outcomes: a STALE_VERSION for a change ahead of the order, redelivered after retention, applies|changes.pml"
   "bug/stale-ahead-race|fail|-DAHEAD=2 -DNCH=1 -DTRIES1=1 -DBUG_NO_CHANGE_RECORD|... and without retention: a finisher that read the claim PENDING applies it after another recorded STALE_VERSION|changes.pml"
   "bug/refusal-blind|fail|-DAHEAD=2 -DNCH=1 -DTRIES1=1 -DBUG_REFUSAL_BLIND|a refusal recorded whatever change_outcomes holds: it overwrites another finisher's acceptance|changes.pml"
+  "pass/restore|pass|-DRESTORE=1|a restore leaves the history one change behind the order's row: the next finisher rebuilds it before deciding|changes.pml"
+  "bug/restore-no-floor|fail|-DRESTORE=1 -DBUG_NO_FLOOR|the version check not floored by the order's row: after a restore a stale change makes the lost change's version again|changes.pml"
   "bug/version-by-read|fail|-DBUG_VERSION_BY_READ|the version checked by a read and written plainly: two changes based on one version both apply|changes.pml"
 )
 
