@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,9 +22,21 @@ const eventsCQL = `SELECT event_id, event_type, detail, event_time, version
 	FROM order_events_by_order WHERE tenant = ? AND order_id = ?`
 
 // The projection contract on the real cluster: projection.Store through a
-// FaultSession, the same suite projectiontest.Memory passes.
+// FaultSession, the same suite projectiontest.Memory passes. In a keyspace
+// of its own: the suite writes orders and changes with no request and no
+// history, which orderd verify of the run's keyspace would report.
 func TestProjectionContract(t *testing.T) {
-	s := freshSession(t)
+	isolated(t)
+	ks := fmt.Sprintf("e2e_projection_%d", time.Now().UnixNano()/1e6)
+	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
+		t.Fatalf("migrate %s: %v\n%s", ks, err, out)
+	}
+	t.Cleanup(func() { dropKeyspace(context.Background(), ks) })
+	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Keyspace: ks})
+	if err != nil {
+		t.Fatalf("connect to %s: %v", ks, err)
+	}
+	t.Cleanup(s.Close)
 	projectiontest.Run(t, func(t *testing.T) projectiontest.Subject {
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
 		return projectiontest.Subject{

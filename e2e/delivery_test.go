@@ -250,27 +250,40 @@ func TestBrokerDownEventsWaitAndAreAllDeliveredWhenItReturns(t *testing.T) {
 // since it owes the event (a delivery attempt failed). Once the broker is
 // back the reconciler publishes the event from the order's rows, and only
 // then does the entry go. Before, the entry expired with the claim and the
-// event was never delivered, without a trace.
+// event was never delivered, without a trace. In a keyspace of its own:
+// the request expires there after a minute, which the run's keyspace,
+// verified with the default retention, would report as an order without
+// its request.
 func TestAnEventOwedPastTheRetentionIsDeliveredWhenTheBrokerReturns(t *testing.T) {
 	if !broker.CanControl() {
 		failInCIElseSkip(t, "this run cannot stop its Kafka broker: "+broker.Describe())
 	}
-	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_PUBLISH_TIMEOUT=1s", "ORDERD_RECONCILE_MAX_ATTEMPTS=2",
-		"ORDERD_RETENTION=1m")...)
+	ks := fmt.Sprintf("e2e_owed_%d", time.Now().UnixNano()/1e6)
+	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
+		t.Fatalf("migrate %s: %v\n%s", ks, err, out)
+	}
+	t.Cleanup(func() { dropKeyspace(context.Background(), ks) })
+	p := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_KEYSPACE="+ks, "ORDERD_PUBLISH_TIMEOUT=1s",
+		"ORDERD_RECONCILE_MAX_ATTEMPTS=2", "ORDERD_RETENTION=1m")...)
 	startBroker := killBroker(t)
 	req := newRequest("91.00")
 	if _, _, err := create(t, p.client, req); err != nil {
 		t.Fatalf("CreateOrder with the broker down: %v", err)
 	}
 	if _, err := eventually(3*time.Minute, func() error {
-		if r := readRows(t, req.RequestId, "", "", ""); r.ledger != nil {
+		var n int
+		if err := freshSession(t).Query(`SELECT count(*) FROM `+ks+`.write_requests_by_id WHERE tenant = ? AND operation = ? AND request_id = ?`,
+			tenant, order.Operation, req.RequestId).ScanContext(callCtx(t), &n); err != nil {
+			return err
+		}
+		if n != 0 {
 			return errors.New("the ledger row is still there")
 		}
 		return nil
 	}); err != nil {
 		t.Fatalf("the request's retention of a minute: %v", err)
 	}
-	if n := dueEntries(t, req.RequestId); n != 1 {
+	if n := dueEntriesIn(t, ks, req.RequestId); n != 1 {
 		t.Fatalf("due entries once the claim is gone = %d, want 1 (the event is still owed)", n)
 	}
 	if parked := scrape(t, p, "orderd_outbox_parked"); parked < 1 {
@@ -282,7 +295,14 @@ func TestAnEventOwedPastTheRetentionIsDeliveredWhenTheBrokerReturns(t *testing.T
 	if counts := publishedEvents(t, eventsTopic, events, 90*time.Second); counts[events[0]] < 1 {
 		t.Errorf("event %s not published after the broker returned", events[0])
 	}
-	waitNoDueEntries(t, req.RequestId, 60*time.Second)
+	if _, err := eventually(60*time.Second, func() error {
+		if n := dueEntriesIn(t, ks, req.RequestId); n != 0 {
+			return fmt.Errorf("%d due entries", n)
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("once the event was delivered: %v left, want none", err)
+	}
 }
 
 // killBroker kills the run's Kafka broker and returns what starts it again;
