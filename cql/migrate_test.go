@@ -244,7 +244,7 @@ func TestConfigWithDefaults(t *testing.T) {
 }
 
 // TestListingVersion: version 5 creates the customer listing newest first,
-// with the columns orders_by_customer has after 0004 (issue 14).
+// with the columns orders_by_customer has after 0004.
 func TestListingVersion(t *testing.T) {
 	versions, err := Versions("orderd")
 	if err != nil {

@@ -157,7 +157,7 @@ func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool)
 // reference on 1,000; and, side by side at 64, the same with every read
 // and every projection row its own request (ledger.Config.ReadsAlone,
 // projection.Config.Batch 1), the reconciler before its reads and writes
-// were grouped. Goal (issue 10): 10,000 healed in ≤ 20 s. Run it with
+// were grouped. Goal: 10,000 healed in ≤ 20 s. Run it with
 //
 //	make bench-reconciler
 func BenchmarkReconcilerHeal(b *testing.B) {

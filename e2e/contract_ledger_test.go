@@ -75,7 +75,7 @@ func writeLegacyComplete(ctx context.Context, s *gocql.Session, rec ledger.Recor
 var ledgerColumns = []string{"entity_id", "payload_hash", "command", "state", "created_at",
 	"completed_at", "outcome", "attempts", "last_error", "claim_token"}
 
-// Defect 4 of issue 9: cells of one row expired apart (a state without its
+// A defect this guards against: cells of one row expired apart (a state without its
 // fingerprint). After the claim and after each later write, every cell that
 // holds a value has one TTL (to the second), and none outlives the claim's
 // expiry instant; the claim's due entry expires with it.

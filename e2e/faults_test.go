@@ -62,7 +62,7 @@ func checkLoad(t *testing.T, rep loadgen.Report) {
 
 // TestLoadWithOneNodeKilled kills one of three nodes while 2,000 requests
 // (20% duplicates, 5% conflicting reuses) are in flight, and a tenth of the
-// orders get rounds of racing changes (issue 13) mixed in. Every
+// orders get rounds of racing changes mixed in. Every
 // acknowledged request is present exactly once; failed ones are retried
 // with the same id and then present exactly once; the checker passes,
 // including every order's version history (no gap, no duplicate) and the

@@ -17,8 +17,8 @@ import (
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
-// Regression tests for the defects of issue 9 that only the whole binary on
-// the real cluster shows. Each failed on the code as it landed (7fe1df1).
+// Regression tests for defects that only the whole binary on the real
+// cluster shows. Each failed on the code as it landed (7fe1df1).
 
 // TestFailingRequestWithVisibleOrderIsNeverDeadLettered (defect 2): the
 // order is listed under its customer (orders_by_customer_time written) but

@@ -90,7 +90,7 @@ type Config struct {
 	// EntriesAlone: every claim's due entry, and every RemoveEntry, is a
 	// request of its own instead of sharing a write with the concurrent
 	// ones of its partition (groupcommit.go). Only orderbench's baseline,
-	// the plan before issue 10, sets it.
+	// the plan before the one-LWT claim, sets it.
 	EntriesAlone bool
 	// ReadsAlone: every Peek is a query of its own instead of sharing one
 	// with the concurrent Peeks of its tenant and operation

@@ -117,7 +117,7 @@ type Store interface {
 	// Complete records outcome as the request's outcome: rec's claim goes
 	// from PENDING to COMPLETE (an LWT, like every write of the ledger) and
 	// every later attempt is answered from it. The change workflow records
-	// its conflict receipts so (issue 13); a created order's outcome is its
+	// its conflict receipts so; a created order's outcome is its
 	// order row instead, and an accepted change's its order_versions row.
 	// It returns the record as it now is: COMPLETE with this outcome, or,
 	// when another finisher of the same claim completed it first, with

@@ -856,7 +856,7 @@ func TestRescheduleAfterASlowAttemptIsDatedWhenMade(t *testing.T) {
 
 // A dead letter that fails, or whose outcome is unknown, keeps the entry:
 // the request is still PENDING (or may be), and only a read that shows it
-// terminal lets the entry go. Defect 1 of issue 9: an unsettled dead letter
+// terminal lets the entry go. A defect this guards against: an unsettled dead letter
 // answered as PENDING with no error made the loop drop the entry, and the
 // request stayed PENDING, found by no pass, until its TTL.
 func TestDeadLetterNotSettledKeepsEntry(t *testing.T) {

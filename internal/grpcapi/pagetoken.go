@@ -28,7 +28,7 @@ import (
 // caller could not list itself.
 const (
 	// pageTokenVersion is the first byte of every token; a new layout or
-	// MAC input takes a new version. Version 2 (issue 14) binds the kind
+	// MAC input takes a new version. Version 2 binds the kind
 	// and the month range; a version 1 token from an older server is
 	// refused (INVALID_ARGUMENT: list again from the first page).
 	pageTokenVersion byte = 2

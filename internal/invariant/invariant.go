@@ -72,7 +72,7 @@ type Report struct {
 	OrdersByID, OrdersByCustomerTime, Events int
 	AcksChecked                              int
 	DeliveriesChecked, AppliesChecked        int
-	// Versioned changes (issue 13).
+	// Versioned changes (docs/changes.md).
 	ChangeRequests, OrdersChanged, Changes, ChangeAcksChecked int
 	Violations                                                []string
 }

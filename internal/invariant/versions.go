@@ -13,7 +13,7 @@ import (
 	"github.com/atlasmart/orderd/internal/versions"
 )
 
-// The version checks (issue 13, docs/changes.md): every changed order's
+// The version checks (docs/changes.md): every changed order's
 // history (order_versions) has one change per version from 2 to its
 // current version, no gap and no change twice, nothing after a cancel;
 // every change id's recorded outcome agrees with the history (accepted:

@@ -1,4 +1,4 @@
-// Package limit holds per-tenant rate limits (issue 12): one tenant's
+// Package limit holds per-tenant rate limits: one tenant's
 // flood must not take the cluster from the others. Two budgets per tenant:
 // attempts that reach the database (a new request, or a duplicate the
 // replay cache cannot answer) and replays answered from the cache, which

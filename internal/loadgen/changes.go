@@ -16,7 +16,7 @@ import (
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
-// Changes (issue 13): for a share of the orders it creates, the load runs
+// Changes: for a share of the orders it creates, the load runs
 // rounds of two editors who each read the order and send a change based on
 // the version they read, at the same time: one AmendOrder and, in the last
 // round, sometimes a CancelOrder. Each change keeps its request id across

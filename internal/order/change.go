@@ -14,7 +14,7 @@ import (
 	"github.com/atlasmart/orderd/internal/fault"
 )
 
-// The change operations (issue 13), as the request ledger names them. A
+// The change operations, as the request ledger names them. A
 // request id is scoped by its operation: the same id used for a cancel and
 // an amendment is two requests (design doc 003, "Give the key a precise
 // scope").

@@ -35,7 +35,7 @@ type Order struct {
 	RequestID  uuid.UUID `json:"request_id"`
 	CreatedAt  time.Time `json:"created_at"`
 	Lines      []Line    `json:"lines,omitempty"`
-	// The order's current state (issue 13). Not part of the recorded
+	// The order's current state (docs/changes.md). Not part of the recorded
 	// outcome's encoding: a CreateOrder's outcome is the order as created
 	// (AsCreated), whatever changed since.
 	//

@@ -1,5 +1,5 @@
-// Package versions owns an order's authoritative version (issue 13,
-// docs/changes.md): the order_versions table, one partition per changed
+// Package versions owns an order's authoritative version
+// (docs/changes.md): the order_versions table, one partition per changed
 // order, written only by LWTs. The version check of a change is
 //
 //	UPDATE order_versions SET current_version = E+1, status = ..., <the change's row>,

@@ -17,7 +17,7 @@ import (
 	"github.com/atlasmart/orderd/projection"
 )
 
-// The change workflow (issue 13, docs/changes.md): CancelOrder and
+// The change workflow (docs/changes.md): CancelOrder and
 // AmendOrder, each with a request id (an idempotency key scoped by tenant
 // and operation) and an expected version (a precondition on the order).
 //

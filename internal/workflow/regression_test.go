@@ -16,7 +16,7 @@ import (
 	"github.com/atlasmart/orderd/ledger/ledgertest"
 )
 
-// Regression tests for issue 9's workflow defects; each failed on the code
+// Regression tests for workflow defects found in review; each failed on the code
 // as it landed (7fe1df1).
 
 // impatientProjector fails a write the way the driver does when the call's

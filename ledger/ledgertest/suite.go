@@ -1109,7 +1109,7 @@ var failCases = []testCase{
 		}
 		s.wantRow(t, pending(rec))
 	}},
-	// Defect 1 of issue 9: an unsettled dead letter answered as a PENDING
+	// A defect this guards against: an unsettled dead letter answered as a PENDING
 	// record with a nil error made the reconciler drop the request's entry.
 	{"MarkFailed/unknown, not applied and unsettled: an error, never a PENDING record", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
