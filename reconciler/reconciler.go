@@ -222,11 +222,13 @@ type Loop struct {
 }
 
 // New returns a Loop; it starts nothing.
-func New(cfg Config, l Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
+func New(cfg Config, ledgerStore Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
-	return &Loop{cfg: cfg, ledger: l, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
+	l := &Loop{cfg: cfg, ledger: ledgerStore, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
 		lines: lograte.New[string](nil), now: cfg.Now, owned: map[int]*hold{}, readTo: map[int]time.Time{},
 		unleased: map[int]*openSet{}}
+	l.open.Store(&openTotals{})
+	return l
 }
 
 // Stats returns a snapshot of the counters.
@@ -236,9 +238,6 @@ func (l *Loop) Stats() Stats {
 	owned := len(l.heldLocked(now))
 	l.mu.Unlock()
 	open := l.open.Load()
-	if open == nil {
-		open = &openTotals{}
-	}
 	age := func(oldest time.Time) time.Duration {
 		if oldest.IsZero() {
 			return 0
@@ -647,63 +646,50 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 		return true, l.drop(ctx, e, res) // a losing attempt's entry: the claim's own entry counts the request
 	}
 	ferr := l.finish(ctx, rec)
-	l.remember(open, rec, ferr, res)
 	if errors.Is(ferr, ledger.ErrUnknownOperation) {
+		open.forget(e.Key) // not this release's backlog: its own counter counts it
 		return l.leaveForNewerRelease(ctx, e, rec, ferr, res)
 	}
+	kind := l.count(rec, ferr, res)
 	switch {
 	case ferr == nil:
+		open.forget(e.Key)
 		res.Finished++
 		l.finished.Add(1)
 		l.note(slog.LevelInfo, "reconciled request", slog.Any("request_id", rec.RequestID), slog.String("tenant", rec.Tenant),
 			slog.String("age", now.Sub(rec.CreatedAt).String()))
 		return true, l.ledger.RemoveEntry(ctx, e)
 	case fault.KindOf(ferr) == fault.Conflict:
+		open.forget(e.Key)
 		l.note(slog.LevelInfo, "withdrew a claim whose request id already has another order", slog.Any("request_id", rec.RequestID))
 		return true, l.removeIfNotClaims(ctx, e, rec)
 	case fault.KindOf(ferr) == fault.Failed:
+		open.forget(e.Key)
 		return true, l.drop(ctx, e, res)
 	case errors.Is(ferr, ledger.ErrUnfinishable):
+		open.forget(e.Key)
 		return l.deadLetter(ctx, e, rec, ferr, res)
 	}
+	open.note(e.Key, rec.CreatedAt, kind)
 	return l.retryLater(ctx, e, rec, ferr, res)
 }
 
-// remember counts one attempt to finish rec in res, and remembers rec in
-// open while the attempt left it unsettled. An order whose event alone is
-// owed is the outbox's backlog, not an unfinished request: it has its own
-// gauges and alerts. A request of an operation this release does not know
-// is counted by its own counter, not as this release's backlog.
-func (l *Loop) remember(open *openSet, rec ledger.Record, ferr error, res *PassResult) {
-	parked := rec.Attempts+1 >= l.cfg.MaxAttempts
-	switch {
-	case errors.Is(ferr, ledger.ErrUnknownOperation):
-		open.forget(rec.Key)
-		return
-	case undelivered(ferr):
-		res.Undelivered++
-		res.noteUndelivered(rec.CreatedAt)
-		kind := openUndelivered
-		if parked {
-			res.Parked++
-			kind = openParked
-		}
-		open.note(rec.Key, rec.CreatedAt, kind)
-		return
+// count counts one attempt to finish rec, which ended with ferr, in res,
+// and says which backlog the request is in while it stays unsettled. An
+// order whose event alone is owed is the outbox's backlog, not an
+// unfinished request: it has its own gauges and alerts.
+func (l *Loop) count(rec ledger.Record, ferr error, res *PassResult) openKind {
+	if !undelivered(ferr) {
+		res.Pending++
+		return openPending
 	}
-	res.Pending++
-	if settles(ferr) {
-		open.forget(rec.Key)
-	} else {
-		open.note(rec.Key, rec.CreatedAt, openPending)
+	res.Undelivered++
+	res.noteUndelivered(rec.CreatedAt)
+	if rec.Attempts+1 >= l.cfg.MaxAttempts {
+		res.Parked++
+		return openParked
 	}
-}
-
-// settles reports whether an attempt that ended with ferr settles its
-// request: finished, or judged never to be (handle's cases).
-func settles(ferr error) bool {
-	return ferr == nil || fault.KindOf(ferr) == fault.Conflict || fault.KindOf(ferr) == fault.Failed ||
-		errors.Is(ferr, ledger.ErrUnfinishable)
+	return openUndelivered
 }
 
 // read reads a due entry's request (ledger.Read): only "not found" is
@@ -783,8 +769,8 @@ func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, 
 	res.Parked++
 	res.noteUndelivered(e.CreatedAt)
 	open.note(e.Key, e.CreatedAt, openParked)
-	due := l.now().UTC().Truncate(time.Millisecond).Add(l.cfg.BackoffMax)
-	if rerr := l.ledger.Reschedule(ctx, e, due); rerr != nil {
+	due, rerr := l.postpone(ctx, e)
+	if rerr != nil {
 		return false, fmt.Errorf("order event owed past its request's retention not delivered (%v): %w", err, rerr)
 	}
 	res.Retried++
@@ -795,6 +781,13 @@ func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, 
 	return true, nil
 }
 
+// postpone moves e a backoff maximum on from now (a plain move of this
+// instance's own queue row) and returns when it falls due again.
+func (l *Loop) postpone(ctx context.Context, e ledger.DueEntry) (time.Time, error) {
+	due := l.now().UTC().Truncate(time.Millisecond).Add(l.cfg.BackoffMax) // as the queue stores times
+	return due, l.ledger.Reschedule(ctx, e, due)
+}
+
 // leaveForNewerRelease keeps the entry of a request whose operation this
 // release does not know, acting on nothing of the request: no attempt
 // noted, no dead letter, no withdrawal. Its entry is moved BackoffMax on
@@ -803,8 +796,8 @@ func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, 
 // instance leases the shard then: once it runs the newer release, that
 // release finishes it.
 func (l *Loop) leaveForNewerRelease(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, res *PassResult) (bool, error) {
-	due := l.now().Add(l.cfg.BackoffMax)
-	if err := l.ledger.Reschedule(ctx, e, due); err != nil {
+	due, err := l.postpone(ctx, e)
+	if err != nil {
 		return false, err
 	}
 	res.UnknownOperation++

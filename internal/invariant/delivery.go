@@ -116,9 +116,15 @@ func checkDelivery(ctx context.Context, s *gocql.Session, cfg Config, scope []re
 				acked[key{a.Tenant, id}] = true
 			}
 		}
-		seen := map[entryKey]bool{}
+		// A request may have two live entries (a reschedule writes the
+		// new one before it removes the old): one line per request.
+		type request struct {
+			tenant, operation string
+			id                uuid.UUID
+		}
+		seen := map[request]bool{}
 		for _, o := range owed {
-			k := entryKey{o.tenant, o.requestID, o.orderID}
+			k := request{o.tenant, o.operation, o.requestID}
 			if len(cfg.Acks) > 0 && !acked[key{o.tenant, o.requestID}] {
 				continue
 			}

@@ -196,11 +196,11 @@ func (m *Memory) Lookup(_ context.Context, tenant string, orderID, changeID uuid
 	return versions.Record{}, false, nil
 }
 
-// Bind implements versions.Store: a plain write (a timeout or a lost
-// response may have applied it; an unavailable replica set did not).
+// Bind implements versions.Store, its faults served as the LWTs' are
+// (Unavailable and Timeout do not apply, LoseResponse applies).
 func (m *Memory) Bind(_ context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
 	f, armed := m.Take(versions.StmtBind)
-	if armed && f != cassandra.FaultLoseResponse && f != cassandra.FaultPass && f != cassandra.FaultTimeout {
+	if armed && f != cassandra.FaultLoseResponse && f != cassandra.FaultPass {
 		return injected(versions.StmtBind, f, true)
 	}
 	m.mu.Lock()
