@@ -22,6 +22,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/lwt"
 )
 
 // Session is what the migrator needs of a connection: statements (through
@@ -249,23 +250,24 @@ func ensureBookkeeping(ctx context.Context, s Session, cfg Config) error {
 // settled by reading the versions back at LOCAL_SERIAL (re-sent if absent;
 // it is IF NOT EXISTS, so re-sending is safe).
 func record(ctx context.Context, s Session, keyspace string, v Version, versions []Version) error {
-	for attempt := 1; ; attempt++ {
-		_, err := s.Query(fmt.Sprintf(insertApplied, keyspace), v.Number, v.Name, v.Checksum, time.Now().UTC()).
-			SerialConsistency(s.Serial()).MapScanCASContext(ctx, map[string]any{})
-		if err == nil {
-			return nil
-		}
-		if err = cassandra.WriteError("record schema version", err); fault.KindOf(err) != fault.OutcomeUnknown || attempt == ddlAttempts {
-			return err
-		}
-		applied, rerr := appliedVersions(ctx, s, keyspace, versions)
-		if rerr != nil {
-			return err
-		}
-		if _, ok := applied[v.Number]; ok {
-			return nil
-		}
-	}
+	_, err := lwt.Do(ctx, lwt.Write[bool]{
+		Op: "record schema version",
+		Send: func(ctx context.Context) (bool, bool, error) {
+			// Not applied: another migrator recorded v first, which is as good.
+			_, err := s.Query(fmt.Sprintf(insertApplied, keyspace), v.Number, v.Name, v.Checksum, time.Now().UTC()).
+				SerialConsistency(s.Serial()).MapScanCASContext(ctx, map[string]any{})
+			return true, false, cassandra.WriteError("record schema version", err)
+		},
+		Read: func(ctx context.Context) (bool, error) {
+			applied, err := appliedVersions(ctx, s, keyspace, versions)
+			_, recorded := applied[v.Number]
+			return recorded, err
+		},
+		Applied: func(recorded bool) bool { return recorded },
+		Awaits:  func(recorded bool) bool { return !recorded }, // IF NOT EXISTS: safe to send again
+		Sends:   ddlAttempts,
+	})
+	return err
 }
 
 // appliedVersions reads the recorded versions at LOCAL_SERIAL (the table is
@@ -302,22 +304,29 @@ func lock(ctx context.Context, s Session, keyspace string) (func(), error) {
 	owner := uuid.New()
 	deadline := time.Now().Add(lockMaxWaitTotal)
 	for {
-		applied, err := s.Query(fmt.Sprintf(takeLock, keyspace), owner.String(), time.Now().UTC()).SerialConsistency(s.Serial()).MapScanCASContext(ctx, map[string]any{})
+		res, err := lwt.Do(ctx, lwt.Write[uuid.UUID]{
+			Op: "take the migration lease",
+			Send: func(ctx context.Context) (bool, uuid.UUID, error) {
+				applied, err := s.Query(fmt.Sprintf(takeLock, keyspace), owner.String(), time.Now().UTC()).
+					SerialConsistency(s.Serial()).MapScanCASContext(ctx, map[string]any{})
+				return applied, uuid.Nil, cassandra.WriteError("take the migration lease", err)
+			},
+			Read: func(ctx context.Context) (uuid.UUID, error) {
+				var holder gocql.UUID
+				err := s.Query(fmt.Sprintf(lockOwner, keyspace)).Consistency(s.Serial()).ScanContext(ctx, &holder)
+				if errors.Is(err, gocql.ErrNotFound) {
+					return uuid.Nil, nil
+				}
+				return uuid.UUID(holder), err
+			},
+			// Not this migrator's: it waits like any migrator that lost.
+			Applied: func(holder uuid.UUID) bool { return holder == owner },
+			Sends:   1,
+		})
 		if err != nil {
-			if err = cassandra.WriteError("take the migration lease", err); fault.KindOf(err) != fault.OutcomeUnknown {
-				return nil, err
-			}
-			var holder gocql.UUID
-			rerr := s.Query(fmt.Sprintf(lockOwner, keyspace)).Consistency(s.Serial()).ScanContext(ctx, &holder)
-			switch {
-			case rerr == nil:
-				applied = uuid.UUID(holder) == owner
-			case errors.Is(rerr, gocql.ErrNotFound):
-				applied = false
-			default:
-				return nil, err
-			}
+			return nil, err
 		}
+		applied := res.Applied
 		if applied {
 			return func() {
 				// Best effort: the lease expires by TTL anyway.

@@ -13,6 +13,7 @@ import (
 	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/fault"
 	"github.com/atlasmart/orderd/internal/groupcommit"
+	"github.com/atlasmart/orderd/internal/lwt"
 )
 
 // Every statement names itself in a leading comment (cassandra.StatementName)
@@ -112,13 +113,13 @@ type Config struct {
 	Now func() time.Time
 }
 
-// SettleOutcome is what the LOCAL_SERIAL read found after an unknown outcome.
-type SettleOutcome string
+// SettleOutcome is what the serial read found after an unknown outcome.
+type SettleOutcome = lwt.Outcome
 
 const (
-	SettledApplied    SettleOutcome = "applied"     // the write had applied
-	SettledNotApplied SettleOutcome = "not_applied" // it had not (or another attempt's had)
-	Unsettled         SettleOutcome = "unsettled"   // the read failed too: the caller answers OUTCOME_UNKNOWN
+	SettledApplied    = lwt.SettledApplied    // the write had applied
+	SettledNotApplied = lwt.SettledNotApplied // it had not (or another attempt's had)
+	Unsettled         = lwt.Unsettled         // the read failed too: the caller answers OUTCOME_UNKNOWN
 )
 
 // CassandraStore is the Store (and the due queue) on a Cassandra session
@@ -246,62 +247,69 @@ func (c *CassandraStore) claimCommit() gocql.Consistency {
 }
 
 func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, error) {
-	for attempt := 1; ; attempt++ {
-		existing := map[string]any{}
-		applied, err := c.s.Query(claimCQL, args(keyArgs(rec.Key),
-			[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), c.ttl(rec)})...,
-		).Consistency(c.claimCommit()).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, existing)
-		if err == nil {
-			if applied {
-				return true, rec, nil
-			}
-			if expiredRemnant(existing) {
+	res, err := lwt.Do(ctx, lwt.Write[row]{
+		Op: "claim",
+		Send: func(ctx context.Context) (bool, row, error) {
+			existing := map[string]any{}
+			applied, err := c.s.Query(claimCQL, args(keyArgs(rec.Key),
+				[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), c.ttl(rec)})...,
+			).Consistency(c.claimCommit()).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, existing)
+			switch {
+			case err != nil:
+				return false, row{}, cassandra.WriteError("claim request", err)
+			case applied:
+				return true, row{}, nil
+			case expiredRemnant(existing):
 				// Expiring within the second: claim again shortly.
-				return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: %w", rec.RequestID, errRowExpiring))
+				return false, row{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: %w", rec.RequestID, errRowExpiring))
 			}
 			cur, err := fromMap(existing)
-			return false, cur, err
-		}
-		err = cassandra.WriteError("claim request", err)
-		if fault.KindOf(err) != fault.OutcomeUnknown {
-			return false, Record{}, err
-		}
-		// The claim may have applied: the serial read settles it.
-		cur, gerr := c.settle(ctx, rec.Key)
-		switch {
-		case gerr == nil:
-			won := cur.ClaimToken == rec.ClaimToken
-			c.cfg.OnSettle("claim", map[bool]SettleOutcome{true: SettledApplied, false: SettledNotApplied}[won], err)
-			return won, cur, nil
-		case errors.Is(gerr, ErrNotFound) && attempt < c.cfg.SettleAttempts:
-			c.cfg.OnSettle("claim", SettledNotApplied, err)
-			continue // definitely not applied: claim again
-		case errors.Is(gerr, ErrNotFound):
-			c.cfg.OnSettle("claim", SettledNotApplied, err)
-			return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("claim did not apply in %d tries: %w", attempt, err))
-		default:
-			c.cfg.OnSettle("claim", Unsettled, err)
-			return false, Record{}, err
-		}
+			return false, row{cur, true}, err
+		},
+		Read:    func(ctx context.Context) (row, error) { return c.settle(ctx, rec.Key) },
+		Applied: func(r row) bool { return r.found && r.rec.ClaimToken == rec.ClaimToken },
+		Awaits:  func(r row) bool { return !r.found }, // definitely not applied: claim again
+		Sends:   c.cfg.SettleAttempts,
+		Observe: c.cfg.OnSettle,
+	})
+	switch {
+	case err != nil:
+		return false, Record{}, err
+	case res.Applied && res.Settled:
+		return true, res.State.rec, nil
+	case res.Applied:
+		return true, rec, nil
 	}
+	return false, res.State.rec, nil
 }
 
-// settle reads a record at the session's serial consistency, retrying a few times: that read
-// finishes or invalidates any paxos round left in flight.
-func (c *CassandraStore) settle(ctx context.Context, key Key) (Record, error) {
+// row is a ledger row as a read found it: found is false when there is none.
+type row struct {
+	rec   Record
+	found bool
+}
+
+// settle reads a record at the session's serial consistency, retrying a
+// few times: that read finishes or invalidates any Paxos round left in
+// flight. A missing row is found false, not an error.
+func (c *CassandraStore) settle(ctx context.Context, key Key) (row, error) {
 	var err error
 	for i := 0; i < c.cfg.SettleAttempts; i++ {
 		var rec Record
-		if rec, err = c.Get(ctx, key); err == nil || errors.Is(err, ErrNotFound) {
-			return rec, err
+		rec, err = c.Get(ctx, key)
+		switch {
+		case err == nil:
+			return row{rec, true}, nil
+		case errors.Is(err, ErrNotFound):
+			return row{}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return Record{}, err
+			return row{}, err
 		case <-time.After(time.Duration(i+1) * 100 * time.Millisecond):
 		}
 	}
-	return Record{}, err
+	return row{}, err
 }
 
 // Get implements Store.
@@ -393,47 +401,46 @@ type update struct {
 
 // run sends u and returns whether it applied and, when it did not, the row
 // as it now is (ErrNotFound if there is none). An unknown outcome is never
-// taken as settled: a LOCAL_SERIAL read decides; a row still awaiting the
-// update gets it again (bounded; then Unavailable, definitely not applied);
-// a read that fails leaves the error OutcomeUnknown.
+// taken as settled (lwt.Do): a serial read decides; a row still awaiting
+// the update gets it again (bounded; then Unavailable, definitely not
+// applied); a read that fails leaves the error OutcomeUnknown.
 func (c *CassandraStore) run(ctx context.Context, u update) (bool, Record, error) {
-	for attempt := 1; ; attempt++ {
-		applied, err := c.s.Query(u.stmt, u.args()...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
-		if err == nil && applied {
-			return true, Record{}, nil
-		}
-		if err == nil {
+	res, err := lwt.Do(ctx, lwt.Write[row]{
+		Op: u.op,
+		Send: func(ctx context.Context) (bool, row, error) {
+			applied, err := c.s.Query(u.stmt, u.args()...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
+			switch {
+			case err != nil:
+				return false, row{}, cassandra.WriteError(u.op+" request", err)
+			case applied:
+				return true, row{}, nil
+			}
 			// The IF clause returned only the columns it tested: read the
 			// row. LOCAL_QUORUM is enough: the round that found the
 			// condition false first committed any round in flight at
 			// quorum, and a serial read would only queue behind the
 			// finishers racing on this row (contention timeouts).
 			cur, err := c.Peek(ctx, u.key)
-			return false, cur, err
-		}
-		err = cassandra.WriteError(u.op+" request", err)
-		if fault.KindOf(err) != fault.OutcomeUnknown {
-			return false, Record{}, err
-		}
-		cur, gerr := c.settle(ctx, u.key)
-		switch {
-		case gerr != nil && !errors.Is(gerr, ErrNotFound):
-			c.cfg.OnSettle(u.op, Unsettled, err)
-			return false, Record{}, err
-		case gerr == nil && u.applied(cur):
-			c.cfg.OnSettle(u.op, SettledApplied, err)
-			return true, cur, nil
-		case gerr == nil && u.awaits(cur) && attempt < c.cfg.SettleAttempts:
-			c.cfg.OnSettle(u.op, SettledNotApplied, err)
-			continue
-		case gerr == nil && u.awaits(cur):
-			c.cfg.OnSettle(u.op, SettledNotApplied, err)
-			return false, Record{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s did not apply in %d tries: %w", u.op, attempt, err))
-		default:
-			c.cfg.OnSettle(u.op, SettledNotApplied, err)
-			return false, cur, gerr
-		}
+			if errors.Is(err, ErrNotFound) {
+				return false, row{}, nil
+			}
+			return false, row{cur, err == nil}, err
+		},
+		Read:    func(ctx context.Context) (row, error) { return c.settle(ctx, u.key) },
+		Applied: func(r row) bool { return r.found && u.applied(r.rec) },
+		Awaits:  func(r row) bool { return r.found && u.awaits(r.rec) },
+		Sends:   c.cfg.SettleAttempts,
+		Observe: c.cfg.OnSettle,
+	})
+	switch {
+	case err != nil:
+		return false, Record{}, err
+	case res.Applied:
+		return true, res.State.rec, nil
+	case !res.State.found:
+		return false, Record{}, ErrNotFound
 	}
+	return false, res.State.rec, nil
 }
 
 // pendingClaim: the row is rec's claim, still PENDING.

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/lwt"
 )
 
 // Coordinator is where reconciler instances meet: membership, shard leases
@@ -155,33 +154,48 @@ func (c *CassandraCoordinator) Release(ctx context.Context, shard int, instance 
 // an error, and then the lease counts as not held (at worst it expires by
 // its TTL and a shard waits that long).
 func (c *CassandraCoordinator) cas(ctx context.Context, op string, shard int, instance uuid.UUID, at time.Time, take bool, stmt string, args ...any) (bool, error) {
-	applied, err := c.s.Query(stmt, args...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
-	if err == nil {
-		return applied, nil
+	w := lwt.Write[lease]{
+		Op: op,
+		Send: func(ctx context.Context) (bool, lease, error) {
+			applied, err := c.s.Query(stmt, args...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
+			return applied, lease{}, cassandra.WriteError(op, err)
+		},
+		Read:  func(ctx context.Context) (lease, error) { return c.readLease(ctx, shard) },
+		Sends: 1, // a lease write is never resent: the next renewal or pass tries again
 	}
-	err = cassandra.WriteError(op, err)
-	if fault.KindOf(err) != fault.OutcomeUnknown {
-		return false, err
+	if take {
+		w.Applied = func(l lease) bool { return l.found && l.owner == instance && l.acquired.Equal(at) }
+	} else {
+		w.Applied = func(l lease) bool { return !l.found || l.owner != instance }
+		// Still this instance's: not released. An error, never "released"
+		// (the caller would forget a lease it still holds).
+		w.Awaits = func(l lease) bool { return l.found && l.owner == instance }
 	}
+	res, err := lwt.Do(ctx, w)
+	return res.Applied, err
+}
+
+// lease is a shard's lease as a serial read found it.
+type lease struct {
+	owner    uuid.UUID
+	acquired time.Time
+	found    bool
+}
+
+// readLease reads shard's lease at the session's serial consistency.
+func (c *CassandraCoordinator) readLease(ctx context.Context, shard int) (lease, error) {
 	var (
 		owner    gocql.UUID
 		acquired time.Time
 	)
-	rerr := c.s.Query(leaseCQL, shard).Consistency(c.s.Serial()).ScanContext(ctx, &owner, &acquired)
+	err := c.s.Query(leaseCQL, shard).Consistency(c.s.Serial()).ScanContext(ctx, &owner, &acquired)
 	switch {
-	case errors.Is(rerr, gocql.ErrNotFound):
-		return !take, nil
-	case rerr != nil:
-		return false, err
+	case errors.Is(err, gocql.ErrNotFound):
+		return lease{}, nil
+	case err != nil:
+		return lease{}, cassandra.ReadError("read shard lease", err)
 	}
-	ours := uuid.UUID(owner) == instance
-	if take {
-		return ours && acquired.Equal(at), nil
-	}
-	if ours {
-		return false, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: settled as not applied: %w", op, err))
-	}
-	return true, nil
+	return lease{owner: uuid.UUID(owner), acquired: acquired, found: true}, nil
 }
 
 // Cursor implements Coordinator.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/lwt"
 	"github.com/atlasmart/orderd/internal/order"
 )
 
@@ -89,28 +90,25 @@ func Check(ctx context.Context, s Statements, ch order.Change, shown int64) (Dec
 		}
 		return decide(ctx, s, ch, st, shown)
 	}
-	for attempt := 1; ; attempt++ {
-		st, applied, err := s.ApplyOnce(ctx, ch)
-		switch {
-		case err == nil && applied:
-			return Decision{Accepted: true}, nil
-		case err == nil:
-			return decide(ctx, s, ch, st, shown)
-		case fault.KindOf(err) != fault.OutcomeUnknown:
-			return Decision{}, err
-		}
-		st, serr := s.ReadState(ctx, ch)
-		switch {
-		case serr != nil:
-			return Decision{}, err // unsettled: OutcomeUnknown
-		case st.awaits(ch) && attempt < SettleAttempts:
-			continue // definitely not applied, and nothing else was: send it again
-		case st.awaits(ch):
-			return Decision{}, fault.New(fault.ReasonClusterUnavailable,
-				fmt.Errorf("version check of change %s did not apply in %d tries: %w", ch.ID, attempt, err))
-		}
-		return decide(ctx, s, ch, st, shown)
+	res, err := lwt.Do(ctx, lwt.Write[State]{
+		Op: fmt.Sprintf("version check of change %s", ch.ID),
+		Send: func(ctx context.Context) (bool, State, error) {
+			st, applied, err := s.ApplyOnce(ctx, ch)
+			return applied, st, err
+		},
+		Read: func(ctx context.Context) (State, error) { return s.ReadState(ctx, ch) },
+		// A read never shows the change applied on its own: decide reads
+		// its record (or its version's row) from the state.
+		Awaits: func(st State) bool { return st.awaits(ch) },
+		Sends:  SettleAttempts,
+	})
+	switch {
+	case err != nil:
+		return Decision{}, err
+	case res.Applied:
+		return Decision{Accepted: true}, nil
 	}
+	return decide(ctx, s, ch, res.State, shown)
 }
 
 // decide settles a change that the order in st did not take now: its
@@ -145,31 +143,28 @@ func decide(ctx context.Context, s Statements, ch order.Change, st State, shown 
 // accepted it since): then that outcome is the decision.
 func refuse(ctx context.Context, s Statements, ch order.Change, out order.ChangeOutcome) (Decision, error) {
 	r := Record{Fingerprint: ch.Fingerprint, Reason: out.Reason, CurrentVersion: out.CurrentVersion}
-	for attempt := 1; ; attempt++ {
-		st, applied, err := s.RefuseOnce(ctx, ch, r)
-		switch {
-		case err == nil && applied:
-			return Decision{Refusal: out}, nil
-		case err == nil && st.Record == nil:
-			return Decision{}, fault.New(fault.ReasonInternal,
-				fmt.Errorf("change %s: the refusal was not applied and no outcome is recorded", ch.ID))
-		case err == nil:
-			return fromRecord(ch, *st.Record), nil
-		case fault.KindOf(err) != fault.OutcomeUnknown:
-			return Decision{}, err
-		}
-		st, serr := s.ReadState(ctx, ch)
-		switch {
-		case serr != nil:
-			return Decision{}, err
-		case st.Record != nil:
-			return fromRecord(ch, *st.Record), nil
-		case attempt < SettleAttempts:
-			continue
-		}
-		return Decision{}, fault.New(fault.ReasonClusterUnavailable,
-			fmt.Errorf("refusal of change %s not recorded in %d tries: %w", ch.ID, attempt, err))
+	res, err := lwt.Do(ctx, lwt.Write[State]{
+		Op: fmt.Sprintf("recording the refusal of change %s", ch.ID),
+		Send: func(ctx context.Context) (bool, State, error) {
+			st, applied, err := s.RefuseOnce(ctx, ch, r)
+			return applied, st, err
+		},
+		Read: func(ctx context.Context) (State, error) { return s.ReadState(ctx, ch) },
+		// An outcome recorded under the change id decides (below), whoever
+		// recorded it; none yet: the refusal may be sent again.
+		Awaits: func(st State) bool { return st.Record == nil },
+		Sends:  SettleAttempts,
+	})
+	switch {
+	case err != nil:
+		return Decision{}, err
+	case res.Applied:
+		return Decision{Refusal: out}, nil
+	case res.State.Record == nil:
+		return Decision{}, fault.New(fault.ReasonInternal,
+			fmt.Errorf("change %s: the refusal was not applied and no outcome is recorded", ch.ID))
 	}
+	return fromRecord(ch, *res.State.Record), nil
 }
 
 // fromRecord is the decision for ch that its change id's record makes. A
