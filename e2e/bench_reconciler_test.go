@@ -109,7 +109,7 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 // claimMany claims n new requests, each with a real command, through the
 // real ledger; complete says whether each is then finished (its due entry
 // released) or left PENDING, as a crash right after the claim leaves it.
-func claimMany(b *testing.B, store *ledger.CassandraStore, n int, complete bool) {
+func claimMany(b *testing.B, store *ledger.Ledger, n int, complete bool) {
 	b.Helper()
 	var (
 		wg    sync.WaitGroup
@@ -242,7 +242,7 @@ func grouping(alone bool) string {
 // session on it and the real ledger store (entries due after 1 s); done
 // closes the session and drops the keyspace. Benchmarks use it, and tests
 // whose rows must not meet the run's keyspace.
-func benchKeyspace(b testing.TB, prefix string) (*gocql.Session, *ledger.CassandraStore, func()) {
+func benchKeyspace(b testing.TB, prefix string) (*gocql.Session, *ledger.Ledger, func()) {
 	b.Helper()
 	ks := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()/1e6)
 	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {

@@ -256,7 +256,7 @@ func (c *cell[T]) null() bool { return c.p == nil }
 // claim of the same tenant many times at once, so that most peeks share a
 // grouped read (one query by several ids): the remnant is still nothing to
 // each, the live claim still the claim.
-func peekBesideALiveClaim(t *testing.T, ctx context.Context, store *ledger.CassandraStore, remnant ledger.Record) {
+func peekBesideALiveClaim(t *testing.T, ctx context.Context, store *ledger.Ledger, remnant ledger.Record) {
 	t.Helper()
 	live := claimRecord("live", time.Now())
 	live.Tenant = remnant.Tenant
@@ -354,7 +354,7 @@ func TestLedgerExpiredRemnant(t *testing.T) {
 }
 
 // scanTenant lists every ledger row of tenant, page by page.
-func scanTenant(t *testing.T, ctx context.Context, store *ledger.CassandraStore, tenant string) []ledger.Record {
+func scanTenant(t *testing.T, ctx context.Context, store *ledger.Ledger, tenant string) []ledger.Record {
 	t.Helper()
 	var out []ledger.Record
 	var next []byte

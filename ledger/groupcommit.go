@@ -32,7 +32,7 @@ import (
 // Cassandra's batch_size_warn_threshold (5 KiB).
 const maxBatch = 32
 
-// Quorum reads of the ledger are grouped the same way (CassandraStore.Peek):
+// Quorum reads of the ledger are grouped the same way (Ledger.Peek):
 // the reads of one tenant's and operation's requests that meet share one
 // query (request_id IN ...), at most readsInFlight at once per group, so a
 // read that meets none goes at once.

@@ -16,7 +16,7 @@ import (
 
 // The fake the unit tests of workflow, reconciler and grpcapi run on must
 // answer as the real store does: the same suite runs against
-// ledger.CassandraStore in e2e/contract_ledger_test.go.
+// ledger.Ledger in e2e/contract_ledger_test.go.
 func TestMemoryContract(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledgertest.Subject {
 		m := ledgertest.NewMemory(ledgertest.Config{})

@@ -2,13 +2,10 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
 	"github.com/atlasmart/orderd/internal/fault"
 )
 
@@ -37,19 +34,6 @@ const RequeueLead = 5 * time.Second
 // BucketWidth is the width of one due-queue partition in time.
 const BucketWidth = time.Minute
 
-const (
-	enqueueCQL = `/* queue.enqueue */ INSERT INTO due_requests
-		(shard, due_bucket, not_before, tenant, operation, request_id, claim_token, created_at, owed_order)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
-	// Marking an entry done is an upsert, never a delete: a settled entry
-	// costs its partition's readers one live row, not a tombstone.
-	dequeueCQL = `/* queue.remove */ UPDATE due_requests USING TTL ? SET done = true
-		WHERE shard = ? AND due_bucket = ? AND not_before = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`
-	dueCQL = `/* queue.due */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done, owed_order FROM due_requests
-		WHERE shard = ? AND due_bucket = ? AND not_before > ? AND not_before <= ?`
-	dropBucketCQL = `/* queue.drop-bucket */ DELETE FROM due_requests WHERE shard = ? AND due_bucket = ?`
-)
-
 // DueEntry is one entry of the due queue.
 type DueEntry struct {
 	Key
@@ -72,7 +56,7 @@ func (e DueEntry) SameRow(o DueEntry) bool {
 }
 
 // ClaimEntry is the entry rec's claim wrote (the one Release removes).
-func (c *CassandraStore) ClaimEntry(rec Record) DueEntry { return c.entryFor(rec) }
+func (c *Ledger) ClaimEntry(rec Record) DueEntry { return c.entryFor(rec) }
 
 // ShardSlot is how long the claims of every instance put their entries in
 // one shard before moving on to the next: an entry's shard is that of its
@@ -97,7 +81,7 @@ func ShardOf(claimedAt time.Time) int {
 func BucketOf(t time.Time) time.Time { return t.UTC().Truncate(BucketWidth) }
 
 // entryFor is the entry a claim attempt writes for rec.
-func (c *CassandraStore) entryFor(rec Record) DueEntry {
+func (c *Ledger) entryFor(rec Record) DueEntry {
 	due := rec.CreatedAt.Add(c.cfg.DueAfter)
 	return DueEntry{
 		Key:        rec.Key,
@@ -131,29 +115,13 @@ func Alongside(ctx context.Context, check func(context.Context) error, enqueue f
 	return nil
 }
 
-func (c *CassandraStore) enqueue(ctx context.Context, e DueEntry) error {
+func (c *Ledger) enqueue(ctx context.Context, e DueEntry) error {
 	return c.enqueueEntries(ctx, []DueEntry{e})
 }
 
 // enqueueEntries writes entries of one partition in one write.
-func (c *CassandraStore) enqueueEntries(ctx context.Context, entries []DueEntry) error {
-	return c.writeEntries(ctx, "enqueue pending requests", enqueueCQL, entries, func(e DueEntry) []any {
-		return []any{e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation, e.RequestID.String(), e.ClaimToken.String(),
-			e.CreatedAt, owedOrder(e), c.entryTTL(e)}
-	})
-}
-
-// writeEntries runs stmt with values(e) for each of entries, all of one
-// partition: one statement, or one unlogged single-partition batch.
-func (c *CassandraStore) writeEntries(ctx context.Context, op, stmt string, entries []DueEntry, values func(DueEntry) []any) error {
-	if len(entries) == 1 {
-		return cassandra.WriteError(op, c.s.Query(stmt, values(entries[0])...).Idempotent(true).ExecContext(ctx))
-	}
-	rows := make([][]any, len(entries))
-	for i, e := range entries {
-		rows[i] = values(e)
-	}
-	return cassandra.WriteError(op, c.s.ExecBatch(ctx, stmt, rows))
+func (c *Ledger) enqueueEntries(ctx context.Context, entries []DueEntry) error {
+	return c.t.WriteEntries(ctx, entries, c.entryTTL)
 }
 
 // RemoveEntry takes an entry out of the queue: it is marked done, and no
@@ -161,38 +129,27 @@ func (c *CassandraStore) writeEntries(ctx context.Context, op, stmt string, entr
 // done row that no read lists either. Removals of one partition that meet
 // share a write, as entries do (groupcommit.go): the reconciler finishes
 // a minute's entries of a shard many at once.
-func (c *CassandraStore) RemoveEntry(ctx context.Context, e DueEntry) error {
+func (c *Ledger) RemoveEntry(ctx context.Context, e DueEntry) error {
 	return c.removals.Add(ctx, e)
 }
 
 // removeEntries removes entries of one partition in one write.
-func (c *CassandraStore) removeEntries(ctx context.Context, entries []DueEntry) error {
-	return c.writeEntries(ctx, "remove pending entries", dequeueCQL, entries, func(e DueEntry) []any {
-		return []any{c.entryTTL(e), e.Shard, e.Due, e.NotBefore, e.Tenant, e.Operation,
-			e.RequestID.String(), e.ClaimToken.String()}
-	})
+func (c *Ledger) removeEntries(ctx context.Context, entries []DueEntry) error {
+	return c.t.RemoveEntries(ctx, entries, c.entryTTL)
 }
 
 // entryTTL is the TTL of e's cells: its claim's, or none (0) for an entry
 // that owes an event (it outlives the claim).
-func (c *CassandraStore) entryTTL(e DueEntry) int {
+func (c *Ledger) entryTTL(e DueEntry) int {
 	if e.Owed != uuid.Nil {
 		return 0
 	}
 	return c.ttlFrom(e.CreatedAt)
 }
 
-// owedOrder is e's owed_order cell: null for an entry that owes nothing.
-func owedOrder(e DueEntry) any {
-	if e.Owed == uuid.Nil {
-		return nil
-	}
-	return e.Owed.String()
-}
-
 // Reschedule moves an entry to fall due at due (its next attempt): the new
 // entry first, so that a crash in between leaves two entries, never none.
-func (c *CassandraStore) Reschedule(ctx context.Context, e DueEntry, due time.Time) error {
+func (c *Ledger) Reschedule(ctx context.Context, e DueEntry, due time.Time) error {
 	next := e
 	next.Due, next.NotBefore = BucketOf(due), due.UTC().Truncate(time.Millisecond)
 	if err := c.enqueue(ctx, next); err != nil || next.SameRow(e) {
@@ -205,34 +162,12 @@ func (c *CassandraStore) Reschedule(ctx context.Context, e DueEntry, due time.Ti
 // that are still queued and fall due in (after, through], by due time. A
 // zero after reads from the start of the minute. Done entries are read but
 // not listed (filtering them in the query would need ALLOW FILTERING).
-func (c *CassandraStore) DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]DueEntry, error) {
+func (c *Ledger) DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]DueEntry, error) {
 	bucket = BucketOf(bucket)
 	if after.IsZero() || after.Before(bucket) {
 		after = bucket.Add(-time.Millisecond)
 	}
-	iter := c.s.Query(dueCQL, shard, bucket, after, through).PageSize(5000).IterContext(ctx)
-	var (
-		out              []DueEntry
-		e                = DueEntry{Shard: shard, Due: bucket}
-		requestID, token gocql.UUID
-		owed             *gocql.UUID
-		done             bool
-	)
-	for iter.Scan(&e.NotBefore, &e.Tenant, &e.Operation, &requestID, &token, &e.CreatedAt, &done, &owed) {
-		if !done {
-			e.RequestID, e.ClaimToken, e.CreatedAt, e.NotBefore = uuid.UUID(requestID), uuid.UUID(token), e.CreatedAt.UTC(), e.NotBefore.UTC()
-			e.Owed = uuid.Nil
-			if owed != nil {
-				e.Owed = uuid.UUID(*owed)
-			}
-			out = append(out, e)
-		}
-		owed = nil
-	}
-	if err := iter.Close(); err != nil {
-		return nil, cassandra.ReadError(fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), err)
-	}
-	return out, nil
+	return c.t.ListDue(ctx, shard, bucket, after, through)
 }
 
 // DropBucket deletes one shard's minute whole (a single partition
@@ -242,7 +177,6 @@ func (c *CassandraStore) DueEntries(ctx context.Context, shard int, bucket, afte
 // dated by a reconciler whose clock leads, it would also delete every entry
 // written into the partition until that clock's time came, for as long as
 // the tombstone lives.
-func (c *CassandraStore) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
-	err := c.s.Query(dropBucketCQL, shard, BucketOf(bucket)).ServerTimestamp().Idempotent(true).ExecContext(ctx)
-	return cassandra.WriteError(fmt.Sprintf("drop due bucket of shard %d at %s", shard, BucketOf(bucket).Format(time.RFC3339)), err)
+func (c *Ledger) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
+	return c.t.DropBucket(ctx, shard, BucketOf(bucket))
 }

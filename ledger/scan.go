@@ -5,27 +5,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
-	"time"
-
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/google/uuid"
-
-	"github.com/atlasmart/orderd/internal/cassandra"
 )
 
 // scanCQL reads the whole ledger in token order: an operator's listing of
 // unfinished requests (ListRequests, orderctl requests), never a request's
 // path. The outcome blob is not read; the command is, since a PENDING row
 // is resolved from it (workflow.Service.Resolve).
-const scanCQL = `/* ledger.scan */ SELECT tenant, operation, request_id, entity_id, payload_hash, command, state,
-	created_at, completed_at, attempts, last_error, claim_token FROM write_requests_by_id`
-
 const (
 	// ScanBudget bounds the ledger rows one Scan reads, matching or not,
 	// so a call's cost is bounded however few rows match.
 	ScanBudget = 1000
-	// scanChunk is the rows one query reads.
-	scanChunk = 200
 )
 
 // ScanFilter selects the records a Scan returns.
@@ -58,7 +47,7 @@ type ScanPage struct {
 // scanPosition is where a scan resumes: the paging state of a chunk's
 // first row (nil: the ledger's start) and how many of the chunk's rows
 // were already read. A page can end inside a chunk this way, so a chunk is
-// always a full scanChunk rows (a small page_size does not mean one-row
+// always a full ScanChunk rows (a small page_size does not mean one-row
 // queries), and the next call reads the chunk again and skips what was
 // read. A row inserted into that stretch meanwhile can shift it by one:
 // an operator's listing, not an exact snapshot.
@@ -78,7 +67,7 @@ func decodeScanPosition(b []byte) (scanPosition, error) {
 		return scanPosition{}, nil
 	}
 	skip, n := binary.Uvarint(b)
-	if n <= 0 || skip >= scanChunk {
+	if n <= 0 || skip >= ScanChunk {
 		return scanPosition{}, errScanPosition
 	}
 	return scanPosition{skip: int(skip), chunk: b[n:]}, nil
@@ -88,19 +77,19 @@ func decodeScanPosition(b []byte) (scanPosition, error) {
 // and returns at most limit records that pass f, reading at most
 // ScanBudget rows. LOCAL_QUORUM: what an operator sees is what a request's
 // own reads would see, short of a claim whose LWT is in flight.
-func (c *CassandraStore) Scan(ctx context.Context, f ScanFilter, limit int, next []byte) (ScanPage, error) {
+func (c *Ledger) Scan(ctx context.Context, f ScanFilter, limit int, next []byte) (ScanPage, error) {
 	pos, err := decodeScanPosition(next)
 	if err != nil {
 		return ScanPage{}, err
 	}
-	return scan(ctx, f, limit, pos, c.scanChunk)
+	return scan(ctx, f, limit, pos, c.t.ScanChunk)
 }
 
 // resolveWindow is the fewest rows of a chunk one call of f.Resolve gets.
 // A chunk is filtered a window at a time and the scan stops as soon as the
 // page is full, so a page resolves about the rows it lists, not the rest
 // of the chunk the next page reads again: with pages of one, resolving
-// whole chunks resolved up to scanChunk rows per page listed.
+// whole chunks resolved up to ScanChunk rows per page listed.
 const resolveWindow = 32
 
 // scan is Scan from pos, reading chunks with read.
@@ -147,25 +136,6 @@ func scan(ctx context.Context, f ScanFilter, limit int, pos scanPosition,
 	return page, nil
 }
 
-// scanChunk reads the scanChunk rows from state and returns the paging
-// state after them (nil at the end of the ledger).
-func (c *CassandraStore) scanChunk(ctx context.Context, state []byte) ([]Record, []byte, error) {
-	iter := c.s.Query(scanCQL).Consistency(gocql.LocalQuorum).PageSize(scanChunk).PageState(state).IterContext(ctx)
-	var rows []Record
-	for {
-		r, ok := scanRow(iter)
-		if !ok {
-			break
-		}
-		rows = append(rows, r)
-	}
-	after := iter.PageState()
-	if err := iter.Close(); err != nil {
-		return nil, nil, cassandra.ReadError("scan the ledger", err)
-	}
-	return rows, after, nil
-}
-
 // apply says which of rows f keeps, resolving the candidates first.
 func (f ScanFilter) apply(ctx context.Context, rows []Record) ([]bool, error) {
 	keep := make([]bool, len(rows))
@@ -188,22 +158,4 @@ func (f ScanFilter) apply(ctx context.Context, rows []Record) ([]bool, error) {
 		keep[at[j]] = f.Keep == nil || f.Keep(r)
 	}
 	return keep, nil
-}
-
-// scanRow reads one row of scanCQL.
-func scanRow(iter cassandra.Iter) (Record, bool) {
-	var r Record
-	var st string
-	var requestID, entityID, claimToken gocql.UUID
-	var completed time.Time
-	if !iter.Scan(&r.Tenant, &r.Operation, &requestID, &entityID, &r.Fingerprint, &r.Command, &st,
-		&r.CreatedAt, &completed, &r.Attempts, &r.LastError, &claimToken) {
-		return Record{}, false
-	}
-	r.RequestID, r.EntityID, r.ClaimToken = uuid.UUID(requestID), uuid.UUID(entityID), uuid.UUID(claimToken)
-	r.State, r.CreatedAt = State(st), r.CreatedAt.UTC()
-	if completed.Unix() > 0 {
-		r.CompletedAt = completed.UTC()
-	}
-	return r, true
 }

@@ -12,18 +12,18 @@ import (
 
 // A scan position round-trips, and a skip past a chunk is refused.
 func TestScanPosition(t *testing.T) {
-	for _, p := range []scanPosition{{}, {chunk: []byte("state"), skip: 7}, {chunk: []byte{0, 1, 2}, skip: scanChunk - 1}} {
+	for _, p := range []scanPosition{{}, {chunk: []byte("state"), skip: 7}, {chunk: []byte{0, 1, 2}, skip: ScanChunk - 1}} {
 		got, err := decodeScanPosition(p.encode())
 		if err != nil || got.skip != p.skip || string(got.chunk) != string(p.chunk) {
 			t.Errorf("%+v: decoded %+v, %v", p, got, err)
 		}
 	}
-	if _, err := decodeScanPosition(scanPosition{chunk: []byte("s"), skip: scanChunk}.encode()); err == nil {
+	if _, err := decodeScanPosition(scanPosition{chunk: []byte("s"), skip: ScanChunk}.encode()); err == nil {
 		t.Error("a skip of a whole chunk accepted")
 	}
 }
 
-// chunkedLedger serves n rows in chunks of scanChunk the way scanChunk
+// chunkedLedger serves n rows in chunks of ScanChunk the way ScanChunk
 // reads the table: a chunk's paging state is its first row's index, the
 // last chunk returns none.
 type chunkedLedger struct {
@@ -45,7 +45,7 @@ func (l *chunkedLedger) read(_ context.Context, state []byte) ([]Record, []byte,
 	if len(state) > 0 {
 		from, _ = strconv.Atoi(string(state))
 	}
-	to := min(len(l.rows), from+scanChunk)
+	to := min(len(l.rows), from+ScanChunk)
 	var after []byte
 	if to < len(l.rows) {
 		after = []byte(strconv.Itoa(to))
@@ -91,8 +91,8 @@ func (l *chunkedLedger) walk(t *testing.T, f ScanFilter, size int) (listed []int
 // of candidates resolve a window each, not the rest of the chunk the next
 // page reads again.
 func TestScanListsEachMatchOnceAndResolvesAboutAPage(t *testing.T) {
-	const n = 3*scanChunk + 17
-	for _, size := range []int{1, 7, resolveWindow, scanChunk - 1, scanChunk, 500} {
+	const n = 3*ScanChunk + 17
+	for _, size := range []int{1, 7, resolveWindow, ScanChunk - 1, ScanChunk, 500} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			l := newChunkedLedger(n, func(int) State { return Pending })
 			listed, most := l.walk(t, ScanFilter{Tenant: "t"}, size)
@@ -123,7 +123,7 @@ func TestScanSkipsRowsThatDoNotMatch(t *testing.T) {
 		}
 		return Pending
 	}
-	l := newChunkedLedger(5*scanChunk+3, failed)
+	l := newChunkedLedger(5*ScanChunk+3, failed)
 	resolved := 0
 	f := ScanFilter{Tenant: "t", States: []State{Failed}}
 	listed, _ := l.walk(t, f, 1)
@@ -143,7 +143,7 @@ func TestScanSkipsRowsThatDoNotMatch(t *testing.T) {
 
 // A scan with no match stops after ScanBudget rows and says where to go on.
 func TestScanStopsAtItsBudget(t *testing.T) {
-	l := newChunkedLedger(ScanBudget+scanChunk+1, func(int) State { return Pending })
+	l := newChunkedLedger(ScanBudget+ScanChunk+1, func(int) State { return Pending })
 	page, err := scan(context.Background(), ScanFilter{Tenant: "other"}, 10, scanPosition{}, l.read)
 	if err != nil {
 		t.Fatal(err)
@@ -152,8 +152,8 @@ func TestScanStopsAtItsBudget(t *testing.T) {
 	if len(page.Records) != 0 || err != nil || string(pos.chunk) != strconv.Itoa(ScanBudget) || pos.skip != 0 {
 		t.Errorf("page of %d records, next %+v (%v); want none, next at row %d", len(page.Records), pos, err, ScanBudget)
 	}
-	if l.reads != ScanBudget/scanChunk {
-		t.Errorf("%d chunk reads, want %d", l.reads, ScanBudget/scanChunk)
+	if l.reads != ScanBudget/ScanChunk {
+		t.Errorf("%d chunk reads, want %d", l.reads, ScanBudget/ScanChunk)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // Ledger is what the reconciler needs of the request ledger and its due
-// queue (ledger.CassandraStore; ledgertest.Memory in tests).
+// queue (ledger.Ledger; ledgertest.Memory in tests).
 type Ledger interface {
 	Get(ctx context.Context, key ledger.Key) (ledger.Record, error)
 	Peek(ctx context.Context, key ledger.Key) (ledger.Record, error)

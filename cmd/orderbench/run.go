@@ -225,9 +225,9 @@ func runCmd(args []string) error {
 type bench struct {
 	od       *orderdProc
 	cql      *gocql.Session
-	store    *ledger.CassandraStore
-	legacy   *ledger.CassandraStore // the two-lwt and naive plans': every entry its own write
-	lwtStore *ledger.CassandraStore // the lwt phase's: its entries fall due after the run
+	store    *ledger.Ledger
+	legacy   *ledger.Ledger // the two-lwt and naive plans': every entry its own write
+	lwtStore *ledger.Ledger // the lwt phase's: its entries fall due after the run
 	proj     *projection.Store      // group-committed rows, as orderd writes them
 	// legacyProj: the two-lwt and naive plans', every row its own write.
 	legacyProj *projection.Store
@@ -398,7 +398,7 @@ func claimRecord(i int) ledger.Record {
 
 // claim is store.Claim (due-queue entry alongside check, if any, then the
 // claim LWT) of a new request, which must win.
-func claim(ctx context.Context, store *ledger.CassandraStore, rec ledger.Record, check func(context.Context) error) (ledger.Record, error) {
+func claim(ctx context.Context, store *ledger.Ledger, rec ledger.Record, check func(context.Context) error) (ledger.Record, error) {
 	won, cur, err := store.Claim(ctx, rec, check)
 	switch {
 	case err != nil:
@@ -423,7 +423,7 @@ func (b *bench) orderAbsent(ctx context.Context, p *projection.Store, o order.Or
 }
 
 // legacyCompleteCQL is the conditional COMPLETE of the protocol before
-// one-LWT, as ledger.CassandraStore issued it (every cell rewritten with the
+// one-LWT, as ledger.Ledger issued it (every cell rewritten with the
 // row's TTL): the baseline's second Paxos round.
 const legacyCompleteCQL = `UPDATE write_requests_by_id USING TTL ?
 	SET entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?, attempts = ?, last_error = ?,

@@ -25,7 +25,7 @@ import (
 // of two or more data centres (issue 15 item 5), side by side in one run:
 // one keyspace replicated in every DC given, two sessions that differ only
 // in their serial consistency (cassandra.Config.Serial, what
-// ORDERD_SERIAL_CONSISTENCY sets), each with a ledger.CassandraStore, and
+// ORDERD_SERIAL_CONSISTENCY sets), each with a ledger.Ledger, and
 // claims that alternate between them (ABBA order, so neither level always
 // runs first). Each claim is ledger.Store.Claim, the handler's call: the
 // due-queue entry (a LOCAL_QUORUM write) and then the claim LWT, INSERT ...
@@ -76,7 +76,7 @@ func serialCmd(args []string) error {
 	}
 
 	levels := []gocql.Consistency{gocql.LocalSerial, gocql.Serial}
-	stores := make([]*ledger.CassandraStore, len(levels))
+	stores := make([]*ledger.Ledger, len(levels))
 	lwt := make([]*lwtTimes, len(levels))
 	for k, serial := range levels {
 		lwt[k] = &lwtTimes{}

@@ -131,7 +131,7 @@ func run(args []string) error {
 type app struct {
 	session     *gocql.Session
 	stmts       cassandra.Session // what the stores run statements through
-	ledger      *ledger.CassandraStore
+	ledger      *ledger.Ledger
 	projections *projection.Store
 	workflow    *workflow.Service
 	publisher   *outbox.Kafka    // nil when delivery is off

@@ -22,7 +22,7 @@ import (
 type Subject struct {
 	Store Store
 	// Arm makes the next times executions of a named statement fail
-	// (Memory.Arm, or cassandra.FaultSession.Arm under a CassandraStore).
+	// (Memory.Arm, or cassandra.FaultSession.Arm under the CQL table).
 	Arm func(statement string, f cassandra.Fault, times int)
 	// Before runs a function once, just before the next execution of a
 	// named statement (Memory.Before, FaultSession.Before): a racing
@@ -706,7 +706,7 @@ var getCases = []testCase{
 		wantKind(t, "Peek", err, fault.Unavailable)
 	}},
 	{"Peek/concurrent: each gets its own row, another key's nothing", func(t *testing.T, s *suite) {
-		// Peeks that meet may share one query (CassandraStore.Peek): each
+		// Peeks that meet may share one query (Ledger.Peek): each
 		// must still get exactly its own row, a key asked for twice
 		// included; the same request id under another operation or tenant
 		// is another request.

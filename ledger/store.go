@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/cassandra"
@@ -16,53 +15,8 @@ import (
 	"github.com/atlasmart/orderd/internal/lwt"
 )
 
-// Every statement names itself in a leading comment (cassandra.StatementName)
-// so that tests can make it fail and traces can tell it apart.
-//
-// Every write rewrites every cell of the row that can hold a value, with one
-// TTL: the time left until the claim's expiry instant (Record.ExpiresAt).
-// So all cells of a row always expire together; a row can never be left
-// with a state but no fingerprint, or a fingerprint but no state.
-// Every conditional update also names the claim it belongs to
-// (claim_token), so a finisher holding a record of an earlier claim of the
-// same request id (expired since and claimed afresh) cannot change the new one.
-const (
-	columns = `tenant, operation, request_id, entity_id, payload_hash, command, state,
-		created_at, completed_at, outcome, attempts, last_error, claim_token`
-
-	// The claim's cells, rewritten by every update (bound by claimArgs).
-	claimCells = `entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?`
-
-	claimCQL = `/* ledger.claim */ INSERT INTO write_requests_by_id
-		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token)
-		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL ?`
-	selectCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
-		WHERE tenant = ? AND operation = ? AND request_id = ?`
-	// The quorum reads of one tenant's and operation's requests that meet
-	// (Peek). Named as the single read: a fault armed on ledger.get, and
-	// its metrics, cover both.
-	selectManyCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
-		WHERE tenant = ? AND operation = ? AND request_id IN ?`
-	attemptCQL = `/* ledger.attempt */ UPDATE write_requests_by_id USING TTL ?
-		SET ` + claimCells + `, state = 'PENDING', attempts = ?, last_error = ?
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ? AND attempts = ?`
-	failCQL = `/* ledger.fail */ UPDATE write_requests_by_id USING TTL ?
-		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'FAILED', completed_at = ?
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
-	completeCQL = `/* ledger.complete */ UPDATE write_requests_by_id USING TTL ?
-		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'COMPLETE', completed_at = ?, outcome = ?
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
-	requeueCQL = `/* ledger.requeue */ UPDATE write_requests_by_id USING TTL ?
-		SET ` + claimCells + `, attempts = 0, last_error = ?, state = 'PENDING', completed_at = null
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'FAILED' AND claim_token = ?`
-	withdrawCQL = `/* ledger.withdraw */ DELETE FROM write_requests_by_id
-		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
-	// The cluster's clock, for entries an operator's machine schedules.
-	clusterNowCQL = `/* ledger.cluster-now */ SELECT toTimestamp(now()) FROM system.local`
-)
-
 // MinRetention and MaxRetention bound Config.Retention: the range
-// NewCassandraStore (and the in-memory fake) accept, which orderd checks
+// New accept, which orderd checks
 // before it connects.
 const (
 	MinRetention = time.Minute
@@ -122,10 +76,10 @@ const (
 	Unsettled         = lwt.Unsettled         // the read failed too: the caller answers OUTCOME_UNKNOWN
 )
 
-// CassandraStore is the Store (and the due queue) on a Cassandra session
-// whose keyspace holds write_requests_by_id and pending_requests.
-type CassandraStore struct {
-	s        cassandra.Session
+// Ledger is the Store (and the due queue): the ledger's protocol on a
+// Table, which is Cassandra in production (NewCassandraStore).
+type Ledger struct {
+	t        Table
 	cfg      Config
 	now      func() time.Time
 	entries  *groupCommit // claims' entries: no window
@@ -134,10 +88,15 @@ type CassandraStore struct {
 	peeks    *groupcommit.Committer[peekGroup, *peek]
 }
 
-var _ Store = (*CassandraStore)(nil)
+var _ Store = (*Ledger)(nil)
 
-// NewCassandraStore validates cfg and returns a store on s.
-func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error) {
+// NewCassandraStore validates cfg and returns the ledger on s.
+func NewCassandraStore(s cassandra.Session, cfg Config) (*Ledger, error) {
+	return New(NewCQLTable(s), cfg)
+}
+
+// New validates cfg and returns the ledger on t.
+func New(t Table, cfg Config) (*Ledger, error) {
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
@@ -162,7 +121,7 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 	case cfg.ReleaseWindow < 0:
 		cfg.ReleaseWindow = 0
 	}
-	c := &CassandraStore{s: s, cfg: cfg, now: cfg.Now}
+	c := &Ledger{t: t, cfg: cfg, now: cfg.Now}
 	perBatch := maxBatch
 	if cfg.EntriesAlone {
 		perBatch = 1
@@ -179,36 +138,28 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*CassandraStore, error)
 }
 
 // DueAfter is how long after its claim a request falls due.
-func (c *CassandraStore) DueAfter() time.Duration { return c.cfg.DueAfter }
+func (c *Ledger) DueAfter() time.Duration { return c.cfg.DueAfter }
 
 // ttl is the whole seconds left until rec's expiry instant, rounded down so
 // that no write ever extends the row past it (at least 1: a row written in
 // its last second expires with it).
-func (c *CassandraStore) ttl(rec Record) int { return c.ttlFrom(rec.CreatedAt) }
+func (c *Ledger) ttl(rec Record) int { return c.ttlFrom(rec.CreatedAt) }
+
+// Retention is how long a request is remembered after its claim.
+func (c *Ledger) Retention() time.Duration { return c.cfg.Retention }
+
+// TTLFrom is the TTL (whole seconds) a write now gives a row of a request
+// claimed at created.
+func (c *Ledger) TTLFrom(created time.Time) int { return c.ttlFrom(created) }
 
 // ttlFrom is ttl for a row of a request claimed at created.
-func (c *CassandraStore) ttlFrom(created time.Time) int {
+func (c *Ledger) ttlFrom(created time.Time) int {
 	left := created.Add(c.cfg.Retention).Sub(c.now())
 	return max(1, int(math.Floor(left.Seconds())))
 }
 
-func claimArgs(rec Record) []any {
-	return []any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String()}
-}
-
-func keyArgs(k Key) []any { return []any{k.Tenant, k.Operation, k.RequestID.String()} }
-
-// args concatenates bind values.
-func args(parts ...[]any) []any {
-	var out []any
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
 // Claim implements Store.
-func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(context.Context) error) (bool, Record, error) {
+func (c *Ledger) Claim(ctx context.Context, rec Record, check func(context.Context) error) (bool, Record, error) {
 	rec.State, rec.Attempts = Pending, 0
 	entry := c.entryFor(rec)
 	// The entry shares a write with the other claims' entries of its
@@ -235,36 +186,22 @@ func (c *CassandraStore) Claim(ctx context.Context, rec Record, check func(conte
 }
 
 // errRowExpiring: a claim did not apply because its request id's row is an
-// expired remnant (expiredRemnant), gone within the second.
+// expired remnant (Remnant), gone within the second.
 var errRowExpiring = errors.New("ledger row expiring")
 
-// claimCommit is the consistency of the claim's Paxos commit.
-func (c *CassandraStore) claimCommit() gocql.Consistency {
-	if c.cfg.ClaimCommitAny {
-		return gocql.Any
-	}
-	return gocql.LocalQuorum
-}
-
-func (c *CassandraStore) claim(ctx context.Context, rec Record) (bool, Record, error) {
+func (c *Ledger) claim(ctx context.Context, rec Record) (bool, Record, error) {
 	res, err := lwt.Do(ctx, lwt.Write[row]{
 		Op: "claim",
 		Send: func(ctx context.Context) (bool, row, error) {
-			existing := map[string]any{}
-			applied, err := c.s.Query(claimCQL, args(keyArgs(rec.Key),
-				[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), c.ttl(rec)})...,
-			).Consistency(c.claimCommit()).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, existing)
+			applied, cur, err := c.t.InsertClaim(ctx, rec, c.ttl(rec), c.cfg.ClaimCommitAny)
 			switch {
-			case err != nil:
-				return false, row{}, cassandra.WriteError("claim request", err)
-			case applied:
-				return true, row{}, nil
-			case expiredRemnant(existing):
+			case err != nil || applied:
+				return applied, row{}, err
+			case Remnant(cur):
 				// Expiring within the second: claim again shortly.
 				return false, row{}, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("request %s: %w", rec.RequestID, errRowExpiring))
 			}
-			cur, err := fromMap(existing)
-			return false, row{cur, true}, err
+			return false, row{cur, true}, nil
 		},
 		Read:    func(ctx context.Context) (row, error) { return c.settle(ctx, rec.Key) },
 		Applied: func(r row) bool { return r.found && r.rec.ClaimToken == rec.ClaimToken },
@@ -292,7 +229,7 @@ type row struct {
 // settle reads a record at the session's serial consistency, retrying a
 // few times: that read finishes or invalidates any Paxos round left in
 // flight. A missing row is found false, not an error.
-func (c *CassandraStore) settle(ctx context.Context, key Key) (row, error) {
+func (c *Ledger) settle(ctx context.Context, key Key) (row, error) {
 	var err error
 	for i := 0; i < c.cfg.SettleAttempts; i++ {
 		var rec Record
@@ -313,14 +250,14 @@ func (c *CassandraStore) settle(ctx context.Context, key Key) (row, error) {
 }
 
 // Get implements Store.
-func (c *CassandraStore) Get(ctx context.Context, key Key) (Record, error) {
-	return c.read(ctx, key, c.s.Serial())
+func (c *Ledger) Get(ctx context.Context, key Key) (Record, error) {
+	return c.t.Read(ctx, key, true)
 }
 
 // Peek implements Store. Peeks of one tenant's and operation's requests
 // that meet under load (the reconciler's, finishing a shard's due entries
 // at once) share one query; each gets its own row or ErrNotFound.
-func (c *CassandraStore) Peek(ctx context.Context, key Key) (Record, error) {
+func (c *Ledger) Peek(ctx context.Context, key Key) (Record, error) {
 	p := &peek{key: key}
 	if err := c.peeks.Add(ctx, p); err != nil {
 		return Record{}, cassandra.ReadError("read request", err)
@@ -331,66 +268,36 @@ func (c *CassandraStore) Peek(ctx context.Context, key Key) (Record, error) {
 // peekMany reads the rows of peeks (of one tenant and operation) at
 // LOCAL_QUORUM: one query, by request id or by ids. It returns an error
 // only when the query failed; each peek's own outcome is on it.
-func (c *CassandraStore) peekMany(ctx context.Context, peeks []*peek) error {
+func (c *Ledger) peekMany(ctx context.Context, peeks []*peek) error {
 	if len(peeks) == 1 {
-		peeks[0].rec, peeks[0].err = c.read(ctx, peeks[0].key, gocql.LocalQuorum)
+		peeks[0].rec, peeks[0].err = c.t.Read(ctx, peeks[0].key, false)
 		return nil
 	}
 	byID := make(map[uuid.UUID][]*peek, len(peeks))
-	ids := make([]string, 0, len(peeks))
+	ids := make([]uuid.UUID, 0, len(peeks))
 	for _, p := range peeks {
 		if byID[p.key.RequestID] == nil {
-			ids = append(ids, p.key.RequestID.String())
+			ids = append(ids, p.key.RequestID)
 		}
 		byID[p.key.RequestID] = append(byID[p.key.RequestID], p)
 		p.err = ErrNotFound // until its row comes
 	}
 	k := peeks[0].key
-	iter := c.s.Query(selectManyCQL, k.Tenant, k.Operation, ids).Consistency(gocql.LocalQuorum).IterContext(ctx)
-	for row := map[string]any{}; iter.MapScan(row); row = map[string]any{} {
-		if expiredRemnant(row) {
-			continue
-		}
-		rec, err := fromMap(row)
+	rows, err := c.t.ReadMany(ctx, k.Tenant, k.Operation, ids)
+	for _, rec := range rows {
 		for _, p := range byID[rec.RequestID] {
-			p.rec, p.err = rec, err
+			p.rec, p.err = rec, nil
 		}
 	}
-	return iter.Close()
-}
-
-func (c *CassandraStore) read(ctx context.Context, key Key, cl gocql.Consistency) (Record, error) {
-	row := map[string]any{}
-	err := c.s.Query(selectCQL, keyArgs(key)...).Consistency(cl).MapScanContext(ctx, row)
-	if errors.Is(err, gocql.ErrNotFound) {
-		return Record{}, ErrNotFound
-	}
-	if err != nil {
-		return Record{}, cassandra.ReadError("read request", err)
-	}
-	if expiredRemnant(row) {
-		return Record{}, ErrNotFound
-	}
-	return fromMap(row)
-}
-
-// expiredRemnant: a row whose cells have all expired while its row marker
-// (written by the claim, whose TTL is rounded apart from the later cells'
-// by under a second) lives on. It is a request past its retention.
-func expiredRemnant(row map[string]any) bool {
-	state, _ := row["state"].(string)
-	fp, _ := row["payload_hash"].(string)
-	return state == "" && fp == ""
+	return err
 }
 
 // update is one conditional update of a claim, with what tells from a row
 // read afterwards whether it applied.
 type update struct {
-	op   string // for errors and OnSettle: "claim", "attempt", ...
-	stmt string
-	// args are the bind values, made anew for every send: a resend carries
-	// the TTL left at its own time, not at the first send's.
-	args func() []any
+	// make builds the update, anew for every send: a resend carries the
+	// TTL left at its own time, not at the first send's.
+	make func() Update
 	key  Key
 	// applied: the row shows the update (or an identical one) applied.
 	applied func(Record) bool
@@ -404,16 +311,13 @@ type update struct {
 // taken as settled (lwt.Do): a serial read decides; a row still awaiting
 // the update gets it again (bounded; then Unavailable, definitely not
 // applied); a read that fails leaves the error OutcomeUnknown.
-func (c *CassandraStore) run(ctx context.Context, u update) (bool, Record, error) {
+func (c *Ledger) run(ctx context.Context, u update) (bool, Record, error) {
 	res, err := lwt.Do(ctx, lwt.Write[row]{
-		Op: u.op,
+		Op: string(u.make().Kind),
 		Send: func(ctx context.Context) (bool, row, error) {
-			applied, err := c.s.Query(u.stmt, u.args()...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
-			switch {
-			case err != nil:
-				return false, row{}, cassandra.WriteError(u.op+" request", err)
-			case applied:
-				return true, row{}, nil
+			applied, err := c.t.Update(ctx, u.make())
+			if err != nil || applied {
+				return applied, row{}, err
 			}
 			// The IF clause returned only the columns it tested: read the
 			// row. LOCAL_QUORUM is enough: the round that found the
@@ -443,6 +347,17 @@ func (c *CassandraStore) run(ctx context.Context, u update) (bool, Record, error
 	return false, res.State.rec, nil
 }
 
+// update returns the update of kind to rec's claim, conditional on its
+// state from (and, for an attempt, its attempts), that leaves the row as
+// set makes it from rec.
+func (c *Ledger) update(kind UpdateKind, from State, rec Record, set func(*Record)) func() Update {
+	return func() Update {
+		after := rec
+		set(&after)
+		return Update{Kind: kind, Row: after, TTL: c.ttl(rec), IfState: from, IfToken: rec.ClaimToken, IfAttempts: rec.Attempts}
+	}
+}
+
 // pendingClaim: the row is rec's claim, still PENDING.
 func pendingClaim(rec Record) func(Record) bool {
 	return func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken }
@@ -450,19 +365,16 @@ func pendingClaim(rec Record) func(Record) bool {
 
 // Release implements Store. It may wait up to ReleaseWindow to share one
 // write with the other releases of the entry's partition (groupcommit.go).
-func (c *CassandraStore) Release(ctx context.Context, rec Record) error {
+func (c *Ledger) Release(ctx context.Context, rec Record) error {
 	return c.releases.Add(ctx, c.entryFor(rec))
 }
 
 // RecordAttempt implements Store.
-func (c *CassandraStore) RecordAttempt(ctx context.Context, rec Record, reason string) error {
+func (c *Ledger) RecordAttempt(ctx context.Context, rec Record, reason string) error {
 	_, _, err := c.run(ctx, update{
-		op:   "attempt",
-		stmt: attemptCQL,
-		args: func() []any {
-			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts + 1, reason},
-				keyArgs(rec.Key), []any{rec.ClaimToken.String(), rec.Attempts})
-		},
+		make: c.update(UpdateAttempt, Pending, rec, func(r *Record) {
+			r.State, r.Attempts, r.LastError = Pending, rec.Attempts+1, reason
+		}),
 		key: rec.Key,
 		applied: func(cur Record) bool {
 			return cur.ClaimToken == rec.ClaimToken && cur.Attempts > rec.Attempts
@@ -479,17 +391,12 @@ func (c *CassandraStore) RecordAttempt(ctx context.Context, rec Record, reason s
 // the reason that ended its last attempt, and returns the record as it now
 // is. The caller must only do so when nothing of the work was written (see
 // ErrUnfinishable). An outcome it cannot settle is an error, never a record.
-func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, reason string) (Record, error) {
+func (c *Ledger) MarkFailed(ctx context.Context, rec Record, reason string) (Record, error) {
 	at := c.now().UTC().Truncate(time.Millisecond)
 	failed := rec
 	failed.State, failed.LastError, failed.CompletedAt, failed.Attempts = Failed, reason, at, rec.Attempts+1
 	applied, cur, err := c.run(ctx, update{
-		op:   "fail",
-		stmt: failCQL,
-		args: func() []any {
-			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{failed.Attempts, reason, at},
-				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
-		},
+		make:    c.update(UpdateFail, Pending, rec, func(r *Record) { *r = failed }),
 		key:     rec.Key,
 		applied: func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },
 		awaits:  pendingClaim(rec),
@@ -506,16 +413,11 @@ func (c *CassandraStore) MarkFailed(ctx context.Context, rec Record, reason stri
 }
 
 // Complete implements Store.
-func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byte) (Record, error) {
+func (c *Ledger) Complete(ctx context.Context, rec Record, outcome []byte) (Record, error) {
 	done := rec
 	done.State, done.Outcome, done.CompletedAt = Complete, outcome, c.now().UTC().Truncate(time.Millisecond)
 	applied, cur, err := c.run(ctx, update{
-		op:   "complete",
-		stmt: completeCQL,
-		args: func() []any {
-			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{rec.Attempts, nullable(rec.LastError), done.CompletedAt, outcome},
-				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
-		},
+		make:    c.update(UpdateComplete, Pending, rec, func(r *Record) { *r = done }),
 		key:     rec.Key,
 		applied: func(cur Record) bool { return cur.State == Complete && cur.ClaimToken == rec.ClaimToken },
 		awaits:  pendingClaim(rec),
@@ -532,13 +434,9 @@ func (c *CassandraStore) Complete(ctx context.Context, rec Record, outcome []byt
 }
 
 // Withdraw implements Store.
-func (c *CassandraStore) Withdraw(ctx context.Context, rec Record) (Record, error) {
+func (c *Ledger) Withdraw(ctx context.Context, rec Record) (Record, error) {
 	applied, cur, err := c.run(ctx, update{
-		op:   "withdraw",
-		stmt: withdrawCQL,
-		args: func() []any {
-			return args(keyArgs(rec.Key), []any{rec.ClaimToken.String()})
-		},
+		make:    c.update(UpdateWithdraw, Pending, rec, func(*Record) {}),
 		key:     rec.Key,
 		applied: func(Record) bool { return false }, // a row read back is never our delete
 		awaits:  pendingClaim(rec),
@@ -567,7 +465,7 @@ func (c *CassandraStore) Withdraw(ctx context.Context, rec Record) (Record, erro
 //
 // A request already PENDING gets both entries too (another requeue may be
 // mid-way).
-func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
+func (c *Ledger) Requeue(ctx context.Context, key Key) (Record, error) {
 	rec, err := c.Get(ctx, key)
 	if err != nil {
 		return Record{}, err
@@ -575,7 +473,7 @@ func (c *CassandraStore) Requeue(ctx context.Context, key Key) (Record, error) {
 	if rec.State == Complete {
 		return rec, nil
 	}
-	now, err := c.clusterNow(ctx)
+	now, err := c.t.ClusterNow(ctx)
 	if err != nil {
 		return Record{}, err
 	}
@@ -606,14 +504,11 @@ func RequeueEntries(claim DueEntry, now time.Time) (before, after DueEntry) {
 }
 
 // requeue is Requeue's LWT: FAILED → PENDING, attempts 0.
-func (c *CassandraStore) requeue(ctx context.Context, rec Record) (Record, error) {
+func (c *Ledger) requeue(ctx context.Context, rec Record) (Record, error) {
 	applied, cur, err := c.run(ctx, update{
-		op:   "requeue",
-		stmt: requeueCQL,
-		args: func() []any {
-			return args([]any{c.ttl(rec)}, claimArgs(rec), []any{nullable(rec.LastError)},
-				keyArgs(rec.Key), []any{rec.ClaimToken.String()})
-		},
+		make: c.update(UpdateRequeue, Failed, rec, func(r *Record) {
+			r.State, r.Attempts, r.CompletedAt = Pending, 0, time.Time{}
+		}),
 		key:     rec.Key,
 		applied: func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken },
 		awaits:  func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },
@@ -628,57 +523,4 @@ func (c *CassandraStore) requeue(ctx context.Context, rec Record) (Record, error
 		return rec, nil
 	}
 	return cur, nil
-}
-
-// clusterNow is the time by the clock of the node that coordinates the
-// read: entries scheduled from an operator's machine must not depend on
-// its clock (a lagging one would date them before the reconciler's cursor).
-func (c *CassandraStore) clusterNow(ctx context.Context) (time.Time, error) {
-	var now time.Time
-	if err := c.s.Query(clusterNowCQL).ScanContext(ctx, &now); err != nil {
-		return time.Time{}, cassandra.ReadError("read the cluster's clock", err)
-	}
-	return now.UTC(), nil
-}
-
-// nullable binds "" as null (no cell) rather than an empty string.
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func fromMap(m map[string]any) (Record, error) {
-	var r Record
-	var err error
-	str := func(k string) string { s, _ := m[k].(string); return s }
-	id := func(k string) uuid.UUID {
-		switch v := m[k].(type) {
-		case gocql.UUID:
-			return uuid.UUID(v)
-		case string:
-			u, perr := uuid.Parse(v)
-			if perr != nil && err == nil {
-				err = fmt.Errorf("ledger column %s: %w", k, perr)
-			}
-			return u
-		}
-		return uuid.Nil
-	}
-	tm := func(k string) time.Time { t, _ := m[k].(time.Time); return t.UTC() }
-	r.Tenant, r.Operation = str("tenant"), str("operation")
-	r.RequestID, r.EntityID, r.ClaimToken = id("request_id"), id("entity_id"), id("claim_token")
-	r.Fingerprint, r.State, r.LastError = str("payload_hash"), State(str("state")), str("last_error")
-	r.Command, _ = m["command"].([]byte)
-	r.Outcome, _ = m["outcome"].([]byte)
-	r.CreatedAt, r.CompletedAt = tm("created_at"), tm("completed_at")
-	if r.CompletedAt.Unix() <= 0 {
-		r.CompletedAt = time.Time{}
-	}
-	r.Attempts, _ = m["attempts"].(int)
-	if err == nil && (r.State == "" || r.Fingerprint == "") {
-		err = fmt.Errorf("ledger row %s without a state or fingerprint", r.RequestID)
-	}
-	return r, err
 }
