@@ -15,9 +15,8 @@ import (
 	"github.com/atlasmart/orderd/internal/lwt"
 )
 
-// MinRetention and MaxRetention bound Config.Retention: the range
-// New accept, which orderd checks
-// before it connects.
+// MinRetention and MaxRetention bound Config.Retention: the range New
+// accepts, which orderd checks before it connects.
 const (
 	MinRetention = time.Minute
 	MaxRetention = 10 * 365 * 24 * time.Hour

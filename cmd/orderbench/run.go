@@ -226,9 +226,9 @@ type bench struct {
 	od       *orderdProc
 	cql      *gocql.Session
 	store    *ledger.Ledger
-	legacy   *ledger.Ledger // the two-lwt and naive plans': every entry its own write
-	lwtStore *ledger.Ledger // the lwt phase's: its entries fall due after the run
-	proj     *projection.Store      // group-committed rows, as orderd writes them
+	legacy   *ledger.Ledger    // the two-lwt and naive plans': every entry its own write
+	lwtStore *ledger.Ledger    // the lwt phase's: its entries fall due after the run
+	proj     *projection.Store // group-committed rows, as orderd writes them
 	// legacyProj: the two-lwt and naive plans', every row its own write.
 	legacyProj *projection.Store
 	label      string
