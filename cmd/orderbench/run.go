@@ -386,7 +386,7 @@ func benchCommand(i int) order.Command {
 func claimRecord(i int) ledger.Record {
 	id, encoded := uuid.New(), benchCommand(i).Encode()
 	return ledger.Record{
-		Key:         ledger.Key{Tenant: "default", Operation: order.Operation, RequestID: id},
+		Key:         ledger.Key{Tenant: "default", Operation: order.OperationCreate, RequestID: id},
 		EntityID:    order.ID("default", id),
 		Fingerprint: order.Fingerprint(encoded),
 		Command:     encoded,

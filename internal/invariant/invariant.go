@@ -62,7 +62,7 @@ type Ack struct {
 }
 
 // IsChange reports whether a is an accepted change's ack.
-func (a Ack) IsChange() bool { return a.Operation != "" && a.Operation != order.Operation }
+func (a Ack) IsChange() bool { return a.Operation != "" && a.Operation != order.OperationCreate }
 
 // Report is what the check found.
 type Report struct {
@@ -130,7 +130,7 @@ const (
 	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at, version FROM orders_by_id`
 	selectByCust    = `SELECT tenant, customer_id, order_month, created_at, order_id, total, request_id FROM orders_by_customer_time`
 	selectEvents    = `SELECT tenant, order_id, event_id, event_type FROM order_events_by_order`
-	createOperation = order.Operation
+	createOperation = order.OperationCreate
 )
 
 // Check reads the keyspace of s and reports every violation. It reads the
