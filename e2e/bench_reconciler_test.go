@@ -126,7 +126,7 @@ func claimMany(b *testing.B, store *ledger.Ledger, n int, complete bool) {
 			for next.Add(1) <= int64(n) {
 				id := uuid.New()
 				rec := ledger.Record{
-					Key:      ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: id},
+					Key:      ledger.Key{Tenant: tenant, Operation: order.OperationCreate, RequestID: id},
 					EntityID: order.ID(tenant, id), Fingerprint: order.Fingerprint(encoded), Command: encoded,
 					CreatedAt: time.Now().UTC().Truncate(time.Millisecond), ClaimToken: uuid.New(),
 				}

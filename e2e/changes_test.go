@@ -20,8 +20,8 @@ import (
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
-// Issue 13: design doc 003's failure cases for a change of an order from
-// version 7 to version 8, on the real cluster through the real binary.
+// The failure cases of a change of an order from version 7 to version 8,
+// on the real cluster through the real binary.
 // Every case starts from an order of its own built up to version 7.
 
 // orderAtVersion creates an order and amends it up to version v; it returns

@@ -79,7 +79,7 @@ func createdEventIDOf(tenant, requestID string) string {
 	if err != nil {
 		return ""
 	}
-	return order.EventID(tenant, order.Operation, id).String()
+	return order.EventID(tenant, order.OperationCreate, id).String()
 }
 
 // createdEventIDs are the ids of the ORDER_CREATED events of the run's
@@ -273,7 +273,7 @@ func TestAnEventOwedPastTheRetentionIsDeliveredWhenTheBrokerReturns(t *testing.T
 	if _, err := eventually(3*time.Minute, func() error {
 		var n int
 		if err := freshSession(t).Query(`SELECT count(*) FROM `+ks+`.write_requests_by_id WHERE tenant = ? AND operation = ? AND request_id = ?`,
-			tenant, order.Operation, req.RequestId).ScanContext(callCtx(t), &n); err != nil {
+			tenant, order.OperationCreate, req.RequestId).ScanContext(callCtx(t), &n); err != nil {
 			return err
 		}
 		if n != 0 {

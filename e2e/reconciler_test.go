@@ -154,7 +154,7 @@ func TestDesignDoc000ReconcileDrill(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uuid.MustParse(req.RequestId)
-	rec, err := store.Get(callCtx(t), ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: id})
+	rec, err := store.Get(callCtx(t), ledger.Key{Tenant: tenant, Operation: order.OperationCreate, RequestID: id})
 	if err != nil {
 		t.Fatal(err)
 	}

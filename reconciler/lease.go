@@ -90,7 +90,7 @@ func (l *Loop) heldLocked(now time.Time) map[int]*hold {
 // instance's, or could have lapsed.
 func (l *Loop) loseLocked(shard int, reason string) {
 	l.forgetLocked(shard)
-	l.lostLeases.Add(1)
+	l.counters.update(func(s *Stats) { s.LostLeases++ })
 	l.log.Warn("lost shard lease", "shard", shard, "reason", reason)
 }
 
@@ -179,7 +179,7 @@ func (l *Loop) clockOK() bool {
 		}
 	}
 	if err != nil {
-		l.clockSkipped.Add(1)
+		l.counters.update(func(s *Stats) { s.ClockSkipped++ })
 	}
 	return err == nil
 }

@@ -206,9 +206,9 @@ type Loop struct {
 	// shard's unsettled requests; a held shard's hold remembers its own.
 	unleased map[int]*openSet
 
-	finished, retried, stuck, deadLettered, dropped, passes, passErrors atomic.Int64
-	minutesPassed, cursorLagNanos, lostLeases                           atomic.Int64
-	unknownOperation, clockSkipped                                      atomic.Int64
+	// counters are the loop's counters since start, kept once (Stats
+	// reads them).
+	counters counters
 	// open is what the held shards remember of their unsettled requests
 	// (open.go), as counted after the last pass or change of shards.
 	open atomic.Pointer[openTotals]
@@ -244,15 +244,44 @@ func (l *Loop) Stats() Stats {
 		}
 		return max(now.Sub(oldest), 0)
 	}
-	return Stats{
-		Finished: l.finished.Load(), Retried: l.retried.Load(), Stuck: l.stuck.Load(), DeadLettered: l.deadLettered.Load(),
-		Dropped: l.dropped.Load(), Passes: l.passes.Load(), PassErrors: l.passErrors.Load(),
-		Pending: open.pending, OldestPending: age(open.oldestPending), OwnedShards: owned,
-		MinutesPassed: l.minutesPassed.Load(), CursorLag: time.Duration(l.cursorLagNanos.Load()),
-		Undelivered: open.undelivered, OldestUndelivered: age(open.oldestUndelivered),
-		Parked: open.parked, UnknownOperation: l.unknownOperation.Load(), LostLeases: l.lostLeases.Load(),
-		ClockSkipped: l.clockSkipped.Load(),
-	}
+	st := l.counters.snapshot()
+	st.Pending, st.OldestPending, st.OwnedShards = open.pending, age(open.oldestPending), owned
+	st.Undelivered, st.OldestUndelivered, st.Parked = open.undelivered, age(open.oldestUndelivered), open.parked
+	return st
+}
+
+// counters are the loop's counters since start and the last pass's cursor
+// lag, in the Stats they are read into; the gauges of the unsettled
+// requests and the held shards are left zero here and read when Stats is
+// called. What settling an entry counts is added from the entry's
+// PassResult as soon as the entry is done (handleAll), so the counters
+// move during a long pass, not only at its end; what a pass counts of
+// itself, when it ends; lost leases and skipped clocks, as they happen.
+type counters struct {
+	mu sync.Mutex
+	s  Stats
+}
+
+func (c *counters) update(f func(*Stats)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(&c.s)
+}
+
+func (c *counters) snapshot() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s
+}
+
+// addEntry adds what settling one entry counted (handle's PassResult).
+func (s *Stats) addEntry(r PassResult) {
+	s.Finished += int64(r.Finished)
+	s.Retried += int64(r.Retried)
+	s.Stuck += int64(r.stuck)
+	s.DeadLettered += int64(r.DeadLettered)
+	s.Dropped += int64(r.Dropped)
+	s.UnknownOperation += int64(r.UnknownOperation)
 }
 
 // countOpen counts what the shards held now (and those passed without
@@ -343,6 +372,9 @@ type PassResult struct {
 	// was lost or could have lapsed: it started no entry there after that,
 	// and left the rest to the shard's next holder.
 	Lost int
+	// stuck counts, of Retried, the attempts of requests already past
+	// MaxAttempts (Stats.Stuck; the pass does not report it).
+	stuck int
 }
 
 // noteCursor keeps c if it is older than the oldest cursor noted so far.
@@ -367,6 +399,7 @@ func (r *PassResult) add(o PassResult) {
 	r.UnknownOperation += o.UnknownOperation
 	r.noteUndelivered(o.OldestUndelivered)
 	r.Lost += o.Lost
+	r.stuck += o.stuck
 }
 
 // noteUndelivered keeps created if it is older than the oldest undelivered
@@ -443,18 +476,20 @@ func (l *Loop) passShards(ctx context.Context, shards map[int]*hold) (PassResult
 		})
 	}
 	wg.Wait()
-	l.passes.Add(1)
 	l.countOpen()
-	l.minutesPassed.Add(int64(res.Passed))
 	lag := time.Duration(0)
 	if !res.OldestCursor.IsZero() {
 		lag = now.Sub(res.OldestCursor)
 	}
-	l.cursorLagNanos.Store(int64(lag))
 	err := errors.Join(errs...)
-	if err != nil {
-		l.passErrors.Add(1)
-	}
+	l.counters.update(func(s *Stats) {
+		s.Passes++
+		s.MinutesPassed += int64(res.Passed)
+		s.CursorLag = lag
+		if err != nil {
+			s.PassErrors++
+		}
+	})
 	if res.Pending > 0 || res.Dropped > 0 || res.UnknownOperation > 0 || res.Lost > 0 {
 		l.log.Info("reconciler pass", "shards", res.Shards, "buckets", res.Buckets, "pending", res.Pending,
 			"finished", res.Finished, "retried", res.Retried, "dead_lettered", res.DeadLettered, "dropped", res.Dropped,
@@ -606,6 +641,7 @@ func (l *Loop) handleAll(ctx context.Context, entries []ledger.DueEntry, now tim
 			defer slots.Release(1)
 			var mine PassResult
 			settled, err := l.handle(ctx, e, now, open, &mine)
+			l.counters.update(func(s *Stats) { s.addEntry(mine) })
 			l.noteProgress()
 			if err != nil {
 				l.note(slog.LevelWarn, "could not reconcile request", slog.Any("request_id", e.RequestID), slog.Any("error", err))
@@ -655,7 +691,6 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 	case ferr == nil:
 		open.forget(e.Key)
 		res.Finished++
-		l.finished.Add(1)
 		l.note(slog.LevelInfo, "reconciled request", slog.Any("request_id", rec.RequestID), slog.String("tenant", rec.Tenant),
 			slog.String("age", now.Sub(rec.CreatedAt).String()))
 		return true, l.ledger.RemoveEntry(ctx, e)
@@ -727,7 +762,6 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 		return false, err
 	}
 	res.Retried++
-	l.retried.Add(1)
 	retry := []slog.Attr{slog.Any("request_id", rec.RequestID), slog.Int("attempts", attempts), slog.Time("next", due), slog.Any("error", ferr)}
 	switch {
 	case undelivered(ferr) && attempts >= l.cfg.MaxAttempts:
@@ -737,7 +771,7 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 		l.note(slog.LevelInfo, "order event not delivered; retrying later", retry...)
 		return true, nil
 	case attempts >= l.cfg.MaxAttempts:
-		l.stuck.Add(1)
+		res.stuck++
 		l.note(slog.LevelError, "request still unfinished after repeated attempts; retrying later", retry...)
 		return true, nil
 	}
@@ -760,7 +794,6 @@ func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, 
 	if err == nil {
 		open.forget(e.Key)
 		res.Finished++
-		l.finished.Add(1)
 		l.note(slog.LevelInfo, "delivered an order event owed past its request's retention", slog.Any("request_id", e.RequestID),
 			slog.String("tenant", e.Tenant), slog.Any("order_id", e.Owed))
 		return true, l.ledger.RemoveEntry(ctx, e)
@@ -774,7 +807,6 @@ func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, 
 		return false, fmt.Errorf("order event owed past its request's retention not delivered (%v): %w", err, rerr)
 	}
 	res.Retried++
-	l.retried.Add(1)
 	l.note(slog.LevelWarn, "order event owed past its request's retention still undelivered: retried later",
 		slog.Any("request_id", e.RequestID), slog.String("tenant", e.Tenant), slog.Any("order_id", e.Owed),
 		slog.Time("next", due), slog.Any("error", err))
@@ -801,7 +833,6 @@ func (l *Loop) leaveForNewerRelease(ctx context.Context, e ledger.DueEntry, rec 
 		return false, err
 	}
 	res.UnknownOperation++
-	l.unknownOperation.Add(1)
 	l.note(slog.LevelWarn, "request of an operation this release does not know: left for a newer release",
 		slog.Any("request_id", rec.RequestID), slog.String("tenant", rec.Tenant), slog.String("operation", rec.Operation),
 		slog.Time("next", due), slog.Any("error", ferr))
@@ -828,7 +859,6 @@ func (l *Loop) deadLetter(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 	}
 	if now.State == ledger.Failed {
 		res.DeadLettered++
-		l.deadLettered.Add(1)
 		l.note(slog.LevelWarn, "request cannot be finished; set aside as FAILED", slog.Any("request_id", rec.RequestID), slog.Any("error", ferr))
 	}
 	return true, l.ledger.RemoveEntry(ctx, e)
@@ -851,7 +881,6 @@ func (l *Loop) note(level slog.Level, msg string, attrs ...slog.Attr) {
 
 func (l *Loop) drop(ctx context.Context, e ledger.DueEntry, res *PassResult) error {
 	res.Dropped++
-	l.dropped.Add(1)
 	return l.ledger.RemoveEntry(ctx, e)
 }
 

@@ -9,9 +9,9 @@ import (
 	"github.com/atlasmart/orderd/internal/clientcreds"
 )
 
-// commitPhase measures what committing the claim at ANY gains (issue 10,
-// "make the claim as cheap as Paxos v2 allows"): new orders through an
-// orderd whose claims commit at LOCAL_QUORUM (the default) against one
+// commitPhase measures what committing the claim at ANY gains (the aim: a
+// claim as cheap as Paxos v2 allows): new orders through an orderd whose
+// claims commit at LOCAL_QUORUM (the default) against one
 // with ORDERD_CLAIM_COMMIT=any, two fresh processes on the run's keyspace
 // taking turns at each level. Both publish nothing (ORDERD_DELIVERY=false),
 // so the claim is the only difference. The cluster must purge Paxos state

@@ -1,6 +1,7 @@
 // Command orderbench measures orderd against the statement plans it could
-// issue (issues 6 and 10). It is a benchmark that prints numbers, never a
-// test.
+// issue: the two-LWT protocol it ran first, the one-LWT protocol it runs
+// now, and the plans around them. It is a benchmark that prints numbers,
+// never a test.
 //
 //	orderbench run -phases compare,storm,replay,mix -json bin/bench-main.json
 //	orderbench run -phases lwt -label v1 -json bin/bench-lwt-v1.json
@@ -17,13 +18,13 @@
 //	compare  new requests at each -concurrency level through five drivers,
 //	         each warmed up first, taking turns in rounds:
 //	           orderd   CreateOrder through orderd (gRPC), the one-LWT
-//	                    protocol (issue 10), in a process of its own with
-//	                    event delivery off: no plan below publishes
-//	           two-lwt  the plan before issue 10 issued from this process
-//	                    in that handler's order: due-queue entry, claim
-//	                    LWT, read of orders_by_id, orders_by_id then the
-//	                    other two projections concurrently, COMPLETE LWT,
-//	                    entry removal
+//	                    protocol, in a process of its own with event
+//	                    delivery off: no plan below publishes
+//	           two-lwt  the two-LWT protocol orderd ran before, issued from
+//	                    this process in that handler's order: due-queue
+//	                    entry, claim LWT, read of orders_by_id, orders_by_id
+//	                    then the other two projections concurrently,
+//	                    COMPLETE LWT, entry removal
 //	           one-lwt  orderd's protocol issued from this process: read
 //	                    of orders_by_id, due-queue entry, claim LWT,
 //	                    orders_by_customer_time and order_events_by_order

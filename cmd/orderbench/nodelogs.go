@@ -10,8 +10,8 @@ import (
 
 // nodeLogs watches the Cassandra nodes' system logs for tombstone warnings
 // ("Read N live rows and M tombstone cells ...", "Scanned over M
-// tombstones ..."), counting only what is written after it starts: issue 10
-// asks for none after the benchmark.
+// tombstones ..."), counting only what is written after it starts: the due
+// queue's reads must meet none at the benchmark's rate.
 type nodeLogs struct {
 	start map[string]int64 // file -> size when the run started
 }

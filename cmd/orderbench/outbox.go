@@ -30,7 +30,7 @@ type outboxSetup struct {
 	keyspace, hosts  string              // the consumer's keyspace, the cluster
 }
 
-// outboxPhase measures what delivering events costs (issue 11): new orders
+// outboxPhase measures what delivering events costs: new orders
 // through an orderd that publishes every order's event to Kafka (the
 // default) against one with delivery off — two fresh processes on the
 // run's keyspace, taking turns at each concurrency level — and the

@@ -90,7 +90,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 	fmt.Fprintf(b, "Produced by `make bench` (cmd/orderbench); numbers from one run, side by side. ")
 	fmt.Fprintf(b, "Machine: %s. Cluster: %s, three local nodes (deploy/local), RF 3, LOCAL_QUORUM / LOCAL_SERIAL. ", runs[0].Machine, runs[0].Cassandra)
 	fmt.Fprintf(b, "orderd, the benchmark client and all three Cassandra JVMs share the same cores, so absolute numbers are low and noisy; the ratios are the point. ")
-	fmt.Fprintf(b, "The figures of the protocol before issue 10 (two LWTs per new order) are kept in [benchmarks-issue6.md](benchmarks-issue6.md).\n\nCommands:\n\n")
+	fmt.Fprintf(b, "The figures of the two-LWT protocol orderd ran before the one-LWT one (two LWTs per new order) are kept in [benchmarks-issue6.md](benchmarks-issue6.md).\n\nCommands:\n\n")
 	for _, r := range runs {
 		fmt.Fprintf(b, "- `%s` (%s)\n", r.Command, r.Started.Format("2006-01-02 15:04 UTC"))
 	}
@@ -100,8 +100,8 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 	if len(cmp) > 0 {
 		fmt.Fprintf(b, "\n## New requests: orderd against statement plans\n\n")
 		fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency, one round per driver, each round starting with the next driver (so the cluster's periodic work, which comes at the same points of every run, falls on each in turn); each driver's rounds are pooled. Every driver spreads its orders over the same 100 customers.\n\n")
-		fmt.Fprintf(b, "- *orderd*: CreateOrder through orderd (gRPC), which runs the one-LWT protocol (issue 10), with event delivery off (`ORDERD_DELIVERY=false`): none of the plans below publishes an event, so orderd is measured on the same work; what delivery adds is measured in its own section below.\n")
-		fmt.Fprintf(b, "- *two-lwt*: the protocol before issue 10, issued by the benchmark itself, in that handler's order: due-queue entry (its own write, as then), claim LWT, LOCAL_QUORUM read of orders_by_id, the three projections (each row its own write, as then), COMPLETE LWT, entry removal (the due queue of migration 0003 marks it done where 0002 deleted it: one write either way) — the baseline.\n")
+		fmt.Fprintf(b, "- *orderd*: CreateOrder through orderd (gRPC), which runs the one-LWT protocol, with event delivery off (`ORDERD_DELIVERY=false`): none of the plans below publishes an event, so orderd is measured on the same work; what delivery adds is measured in its own section below.\n")
+		fmt.Fprintf(b, "- *two-lwt*: the two-LWT protocol orderd ran before, issued by the benchmark itself, in that handler's order: due-queue entry (its own write, as then), claim LWT, LOCAL_QUORUM read of orders_by_id, the three projections (each row its own write, as then), COMPLETE LWT, entry removal (the due queue of migration 0003 marks it done where 0002 deleted it: one write either way) — the baseline.\n")
 		fmt.Fprintf(b, "- *one-lwt*: orderd's protocol issued by the benchmark itself (orderd with zero overhead of its own): LOCAL_QUORUM read of orders_by_id at the same time as the due-queue entry (group-committed with the entries of the claims made while one is being written, as orderd writes it), claim LWT, orders_by_customer_time and order_events_by_order concurrently, then orders_by_id (each table's rows of orders written at the same moment group-committed, as orderd writes them: `ORDERD_PROJECTION_BATCH`); the entry is released after the answer, in the background, as orderd releases it (group-committed per due-queue partition); no COMPLETE LWT.\n")
 		fmt.Fprintf(b, "- *floor*: the three projection upserts concurrently, group-committed as orderd writes them, and nothing else (no ledger, no idempotency).\n")
 		fmt.Fprintf(b, "- *claim*: a new request's claim as orderd's ledger issues it (its due entry, group-committed, then the claim LWT) and nothing else: what the one Paxos round of a new order costs alone.\n")
@@ -124,7 +124,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 				ratio(one.Throughput, two.Throughput), ratio(one.P50ms, two.P50ms),
 				ratio(o.OrderdCPUPer1k, o.ClusterCPUPer1k))
 		}
-		fmt.Fprintf(b, "\nGoals of issue 10, as measured in this run (orderd throughput ≥ 1.5 × two-lwt and ≥ 0.9 × one-lwt, p50 ≤ 0.7 × two-lwt, orderd CPU ≤ 5%% of the cluster's):\n\n")
+		fmt.Fprintf(b, "\nGoals of the one-LWT protocol, as measured in this run (orderd throughput ≥ 1.5 × two-lwt and ≥ 0.9 × one-lwt, p50 ≤ 0.7 × two-lwt, orderd CPU ≤ 5%% of the cluster's):\n\n")
 		for _, c := range levels {
 			o, ok1 := find(cmp, "orderd", c)
 			two, ok2 := find(cmp, "two-lwt", c)
@@ -203,17 +203,18 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 }
 
 // boundFrom is the fewest streams at which writeDriverBound takes its
-// least share: issue 10's goals are set at 16 and 64 streams, and below 16
-// a driver's rounds last a fraction of a second, so its CPU (counted by
-// /proc in 10 ms ticks) is a few ticks and the cluster's is mostly its own
-// idle work.
+// least share: the one-LWT protocol's goals are set at 16 and 64 streams,
+// and below 16 a driver's rounds last a fraction of a second, so its CPU
+// (counted by /proc in 10 ms ticks) is a few ticks and the cluster's is
+// mostly its own idle work.
 const boundFrom = 16
 
 // writeDriverBound reports what issuing each kind of statement costs the
-// process that issues it, against what it costs the cluster (issue 10's
-// CPU goal, ≤ 0.05): a plan made of claims and upserts costs its client at
-// least the least of their ratios, since a sum's ratio is never below the
-// least of its parts' (Σa/Σb ≥ min a/b). The verdict is the run's own.
+// process that issues it, against what it costs the cluster (the one-LWT
+// protocol's CPU goal, ≤ 0.05): a plan made of claims and upserts costs its
+// client at least the least of their ratios, since a sum's ratio is never
+// below the least of its parts' (Σa/Σb ≥ min a/b). The verdict is the run's
+// own.
 func writeDriverBound(b *strings.Builder, cmp []Result, levels []int) {
 	// share is a/b to three places, "–" where either was not measured.
 	share := func(a, b float64) string {
@@ -262,11 +263,11 @@ func writeDriverBound(b *strings.Builder, cmp []Result, levels []int) {
 		fmt.Fprintln(b, r)
 	}
 	fmt.Fprintf(b, "\nEvery order needs a claim and the projection upserts, and a plan made of them costs its client at least the least of their shares, since a sum's share is never below the least of its parts' (Σa/Σb ≥ min a/b). ")
-	fmt.Fprintf(b, "The least from %d streams up (issue 10's goals are set at 16 and 64; with fewer streams a round lasts a fraction of a second, a few of /proc's 10 ms CPU ticks, and the cluster's CPU is mostly its own idle work) is %.3f in this run (%s at concurrency %d). ", boundFrom, low.share, low.driver, low.c)
+	fmt.Fprintf(b, "The least from %d streams up (the one-LWT protocol's goals are set at 16 and 64; with fewer streams a round lasts a fraction of a second, a few of /proc's 10 ms CPU ticks, and the cluster's CPU is mostly its own idle work) is %.3f in this run (%s at concurrency %d). ", boundFrom, low.share, low.driver, low.c)
 	if low.share > 0.05 {
-		fmt.Fprintf(b, "So no plan of these statements issued through this driver on this machine costs its client as little as 5%% of the cluster's CPU, before it serves a single gRPC call: issue 10's CPU goal (≤ 0.05) is below what the driver alone costs here.\n")
+		fmt.Fprintf(b, "So no plan of these statements issued through this driver on this machine costs its client as little as 5%% of the cluster's CPU, before it serves a single gRPC call: the one-LWT protocol's CPU goal (≤ 0.05) is below what the driver alone costs here.\n")
 	} else {
-		fmt.Fprintf(b, "That is within issue 10's CPU goal (≤ 0.05): in this run the driver's own cost does not rule the goal out.\n")
+		fmt.Fprintf(b, "That is within the one-LWT protocol's CPU goal (≤ 0.05): in this run the driver's own cost does not rule the goal out.\n")
 	}
 }
 
@@ -305,7 +306,7 @@ func plotName(path string) string {
 }
 
 // writeTombstones says what the node logs said about tombstones during each
-// run (issue 10: the due queue's reads must meet none).
+// run (the due queue's reads must meet none).
 func writeTombstones(b *strings.Builder, runs []Run) {
 	fmt.Fprintf(b, "\nTombstone warnings in the Cassandra node logs during the runs (the reconciler inside orderd reads the due queue as in production, default grace):\n\n")
 	for _, r := range runs {
@@ -320,7 +321,7 @@ func writeTombstones(b *strings.Builder, runs []Run) {
 	}
 }
 
-// writeOutbox reports what delivering events to Kafka costs (issue 11).
+// writeOutbox reports what delivering events to Kafka costs.
 func writeOutbox(b *strings.Builder, rs []Result) {
 	if len(rs) == 0 {
 		return
@@ -357,7 +358,7 @@ func writeChanges(b *strings.Builder, rs []Result) {
 	if len(rs) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n## Changes (issue 13): AmendOrder against CreateOrder, through orderd\n\n")
+	fmt.Fprintf(b, "\n## Changes: AmendOrder against CreateOrder, through orderd\n\n")
 	fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency, always in this order (the replays need the amends of their round). *create*: a new order (one Paxos round, the claim; `order_versions` is not written). ")
 	fmt.Fprintf(b, "*amend*: a change of an order at version 1 (two Paxos rounds: the claim and the version check on `order_versions`, after the order and history reads; then the projections). ")
 	fmt.Fprintf(b, "*amend-replay*: the same changes again, answered from the change's recorded row (reads only).\n\n")

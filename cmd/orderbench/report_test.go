@@ -60,7 +60,7 @@ func TestReportDriverBound(t *testing.T) {
 			"| 64 | – | 0.150 | – | 0.100 | – |",
 			"| 1 | 0.005 | – | – | – | – |",
 			"is 0.090 in this run (claim at concurrency 16).",
-			"issue 10's CPU goal (≤ 0.05) is below what the driver alone costs here",
+			"the one-LWT protocol's CPU goal (≤ 0.05) is below what the driver alone costs here",
 		}},
 		{"a kind under the goal", 0.08, []string{
 			"| 16 | 0.040 | 0.200 | 0.100 | 0.120 | 0.020 |",

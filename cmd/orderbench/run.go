@@ -108,7 +108,7 @@ func runCmd(args []string) error {
 	keyspace := fmt.Sprintf("bench_%d", time.Now().Unix())
 	// The reconciler runs in orderd as it would in production, with the
 	// default grace: it reads every entry the run writes once it falls due
-	// (issue 10: its reads must meet no tombstones at the benchmark's rate).
+	// (its reads must meet no tombstones at the benchmark's rate).
 	// orderd publishes every order's event, as by default, to a topic of
 	// the run's own.
 	topic := keyspace + ".events"
@@ -154,8 +154,8 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	// The baselines issue the plan before issue 10, whose claims wrote
-	// their due entries one request each.
+	// The baselines issue the two-LWT protocol orderd ran before, whose
+	// claims wrote their due entries one request each.
 	legacyStore, err := ledger.NewCassandraStore(cassandra.Wrap(session), ledger.Config{EntriesAlone: true, ReadsAlone: true})
 	if err != nil {
 		return err
@@ -386,7 +386,7 @@ func benchCommand(i int) order.Command {
 func claimRecord(i int) ledger.Record {
 	id, encoded := uuid.New(), benchCommand(i).Encode()
 	return ledger.Record{
-		Key:         ledger.Key{Tenant: "default", Operation: order.Operation, RequestID: id},
+		Key:         ledger.Key{Tenant: "default", Operation: order.OperationCreate, RequestID: id},
 		EntityID:    order.ID("default", id),
 		Fingerprint: order.Fingerprint(encoded),
 		Command:     encoded,
@@ -481,7 +481,7 @@ func (b *bench) twoLWT(ctx context.Context, i int) error {
 	return b.complete(ctx, rec, o)
 }
 
-// oneLWT issues the planned protocol (issue 10) from this process: the read
+// oneLWT issues orderd's one-LWT protocol from this process: the read
 // of orders_by_id alongside the due-queue entry, the claim LWT, orders_by_customer_time and
 // order_events_by_order concurrently, then orders_by_id; the claim's entry
 // is released after the answer, in the background, as orderd releases it

@@ -22,7 +22,7 @@ import (
 )
 
 // serialCmd measures the claim at LOCAL_SERIAL against SERIAL on a cluster
-// of two or more data centres (issue 15 item 5), side by side in one run:
+// of two or more data centres, side by side in one run:
 // one keyspace replicated in every DC given, two sessions that differ only
 // in their serial consistency (cassandra.Config.Serial, what
 // ORDERD_SERIAL_CONSISTENCY sets), each with a ledger.Ledger, and

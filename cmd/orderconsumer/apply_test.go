@@ -148,7 +148,7 @@ func TestApplyOrderVersions(t *testing.T) {
 	}
 }
 
-// Issue 13: the change events. A late ORDER_AMENDED (version 2) after the
+// The change events: a late ORDER_AMENDED (version 2) after the
 // ORDER_CANCELLED that followed it (version 3) is recorded and ignored: the
 // view stays cancelled at version 3.
 func TestApplyChangeEventsKeepTheNewestVersion(t *testing.T) {

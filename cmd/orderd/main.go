@@ -394,7 +394,7 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 		return err
 	}
 	defer a.close()
-	rec, err := a.ledger.Requeue(ctx, ledger.Key{Tenant: cfg.tenant, Operation: order.Operation, RequestID: id})
+	rec, err := a.ledger.Requeue(ctx, ledger.Key{Tenant: cfg.tenant, Operation: order.OperationCreate, RequestID: id})
 	if err != nil {
 		return fmt.Errorf("requeue %s: %w", id, err)
 	}

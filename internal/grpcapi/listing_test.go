@@ -239,7 +239,7 @@ func newRequestsAPI(t *testing.T, sc Scanner, proj workflow.Projector) *Server {
 // COMPLETE, UNSPECIFIED and a negative page_size before scanning.
 func TestListRequests(t *testing.T) {
 	rec := func(tenant string, st ledger.State) ledger.Record {
-		return ledger.Record{Key: ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: uuid.New()}, State: st, Fingerprint: "f", CreatedAt: time.Now()}
+		return ledger.Record{Key: ledger.Key{Tenant: tenant, Operation: order.OperationCreate, RequestID: uuid.New()}, State: st, Fingerprint: "f", CreatedAt: time.Now()}
 	}
 	// A create whose order is recorded: PENDING in the ledger, COMPLETE to
 	// its client (a create's completion writes nothing to the ledger).

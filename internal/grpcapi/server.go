@@ -200,10 +200,10 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 	op := req.GetOperation()
 	switch op {
 	case "":
-		op = order.Operation
-	case order.Operation, order.OperationCancel, order.OperationAmend: // what the ledger records
+		op = order.OperationCreate
+	case order.OperationCreate, order.OperationCancel, order.OperationAmend: // what the ledger records
 	default:
-		v = append(v, fault.Violation{Field: "operation", Description: "must be " + order.Operation + " (the default when empty), " +
+		v = append(v, fault.Violation{Field: "operation", Description: "must be " + order.OperationCreate + " (the default when empty), " +
 			order.OperationCancel + " or " + order.OperationAmend})
 	}
 	if len(v) > 0 {
@@ -229,7 +229,7 @@ func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueReques
 	if len(v) > 0 {
 		return nil, s.Status(ctx, "RequeueRequest", fault.InvalidArgs(v))
 	}
-	rec, err := s.requeuer.Requeue(ctx, ledger.Key{Tenant: who.Tenant, Operation: order.Operation, RequestID: id})
+	rec, err := s.requeuer.Requeue(ctx, ledger.Key{Tenant: who.Tenant, Operation: order.OperationCreate, RequestID: id})
 	if err == nil {
 		// A finished create's ledger row still says PENDING (its completion
 		// writes nothing there): answer as GetRequest would.

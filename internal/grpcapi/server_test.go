@@ -244,8 +244,8 @@ func TestFieldLimits(t *testing.T) {
 func TestFieldLimitsInclusive(t *testing.T) {
 	s, l, r := newTestAPI(t, testKey)
 	ctx := acme()
-	if _, err := s.GetRequest(ctx, &ordersv1.GetRequestRequest{RequestId: validID, Operation: order.Operation}); status.Code(err) != codes.NotFound {
-		t.Errorf("GetRequest with operation %s: %v, want NotFound from the ledger", order.Operation, err)
+	if _, err := s.GetRequest(ctx, &ordersv1.GetRequestRequest{RequestId: validID, Operation: order.OperationCreate}); status.Code(err) != codes.NotFound {
+		t.Errorf("GetRequest with operation %s: %v, want NotFound from the ledger", order.OperationCreate, err)
 	}
 	if _, err := s.GetRequest(ctx, &ordersv1.GetRequestRequest{RequestId: validID}); status.Code(err) != codes.NotFound {
 		t.Errorf("GetRequest with the default operation: %v, want NotFound from the ledger", err)
@@ -373,7 +373,7 @@ func TestGetRequestLastErrorIsAReason(t *testing.T) {
 		"the database is unavailable; retry with the same request_id: gocql: no response from 127.0.0.2:9042": "INTERNAL",
 	} {
 		s, l, _ := newTestAPI(t, testKey)
-		l.rec = &ledger.Record{Key: ledger.Key{Tenant: "acme", Operation: order.Operation, RequestID: uuid.MustParse(validID)},
+		l.rec = &ledger.Record{Key: ledger.Key{Tenant: "acme", Operation: order.OperationCreate, RequestID: uuid.MustParse(validID)},
 			State: ledger.Pending, Attempts: 1, LastError: stored}
 		resp, err := s.GetRequest(acme(), &ordersv1.GetRequestRequest{RequestId: validID})
 		if err != nil {

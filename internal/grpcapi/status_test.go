@@ -192,7 +192,7 @@ func TestEveryReasonHasAMessage(t *testing.T) {
 	}
 }
 
-// Issue 13: a recorded conflict of a change says the order's version in
+// A recorded conflict of a change says the order's version in
 // ErrorInfo's metadata; a stale change is ABORTED, a change of a cancelled
 // order FAILED_PRECONDITION; neither is retryable as is (no RetryInfo).
 func TestStatusChangeConflicts(t *testing.T) {

@@ -154,7 +154,7 @@ func checkDelivery(ctx context.Context, s *gocql.Session, cfg Config, scope []re
 			continue
 		}
 		rep.AppliesChecked++
-		oid, ok := inbox[order.EventID(r.tenant, order.Operation, r.requestID)]
+		oid, ok := inbox[order.EventID(r.tenant, order.OperationCreate, r.requestID)]
 		switch {
 		case !ok:
 			v = append(v, fmt.Sprintf("order %s (request %s): event not applied by the consumer (%s.inbox)", r.orderID, r.requestID, cfg.ConsumerKeyspace))

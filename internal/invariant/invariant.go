@@ -13,6 +13,7 @@ package invariant
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ type Ack struct {
 }
 
 // IsChange reports whether a is an accepted change's ack.
-func (a Ack) IsChange() bool { return a.Operation != "" && a.Operation != order.Operation }
+func (a Ack) IsChange() bool { return a.Operation != "" && a.Operation != order.OperationCreate }
 
 // Report is what the check found.
 type Report struct {
@@ -129,73 +130,163 @@ const (
 	selectByID      = `SELECT tenant, order_id, customer_id, order_month, total, currency, request_id, created_at, version FROM orders_by_id`
 	selectByCust    = `SELECT tenant, customer_id, order_month, created_at, order_id, total, request_id FROM orders_by_customer_time`
 	selectEvents    = `SELECT tenant, order_id, event_id, event_type FROM order_events_by_order`
-	createOperation = order.Operation
+	createOperation = order.OperationCreate
 )
 
-// Check reads the keyspace of s and reports every violation.
+// Check reads the keyspace of s and reports every violation. It reads the
+// tables once, then holds the rows to each promise in turn; the violations
+// are sorted, so the order the promises run in does not show in the report.
 func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
+	cfg = cfg.withDefaults()
+	now := cfg.Now()
+	var rep Report
+	in, err := read(ctx, s, cfg.Acks, &rep)
+	if err != nil {
+		return rep, err
+	}
+	in.settle(&rep)
+	v := slices.Concat(
+		noFailedRequest(in),
+		commandsReadable(in),
+		orderIDsDerived(in),
+		oneRequestPerOrder(in),
+		noPendingPastGrace(in, now, cfg.Grace),
+		completeHasItsOrder(in),
+		completeListedOnce(in),
+		completeHasOneEvent(in),
+		ordersHaveTheirRequest(in, now, cfg.Retention),
+		oneCreatedEventPerOrder(in),
+		listedOrdersRecorded(in),
+		acknowledgedCreatesStored(in, cfg.Acks, &rep),
+	)
+	vv, err := checkVersions(ctx, s, cfg, now, versionInputs{orders: in.orders, changeEvents: in.changeEvents, requests: in.changeReqs}, &rep)
+	if err != nil {
+		return rep, err
+	}
+	v = append(v, vv...)
+	if cfg.CheckDelivered || cfg.ConsumerKeyspace != "" {
+		dv, err := checkDelivery(ctx, s, cfg, inScope(in.requests, cfg.Acks), now, &rep)
+		if err != nil {
+			return rep, err
+		}
+		v = append(v, dv...)
+	}
+	sort.Strings(v)
+	rep.Violations = v
+	return rep, nil
+}
+
+func (cfg Config) withDefaults() Config {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
-	now := cfg.Now()
-	var rep Report
-	var v []string
+	return cfg
+}
 
-	// The ledger.
-	requests := map[key]request{}
-	byOrder := map[key][]uuid.UUID{}
-	iter := s.Query(selectRequests).PageSize(1000).IterContext(ctx)
-	var (
-		r               request
-		op              string
-		reqID, entityID gocql.UUID
-		token           gocql.UUID
-		cmdBytes        []byte
-	)
-	var changeReqs []changeRequest
-	addRequest := func() {
-		switch op {
-		case createOperation:
-		case order.OperationCancel, order.OperationAmend:
-			changeReqs = append(changeReqs, newChangeRequest(r, op, uuid.UUID(reqID), uuid.UUID(entityID), cmdBytes))
-			return
-		default:
-			return // another operation's rows (tests of the ledger alone): not orderd's
-		}
-		r.requestID, r.orderID, r.claimToken = uuid.UUID(reqID), uuid.UUID(entityID), uuid.UUID(token)
-		r.cmd, r.cmdErr = order.DecodeCommand(cmdBytes)
-		requests[key{r.tenant, r.requestID}] = r
-		byOrder[key{r.tenant, r.orderID}] = append(byOrder[key{r.tenant, r.orderID}], r.requestID)
-		rep.Requests++
-		if r.state == "FAILED" {
-			rep.Failed++
-			v = append(v, fmt.Sprintf("request %s FAILED: %s", r.requestID, r.lastErr))
-		}
-		if r.cmdErr != nil {
-			v = append(v, fmt.Sprintf("request %s: stored command unreadable: %v", r.requestID, r.cmdErr))
-		}
-		if want := order.ID(r.tenant, r.requestID); r.orderID != want {
-			v = append(v, fmt.Sprintf("request %s maps to order %s, want the derived id %s", r.requestID, r.orderID, want))
-		}
+// snapshot is what Check read from the tables, keyed the way the promises
+// look rows up.
+type snapshot struct {
+	requests map[key]request // create requests, by request id
+	// byOrder: the ids of the create requests that map to each order, in
+	// the order they were read (the order a violation lists them in).
+	byOrder map[key][]uuid.UUID
+	orders  map[key]orderRow    // orders_by_id, by order id
+	listed  map[key][]orderRow  // orders_by_customer_time rows, by order id
+	events  map[key][]uuid.UUID // ORDER_CREATED event ids, by order id
+	// changeEvents: the ids of every other event (the changes').
+	changeEvents map[uuid.UUID]bool
+	changeReqs   []changeRequest
+}
+
+// read reads the ledger and the read tables into a snapshot. It counts what
+// it reads into rep as it goes, so that a read error still returns the
+// counts so far.
+func read(ctx context.Context, s *gocql.Session, acks []Ack, rep *Report) (*snapshot, error) {
+	in := &snapshot{
+		requests:     map[key]request{},
+		byOrder:      map[key][]uuid.UUID{},
+		orders:       map[key]orderRow{},
+		listed:       map[key][]orderRow{},
+		events:       map[key][]uuid.UUID{},
+		changeEvents: map[uuid.UUID]bool{},
 	}
-	for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr, &token) {
-		addRequest()
+	var row ledgerRow
+	if err := in.readLedger(ctx, s, &row, rep); err != nil {
+		return nil, err
+	}
+	if err := in.readOrders(ctx, s, rep); err != nil {
+		return nil, err
+	}
+	if err := in.readAgain(ctx, s, &row, acks, rep); err != nil {
+		return nil, err
+	}
+	if err := in.readListing(ctx, s, rep); err != nil {
+		return nil, err
+	}
+	if err := in.readEvents(ctx, s, rep); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// ledgerRow is the scan destination of a write_requests_by_id row.
+type ledgerRow struct {
+	r               request
+	op              string
+	reqID, entityID gocql.UUID
+	token           gocql.UUID
+	cmd             []byte
+}
+
+func (l *ledgerRow) dest() []any {
+	return []any{&l.r.tenant, &l.op, &l.reqID, &l.entityID, &l.cmd, &l.r.state, &l.r.created, &l.r.lastErr, &l.token}
+}
+
+// add files the row just scanned: a create request by its id and its
+// order, a change request in changeReqs; any other operation's rows (tests
+// of the ledger alone) are not orderd's and are skipped.
+func (in *snapshot) add(l *ledgerRow, rep *Report) {
+	switch l.op {
+	case createOperation:
+	case order.OperationCancel, order.OperationAmend:
+		in.changeReqs = append(in.changeReqs, newChangeRequest(l.r, l.op, uuid.UUID(l.reqID), uuid.UUID(l.entityID), l.cmd))
+		return
+	default:
+		return
+	}
+	r := l.r
+	r.requestID, r.orderID, r.claimToken = uuid.UUID(l.reqID), uuid.UUID(l.entityID), uuid.UUID(l.token)
+	r.cmd, r.cmdErr = order.DecodeCommand(l.cmd)
+	in.requests[key{r.tenant, r.requestID}] = r
+	in.byOrder[key{r.tenant, r.orderID}] = append(in.byOrder[key{r.tenant, r.orderID}], r.requestID)
+	rep.Requests++
+	if r.state == "FAILED" {
+		rep.Failed++
+	}
+}
+
+func (in *snapshot) readLedger(ctx context.Context, s *gocql.Session, l *ledgerRow, rep *Report) error {
+	iter := s.Query(selectRequests).PageSize(1000).IterContext(ctx)
+	for iter.Scan(l.dest()...) {
+		in.add(l, rep)
 	}
 	if err := iter.Close(); err != nil {
-		return rep, fmt.Errorf("read write_requests_by_id: %w", err)
+		return fmt.Errorf("read write_requests_by_id: %w", err)
 	}
-	// orders_by_id.
-	orders := map[key]orderRow{}
-	iter = s.Query(selectByID).PageSize(1000).IterContext(ctx)
+	return nil
+}
+
+func (in *snapshot) readOrders(ctx context.Context, s *gocql.Session, rep *Report) error {
+	iter := s.Query(selectByID).PageSize(1000).IterContext(ctx)
 	var (
-		o       orderRow
-		oid     gocql.UUID
-		month   time.Time
-		total   *inf.Dec
-		version *int64
+		o          orderRow
+		oid, reqID gocql.UUID
+		month      time.Time
+		total      *inf.Dec
+		version    *int64
 	)
 	for iter.Scan(&o.tenant, &oid, &o.customer, &month, &total, &o.currency, &reqID, &o.created, &version) {
 		o.requestID, o.month, o.total = uuid.UUID(reqID), month.Format(time.DateOnly), total.String()
@@ -204,99 +295,180 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 			o.version = *version
 		}
 		version = nil
-		orders[key{o.tenant, uuid.UUID(oid)}] = o
+		in.orders[key{o.tenant, uuid.UUID(oid)}] = o
 		rep.OrdersByID++
 	}
 	if err := iter.Close(); err != nil {
-		return rep, fmt.Errorf("read orders_by_id: %w", err)
+		return fmt.Errorf("read orders_by_id: %w", err)
 	}
+	return nil
+}
 
-	// The scan reads at LOCAL_QUORUM, which can miss a claim whose Paxos
-	// commit ran at ANY and has not landed yet (ORDERD_CLAIM_COMMIT=any):
-	// every create request an order or an acknowledgement names that the
-	// scan did not return is read again, linearizably, before it counts as
-	// missing.
+// readAgain reads, linearizably, every create request an order or an
+// acknowledgement names that the ledger scan did not return. The scan reads
+// at LOCAL_QUORUM, which can miss a claim whose Paxos commit ran at ANY and
+// has not landed yet (ORDERD_CLAIM_COMMIT=any): such a request must not
+// count as missing.
+func (in *snapshot) readAgain(ctx context.Context, s *gocql.Session, l *ledgerRow, acks []Ack, rep *Report) error {
 	serial := cassandra.Wrap(s).Serial() // LOCAL_SERIAL, or SERIAL under ORDERD_SERIAL_CONSISTENCY=serial
-	for k := range unscanned(requests, orders, cfg.Acks) {
+	for k := range unscanned(in.requests, in.orders, acks) {
 		iter := s.Query(selectRequest, k.tenant, createOperation, gocql.UUID(k.id)).Consistency(serial).IterContext(ctx)
-		for iter.Scan(&r.tenant, &op, &reqID, &entityID, &cmdBytes, &r.state, &r.created, &r.lastErr, &token) {
-			addRequest()
+		for iter.Scan(l.dest()...) {
+			in.add(l, rep)
 			rep.ReadAgain++
 		}
 		if err := iter.Close(); err != nil {
-			return rep, fmt.Errorf("read request %s again: %w", k.id, err)
+			return fmt.Errorf("read request %s again: %w", k.id, err)
 		}
 	}
-	for k, ids := range byOrder {
-		if len(ids) > 1 {
-			v = append(v, fmt.Sprintf("order %s is claimed by %d requests: %v", k.id, len(ids), ids))
-		}
-	}
+	return nil
+}
 
-	// orders_by_customer_time (the listing; orders_by_customer, its
-	// predecessor, is read by nobody): count rows per order id. A row is
-	// keyed by its order's creation time: a second claim time is a second
-	// row.
-	custRows := map[key][]orderRow{}
-	iter = s.Query(selectByCust).PageSize(1000).IterContext(ctx)
+// readListing reads orders_by_customer_time (the listing; orders_by_customer,
+// its predecessor, is read by nobody) into rows per order id. A row is keyed
+// by its order's creation time: a second claim time is a second row.
+func (in *snapshot) readListing(ctx context.Context, s *gocql.Session, rep *Report) error {
+	iter := s.Query(selectByCust).PageSize(1000).IterContext(ctx)
+	var (
+		o          orderRow
+		oid, reqID gocql.UUID
+		month      time.Time
+		total      *inf.Dec
+	)
 	for iter.Scan(&o.tenant, &o.customer, &month, &o.created, &oid, &total, &reqID) {
 		o.requestID, o.month, o.total = uuid.UUID(reqID), month.Format(time.DateOnly), total.String()
-		custRows[key{o.tenant, uuid.UUID(oid)}] = append(custRows[key{o.tenant, uuid.UUID(oid)}], o)
+		in.listed[key{o.tenant, uuid.UUID(oid)}] = append(in.listed[key{o.tenant, uuid.UUID(oid)}], o)
 		rep.OrdersByCustomerTime++
 	}
 	if err := iter.Close(); err != nil {
-		return rep, fmt.Errorf("read orders_by_customer_time: %w", err)
+		return fmt.Errorf("read orders_by_customer_time: %w", err)
 	}
+	return nil
+}
 
-	// Events: count ORDER_CREATED per order and check their ids; note the
-	// change events' ids.
-	events := map[key][]uuid.UUID{}
-	changeEvents := map[uuid.UUID]bool{}
-	iter = s.Query(selectEvents).PageSize(1000).IterContext(ctx)
+// readEvents files the ORDER_CREATED event ids by order and notes the
+// change events' ids.
+func (in *snapshot) readEvents(ctx context.Context, s *gocql.Session, rep *Report) error {
+	iter := s.Query(selectEvents).PageSize(1000).IterContext(ctx)
 	var (
 		tenant, typ string
-		evID        gocql.UUID
+		oid, evID   gocql.UUID
 	)
 	for iter.Scan(&tenant, &oid, &evID, &typ) {
 		rep.Events++
 		if typ == "ORDER_CREATED" {
-			events[key{tenant, uuid.UUID(oid)}] = append(events[key{tenant, uuid.UUID(oid)}], uuid.UUID(evID))
+			in.events[key{tenant, uuid.UUID(oid)}] = append(in.events[key{tenant, uuid.UUID(oid)}], uuid.UUID(evID))
 		} else {
-			changeEvents[uuid.UUID(evID)] = true
+			in.changeEvents[uuid.UUID(evID)] = true
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return rep, fmt.Errorf("read order_events_by_order: %w", err)
+		return fmt.Errorf("read order_events_by_order: %w", err)
 	}
+	return nil
+}
 
-	// A PENDING claim is COMPLETE once its order is recorded (orders_by_id,
-	// written last); rows completed before the one-LWT protocol say so.
-	for k, r := range requests {
+// settle marks COMPLETE every PENDING claim whose order is recorded
+// (orders_by_id is written last), and counts the COMPLETE and the still
+// PENDING requests. Rows completed before the one-LWT protocol say
+// COMPLETE themselves.
+func (in *snapshot) settle(rep *Report) {
+	for k, r := range in.requests {
 		if r.state != "PENDING" {
 			if r.state == "COMPLETE" {
 				rep.Complete++
 			}
 			continue
 		}
-		if o, ok := orders[key{r.tenant, r.orderID}]; ok && o.requestID == r.requestID {
+		if o, ok := in.orders[key{r.tenant, r.orderID}]; ok && o.requestID == r.requestID {
 			r.state = "COMPLETE"
-			requests[k] = r
+			in.requests[k] = r
 			rep.Complete++
 			continue
 		}
 		rep.Pending++
-		if age := now.Sub(r.created); age > cfg.Grace {
-			v = append(v, fmt.Sprintf("request %s PENDING for %s (grace %s)", r.requestID, age.Round(time.Second), cfg.Grace))
+	}
+}
+
+// noFailedRequest: no create request is FAILED.
+func noFailedRequest(in *snapshot) []string {
+	var v []string
+	for _, r := range in.requests {
+		if r.state == "FAILED" {
+			v = append(v, fmt.Sprintf("request %s FAILED: %s", r.requestID, r.lastErr))
 		}
 	}
+	return v
+}
 
-	// Every COMPLETE request: one order per table, one event, values from its command.
-	for _, r := range requests {
-		if r.state != "COMPLETE" || r.cmdErr != nil {
+// commandsReadable: every create request's stored command decodes.
+func commandsReadable(in *snapshot) []string {
+	var v []string
+	for _, r := range in.requests {
+		if r.cmdErr != nil {
+			v = append(v, fmt.Sprintf("request %s: stored command unreadable: %v", r.requestID, r.cmdErr))
+		}
+	}
+	return v
+}
+
+// orderIDsDerived: every create request maps to the order id derived from
+// its tenant and request id.
+func orderIDsDerived(in *snapshot) []string {
+	var v []string
+	for _, r := range in.requests {
+		if want := order.ID(r.tenant, r.requestID); r.orderID != want {
+			v = append(v, fmt.Sprintf("request %s maps to order %s, want the derived id %s", r.requestID, r.orderID, want))
+		}
+	}
+	return v
+}
+
+// oneRequestPerOrder: no two create requests map to one order.
+func oneRequestPerOrder(in *snapshot) []string {
+	var v []string
+	for k, ids := range in.byOrder {
+		if len(ids) > 1 {
+			v = append(v, fmt.Sprintf("order %s is claimed by %d requests: %v", k.id, len(ids), ids))
+		}
+	}
+	return v
+}
+
+// noPendingPastGrace: no create request stays PENDING longer than the
+// grace (a claim whose order is recorded counts as COMPLETE: settle).
+func noPendingPastGrace(in *snapshot, now time.Time, grace time.Duration) []string {
+	var v []string
+	for _, r := range in.requests {
+		if r.state != "PENDING" {
 			continue
 		}
-		k := key{r.tenant, r.orderID}
-		o, ok := orders[k]
+		if age := now.Sub(r.created); age > grace {
+			v = append(v, fmt.Sprintf("request %s PENDING for %s (grace %s)", r.requestID, age.Round(time.Second), grace))
+		}
+	}
+	return v
+}
+
+// completeRequests are the COMPLETE requests whose command is readable: the
+// ones whose order can be compared with what was asked.
+func completeRequests(in *snapshot) []request {
+	var out []request
+	for _, r := range in.requests {
+		if r.state == "COMPLETE" && r.cmdErr == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// completeHasItsOrder: every COMPLETE request has its orders_by_id row,
+// with the customer, total and currency of its command, naming it, in the
+// month of the order's creation time.
+func completeHasItsOrder(in *snapshot) []string {
+	var v []string
+	for _, r := range completeRequests(in) {
+		o, ok := in.orders[key{r.tenant, r.orderID}]
 		switch {
 		case !ok:
 			v = append(v, fmt.Sprintf("COMPLETE request %s has no orders_by_id row (order %s)", r.requestID, r.orderID))
@@ -308,7 +480,19 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 			// an earlier one expired replays it, with its time and month.
 			v = append(v, fmt.Sprintf("order %s month %s, want %s from its creation time", r.orderID, o.month, order.MonthOf(o.created)))
 		}
-		if rows := custRows[k]; len(rows) != 1 {
+	}
+	return v
+}
+
+// completeListedOnce: every COMPLETE request's order has exactly one
+// orders_by_customer_time row, with its command's customer and total and,
+// where the orders_by_id row exists, that row's month and creation time.
+func completeListedOnce(in *snapshot) []string {
+	var v []string
+	for _, r := range completeRequests(in) {
+		k := key{r.tenant, r.orderID}
+		o, ok := in.orders[k]
+		if rows := in.listed[k]; len(rows) != 1 {
 			v = append(v, fmt.Sprintf("COMPLETE request %s has %d orders_by_customer_time rows, want 1", r.requestID, len(rows)))
 		} else if rows[0].customer != r.cmd.CustomerID || rows[0].total != r.cmd.Total || (ok && rows[0].month != o.month) {
 			v = append(v, fmt.Sprintf("orders_by_customer_time row of order %s does not match request %s", r.orderID, r.requestID))
@@ -316,35 +500,76 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 			v = append(v, fmt.Sprintf("orders_by_customer_time lists order %s at %s, want its creation time %s",
 				r.orderID, rows[0].created.UTC().Format(time.RFC3339Nano), o.created.UTC().Format(time.RFC3339Nano)))
 		}
-		if ev := events[k]; len(ev) != 1 || ev[0] != r.requestID {
+	}
+	return v
+}
+
+// completeHasOneEvent: every COMPLETE request's order has exactly one
+// ORDER_CREATED event, whose id is the request id.
+func completeHasOneEvent(in *snapshot) []string {
+	var v []string
+	for _, r := range completeRequests(in) {
+		if ev := in.events[key{r.tenant, r.orderID}]; len(ev) != 1 || ev[0] != r.requestID {
 			v = append(v, fmt.Sprintf("COMPLETE request %s has events %v, want exactly [%s]", r.requestID, ev, r.requestID))
 		}
 	}
-	// Every order has its request, unless that request may have expired.
-	for k, o := range orders {
-		r, ok := requests[key{k.tenant, o.requestID}]
+	return v
+}
+
+// ordersHaveTheirRequest: every order younger than the retention has the
+// request it names in the ledger (an older one's may have expired, by
+// design), and a request that is there maps back to the order.
+func ordersHaveTheirRequest(in *snapshot, now time.Time, retention time.Duration) []string {
+	var v []string
+	for k, o := range in.orders {
+		r, ok := in.requests[key{k.tenant, o.requestID}]
 		switch {
-		case !ok && now.Sub(o.created) <= cfg.Retention:
+		case !ok && now.Sub(o.created) <= retention:
 			v = append(v, fmt.Sprintf("order %s has no request %s in the ledger", k.id, o.requestID))
 		case !ok: // the request expired by design
 		case r.orderID != k.id:
 			v = append(v, fmt.Sprintf("order %s names request %s, which maps to order %s", k.id, o.requestID, r.orderID))
 		}
-		if len(events[k]) > 1 {
-			v = append(v, fmt.Sprintf("order %s has %d ORDER_CREATED events", k.id, len(events[k])))
+	}
+	return v
+}
+
+// oneCreatedEventPerOrder: no order in orders_by_id has more than one
+// ORDER_CREATED event.
+func oneCreatedEventPerOrder(in *snapshot) []string {
+	var v []string
+	for k := range in.orders {
+		if len(in.events[k]) > 1 {
+			v = append(v, fmt.Sprintf("order %s has %d ORDER_CREATED events", k.id, len(in.events[k])))
 		}
 	}
-	for k := range custRows {
-		if _, ok := orders[k]; !ok {
-			if r, ok := requests[key{k.tenant, custRows[k][0].requestID}]; !ok || r.state == "COMPLETE" {
+	return v
+}
+
+// listedOrdersRecorded: every order orders_by_customer_time lists is in
+// orders_by_id, unless its request is still unfinished (the listing is
+// written before orders_by_id).
+func listedOrdersRecorded(in *snapshot) []string {
+	var v []string
+	for k, rows := range in.listed {
+		if _, ok := in.orders[k]; !ok {
+			if r, ok := in.requests[key{k.tenant, rows[0].requestID}]; !ok || r.state == "COMPLETE" {
 				v = append(v, fmt.Sprintf("orders_by_customer_time has order %s but orders_by_id does not", k.id))
 			}
 		}
 	}
-	// Acknowledged outcomes.
-	for _, a := range cfg.Acks {
+	return v
+}
+
+// acknowledgedCreatesStored: every acknowledged create has a COMPLETE
+// request whose order is stored with the acknowledged id, customer, total
+// and currency. It counts the acks it checks into rep; the acknowledged
+// changes are checkVersions'.
+func acknowledgedCreatesStored(in *snapshot, acks []Ack, rep *Report) []string {
+	var v []string
+	for _, a := range acks {
 		if a.IsChange() {
-			continue // checkVersions
+			continue
 		}
 		rep.AcksChecked++
 		id, err := uuid.Parse(a.RequestID)
@@ -352,32 +577,18 @@ func Check(ctx context.Context, s *gocql.Session, cfg Config) (Report, error) {
 			v = append(v, fmt.Sprintf("ack with a bad request id %q", a.RequestID))
 			continue
 		}
-		r, ok := requests[key{a.Tenant, id}]
+		r, ok := in.requests[key{a.Tenant, id}]
 		if !ok || r.state != "COMPLETE" {
 			v = append(v, fmt.Sprintf("acknowledged request %s is %v in the ledger, want COMPLETE", a.RequestID, map[bool]string{true: r.state, false: "missing"}[ok]))
 			continue
 		}
-		o, ok := orders[key{a.Tenant, r.orderID}]
+		o, ok := in.orders[key{a.Tenant, r.orderID}]
 		if !ok || r.orderID.String() != a.OrderID || o.total != a.Total || o.customer != a.CustomerID || o.currency != a.Currency {
 			v = append(v, fmt.Sprintf("acknowledged request %s (order %s, %s %s %s) does not match the stored order %s (%s %s %s)",
 				a.RequestID, a.OrderID, a.CustomerID, a.Total, a.Currency, r.orderID, o.customer, o.total, o.currency))
 		}
 	}
-	vv, err := checkVersions(ctx, s, cfg, now, versionInputs{orders: orders, changeEvents: changeEvents, requests: changeReqs}, &rep)
-	if err != nil {
-		return rep, err
-	}
-	v = append(v, vv...)
-	if cfg.CheckDelivered || cfg.ConsumerKeyspace != "" {
-		dv, err := checkDelivery(ctx, s, cfg, inScope(requests, cfg.Acks), now, &rep)
-		if err != nil {
-			return rep, err
-		}
-		v = append(v, dv...)
-	}
-	sort.Strings(v)
-	rep.Violations = v
-	return rep, nil
+	return v
 }
 
 // inScope are the COMPLETE requests the delivery checks look at: the

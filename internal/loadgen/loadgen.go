@@ -146,12 +146,52 @@ type call struct {
 	conflict bool
 }
 
-// Run sends the load through client and returns what it saw.
+// Run sends the load through client and returns what it saw: every intent
+// once (and a share twice), then conflicting reuses of a share of the
+// acknowledged ones, then the unacknowledged ones again with the same
+// request id until they settle or RetryFor runs out.
 func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Report {
 	cfg = cfg.withDefaults()
 	start := time.Now()
-	rep := Report{Intents: cfg.Intents, Codes: map[string]int{}, Latency: map[Outcome][]time.Duration{}}
-	var mu sync.Mutex // guards rep
+	l := &load{client: client, cfg: cfg,
+		rep: Report{Intents: cfg.Intents, Codes: map[string]int{}, Latency: map[Outcome][]time.Duration{}}}
+	intents, calls := newIntents(cfg, &l.rep)
+
+	sendCtx, cancel := context.WithTimeout(ctx, cfg.MaxDuration)
+	defer cancel()
+	l.changes = &changeStats{byVersion: map[string]string{}, codes: map[string]int{}}
+	send := func(c call) { l.send(sendCtx, c) }
+	runAll(sendCtx, calls, cfg.Concurrency, send)
+	runAll(sendCtx, conflictingReuses(intents, cfg.ConflictShare), cfg.Concurrency, send)
+	l.retryUnsettled(ctx, intents)
+
+	l.tally(intents)
+	l.foldChanges()
+	for k := range l.rep.Latency {
+		sort.Slice(l.rep.Latency[k], func(i, j int) bool { return l.rep.Latency[k][i] < l.rep.Latency[k][j] })
+	}
+	l.rep.Elapsed = time.Since(start)
+	return l.rep
+}
+
+// load is one Run under way.
+type load struct {
+	client  ordersv1.OrderServiceClient
+	cfg     Config
+	changes *changeStats
+
+	mu  sync.Mutex // guards rep and sent
+	rep Report
+	// sent counts the calls of the first pass and of the conflicting
+	// reuses, the number OnCall is given; retries are not counted.
+	sent int
+}
+
+// newIntents makes cfg.Intents intents, each with a random customer and
+// total, and decides which of them are also sent as a second copy (a
+// gateway re-sending): the calls of the first pass, shuffled. It counts the
+// copies into rep.
+func newIntents(cfg Config, rep *Report) ([]*intent, []call) {
 	intents := make([]*intent, cfg.Intents)
 	var calls []call
 	for i := range intents {
@@ -169,69 +209,90 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 		}
 	}
 	rand.Shuffle(len(calls), func(i, j int) { calls[i], calls[j] = calls[j], calls[i] })
+	return intents, calls
+}
 
-	sendCtx, cancel := context.WithTimeout(ctx, cfg.MaxDuration)
-	defer cancel()
-	changes := &changeStats{byVersion: map[string]string{}, codes: map[string]int{}}
-	n := 0
-	do := func(c call) {
-		callCtx, cancel := context.WithTimeout(sendCtx, cfg.CallTimeout)
-		t0 := time.Now()
-		resp, err := client.CreateOrder(callCtx, c.req)
-		d := time.Since(t0)
-		cancel()
-		out := classify(resp, err)
-		mu.Lock()
-		n++
-		rep.Calls++
-		if c.conflict {
-			rep.ConflictCalls++
-		}
-		rep.Codes[status.Code(err).String()]++
-		rep.Latency[out] = append(rep.Latency[out], d)
-		calls := n
-		mu.Unlock()
-		if !c.conflict {
-			c.in.noteAnswer(err)
-		}
-		if err == nil && !c.conflict {
-			first, disagree := c.in.record(resp)
-			if disagree {
-				mu.Lock()
-				rep.Disagreements++
-				rep.Problems = append(rep.Problems, fmt.Sprintf("answers for %s disagree: %v", c.req.RequestId, resp.Order))
-				mu.Unlock()
-			}
-			if first && rand.Float64() < cfg.ChangeShare {
-				changes.changeOrder(sendCtx, client, cfg, resp.GetOrder())
-			}
-		}
-		if err == nil && c.conflict {
-			mu.Lock()
-			rep.ConflictsAccepted++
-			rep.Problems = append(rep.Problems, fmt.Sprintf("conflicting reuse of %s was accepted: %v", c.req.RequestId, resp))
-			mu.Unlock()
-		}
-		if cfg.OnCall != nil {
-			cfg.OnCall(calls)
-		}
-	}
-	runAll(sendCtx, calls, cfg.Concurrency, do)
-
-	// Conflicting reuses of acknowledged intents: must be refused.
+// conflictingReuses decides which acknowledged intents are re-sent with
+// the same request id and another valid total (a leading digit added): a
+// share of them, each of which must be refused.
+func conflictingReuses(intents []*intent, share float64) []call {
 	var conflicts []call
 	for _, in := range intents {
-		if in.ack() != nil && rand.Float64() < cfg.ConflictShare {
-			// Another valid amount: a leading digit added to the total.
+		if in.ack() != nil && rand.Float64() < share {
 			other := &ordersv1.CreateOrderRequest{RequestId: in.req.RequestId, CustomerId: in.req.CustomerId,
 				Total: "1" + in.req.Total, Currency: in.req.Currency}
 			conflicts = append(conflicts, call{in: in, req: other, conflict: true})
 		}
 	}
-	runAll(sendCtx, conflicts, cfg.Concurrency, do)
+	return conflicts
+}
 
-	// Retry every intent not yet acknowledged, with the same request id.
-	retryUntil := time.Now().Add(cfg.RetryFor)
+// send makes one call of the first pass or of the conflicting reuses,
+// counts it, and judges its answer; then it tells OnCall.
+func (l *load) send(ctx context.Context, c call) {
+	callCtx, cancel := context.WithTimeout(ctx, l.cfg.CallTimeout)
+	t0 := time.Now()
+	resp, err := l.client.CreateOrder(callCtx, c.req)
+	d := time.Since(t0)
+	cancel()
+	out := classify(resp, err)
+	l.mu.Lock()
+	l.sent++
+	l.rep.Calls++
+	if c.conflict {
+		l.rep.ConflictCalls++
+	}
+	l.rep.Codes[status.Code(err).String()]++
+	l.rep.Latency[out] = append(l.rep.Latency[out], d)
+	calls := l.sent
+	l.mu.Unlock()
+	if c.conflict {
+		l.judgeConflict(c, resp, err)
+	} else {
+		l.judgeAnswer(ctx, c, resp, err)
+	}
+	if l.cfg.OnCall != nil {
+		l.cfg.OnCall(calls)
+	}
+}
+
+// judgeAnswer decides what an answer to an intent's own request means: an
+// answer retrying cannot change marks the intent refused; an OK answer is
+// recorded, is a problem if it disagrees with an earlier one and, when it
+// is the intent's first, sends the order's changes with a share's chance.
+func (l *load) judgeAnswer(ctx context.Context, c call, resp *ordersv1.CreateOrderResponse, err error) {
+	c.in.noteAnswer(err)
+	if err != nil {
+		return
+	}
+	first, disagree := c.in.record(resp)
+	if disagree {
+		l.mu.Lock()
+		l.rep.Disagreements++
+		l.rep.Problems = append(l.rep.Problems, fmt.Sprintf("answers for %s disagree: %v", c.req.RequestId, resp.Order))
+		l.mu.Unlock()
+	}
+	if first && rand.Float64() < l.cfg.ChangeShare {
+		l.changes.changeOrder(ctx, l.client, l.cfg, resp.GetOrder())
+	}
+}
+
+// judgeConflict: a conflicting reuse answered OK is a problem.
+func (l *load) judgeConflict(c call, resp *ordersv1.CreateOrderResponse, err error) {
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.rep.ConflictsAccepted++
+	l.rep.Problems = append(l.rep.Problems, fmt.Sprintf("conflicting reuse of %s was accepted: %v", c.req.RequestId, resp))
+	l.mu.Unlock()
+}
+
+// retryUnsettled re-sends every intent not yet settled, with the same
+// request id, in rounds half a second apart, until none is left, RetryFor
+// has passed since the phase began, or ctx ends.
+func (l *load) retryUnsettled(ctx context.Context, intents []*intent) {
+	retryUntil := time.Now().Add(l.cfg.RetryFor)
 	for {
 		var pending []call
 		for _, in := range intents {
@@ -243,31 +304,7 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 			break
 		}
 		retryCtx, cancel := context.WithDeadline(ctx, retryUntil)
-		runAll(retryCtx, pending, cfg.Concurrency, func(c call) {
-			callCtx, cancel := context.WithTimeout(retryCtx, cfg.CallTimeout)
-			defer cancel()
-			t0 := time.Now()
-			resp, err := client.CreateOrder(callCtx, c.req)
-			mu.Lock()
-			rep.Calls++
-			rep.Codes[status.Code(err).String()]++
-			rep.Latency[classify(resp, err)] = append(rep.Latency[classify(resp, err)], time.Since(t0))
-			mu.Unlock()
-			c.in.noteAnswer(err)
-			if err != nil {
-				return
-			}
-			first, disagree := c.in.record(resp)
-			mu.Lock()
-			if first {
-				rep.AckedAfterRetry++
-			}
-			if disagree {
-				rep.Disagreements++
-				rep.Problems = append(rep.Problems, fmt.Sprintf("answers for %s disagree: %v", c.req.RequestId, resp.Order))
-			}
-			mu.Unlock()
-		})
+		runAll(retryCtx, pending, l.cfg.Concurrency, func(c call) { l.resend(retryCtx, c) })
 		cancel()
 		if slices.ContainsFunc(intents, func(in *intent) bool { return !in.settled() }) {
 			select {
@@ -276,38 +313,74 @@ func Run(ctx context.Context, client ordersv1.OrderServiceClient, cfg Config) Re
 			}
 		}
 	}
+}
 
+// resend makes one retry call and counts it; an answer retrying cannot
+// change marks the intent refused, an OK answer is recorded (acknowledged
+// after retry if it is the first) and is a problem if it disagrees with an
+// earlier one. A retry never starts changes.
+func (l *load) resend(ctx context.Context, c call) {
+	callCtx, cancel := context.WithTimeout(ctx, l.cfg.CallTimeout)
+	defer cancel()
+	t0 := time.Now()
+	resp, err := l.client.CreateOrder(callCtx, c.req)
+	l.mu.Lock()
+	l.rep.Calls++
+	l.rep.Codes[status.Code(err).String()]++
+	l.rep.Latency[classify(resp, err)] = append(l.rep.Latency[classify(resp, err)], time.Since(t0))
+	l.mu.Unlock()
+	c.in.noteAnswer(err)
+	if err != nil {
+		return
+	}
+	first, disagree := c.in.record(resp)
+	l.mu.Lock()
+	if first {
+		l.rep.AckedAfterRetry++
+	}
+	if disagree {
+		l.rep.Disagreements++
+		l.rep.Problems = append(l.rep.Problems, fmt.Sprintf("answers for %s disagree: %v", c.req.RequestId, resp.Order))
+	}
+	l.mu.Unlock()
+}
+
+// tally decides what each intent counts as once the sending is over:
+// acknowledged (an ack, and a problem if it was answered replayed=false
+// more than once) or not (and of those, refused for good).
+func (l *load) tally(intents []*intent) {
 	for _, in := range intents {
 		o := in.ack()
 		if o == nil {
-			rep.Unacked++
+			l.rep.Unacked++
 			if in.wasRefused() {
-				rep.Refused++
+				l.rep.Refused++
 			}
 			continue
 		}
-		rep.Acked++
+		l.rep.Acked++
 		in.mu.Lock()
 		if in.news > 1 {
-			rep.NewAnswers += in.news - 1
-			rep.Problems = append(rep.Problems, fmt.Sprintf("request %s answered replayed=false %d times", in.req.RequestId, in.news))
+			l.rep.NewAnswers += in.news - 1
+			l.rep.Problems = append(l.rep.Problems, fmt.Sprintf("request %s answered replayed=false %d times", in.req.RequestId, in.news))
 		}
 		in.mu.Unlock()
-		rep.Acks = append(rep.Acks, invariant.Ack{Tenant: cfg.Tenant, RequestID: in.req.RequestId, OrderID: o.OrderId,
+		l.rep.Acks = append(l.rep.Acks, invariant.Ack{Tenant: l.cfg.Tenant, RequestID: in.req.RequestId, OrderID: o.OrderId,
 			CustomerID: o.CustomerId, Total: o.Total, Currency: o.Currency})
 	}
-	rep.ChangesSent, rep.ChangesAccepted, rep.ChangesStale = changes.sent, changes.accepted, changes.stale
-	rep.ChangesRejected, rep.ChangesUnacked = changes.cancelled, changes.unacked
-	rep.Acks = append(rep.Acks, changes.acks...)
-	rep.Problems = append(rep.Problems, changes.problems...)
-	for code, n := range changes.codes {
-		rep.Codes[code] += n
+}
+
+// foldChanges adds what the change phase saw to the report, after the
+// creates' acks and problems.
+func (l *load) foldChanges() {
+	ch := l.changes
+	l.rep.ChangesSent, l.rep.ChangesAccepted, l.rep.ChangesStale = ch.sent, ch.accepted, ch.stale
+	l.rep.ChangesRejected, l.rep.ChangesUnacked = ch.cancelled, ch.unacked
+	l.rep.Acks = append(l.rep.Acks, ch.acks...)
+	l.rep.Problems = append(l.rep.Problems, ch.problems...)
+	for code, n := range ch.codes {
+		l.rep.Codes[code] += n
 	}
-	for k := range rep.Latency {
-		sort.Slice(rep.Latency[k], func(i, j int) bool { return rep.Latency[k][i] < rep.Latency[k][j] })
-	}
-	rep.Elapsed = time.Since(start)
-	return rep
 }
 
 // record keeps the first OK answer; it reports whether this answer was the

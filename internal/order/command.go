@@ -18,8 +18,8 @@ import (
 	"github.com/atlasmart/orderd/internal/fault"
 )
 
-// Operation names the CreateOrder operation in the request ledger.
-const Operation = "CREATE_ORDER"
+// OperationCreate names the CreateOrder operation in the request ledger.
+const OperationCreate = "CREATE_ORDER"
 
 // Limits on one command. The gRPC API documents them on its fields
 // (proto/atlasmart/orders/v1/orders.proto) and applies MaxIDLength to every
@@ -232,7 +232,7 @@ func (c Command) Fingerprint() string { return Fingerprint(c.Encode()) }
 
 // Fingerprint is the fingerprint of an encoding made by Command.Encode, for
 // callers that already hold the encoding.
-func Fingerprint(encoded []byte) string { return fingerprintOf(Operation, encoded) }
+func Fingerprint(encoded []byte) string { return fingerprintOf(OperationCreate, encoded) }
 
 // fingerprintOf hashes an operation's encoded command, versioned.
 func fingerprintOf(op string, encoded []byte) string {

@@ -38,7 +38,7 @@ func EventID(tenant, op string, requestID uuid.UUID) uuid.UUID {
 // CreatedEvent is o's ORDER_CREATED event (o as created).
 func CreatedEvent(o Order) Event {
 	o = o.AsCreated()
-	return Event{ID: EventID(o.Tenant, Operation, o.RequestID), Type: EventOrderCreated, Order: o, RequestID: o.RequestID, At: o.CreatedAt}
+	return Event{ID: EventID(o.Tenant, OperationCreate, o.RequestID), Type: EventOrderCreated, Order: o, RequestID: o.RequestID, At: o.CreatedAt}
 }
 
 // ChangedEvent is the event of c, an accepted change; o is the order as c

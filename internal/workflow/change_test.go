@@ -838,7 +838,7 @@ func TestChangeNotEnabledSendsNoClaim(t *testing.T) {
 		t.Errorf("CreateOrder while changes are not enabled = %v", err)
 	}
 	for _, op := range asked {
-		if op == order.Operation {
+		if op == order.OperationCreate {
 			t.Errorf("CreateOrder asked whether %s is enabled", op)
 		}
 	}
@@ -944,7 +944,7 @@ func TestRedeliverPublishesTheEventAsItWasFirstPublished(t *testing.T) {
 		t.Fatalf("records published = %d, want 3 (created, amended, cancelled)", len(first))
 	}
 	for i, key := range []ledger.Key{
-		{Tenant: testTenant, Operation: order.Operation, RequestID: f.order.RequestID},
+		{Tenant: testTenant, Operation: order.OperationCreate, RequestID: f.order.RequestID},
 		{Tenant: testTenant, Operation: in.Operation, RequestID: uuid.MustParse(in.RequestID)},
 	} {
 		if err := f.svc.Redeliver(context.Background(), key, f.order.ID); err != nil {

@@ -43,7 +43,7 @@ func TestNewOrderIsPublishedThenReleased(t *testing.T) {
 	f.svc.Wait()
 	recs := pub.Records()
 	if len(recs) != 1 || string(recs[0].Key) != res.Order.ID.String() ||
-		outbox.Header(recs[0], outbox.HeaderEventID) != order.EventID(testTenant, order.Operation, res.Order.RequestID).String() {
+		outbox.Header(recs[0], outbox.HeaderEventID) != order.EventID(testTenant, order.OperationCreate, res.Order.RequestID).String() {
 		t.Fatalf("published %d records (%v), want the order's one event", len(recs), recs)
 	}
 	if n := len(f.led.Entries(onlyRecord(t, f.led).Key)); n != 0 {

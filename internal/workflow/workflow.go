@@ -270,7 +270,7 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 	if err != nil {
 		return Result{}, err
 	}
-	key := ledger.Key{Tenant: tenant, Operation: order.Operation, RequestID: requestID}
+	key := ledger.Key{Tenant: tenant, Operation: order.OperationCreate, RequestID: requestID}
 	encoded := cmd.Encode() // stored and fingerprinted: encode once
 	fingerprint := order.Fingerprint(encoded)
 	if hit, ok := s.replays.get(key); ok {
@@ -305,7 +305,7 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 // Operations are the operations whose requests Settle finishes: what this
 // release's reconcilers say they finish (reconciler.NewCassandraCoordinator).
 func Operations() []string {
-	return []string{order.Operation, order.OperationCancel, order.OperationAmend}
+	return []string{order.OperationCreate, order.OperationCancel, order.OperationAmend}
 }
 
 // mayClaim is nil while a claim of operation op may be sent: this
@@ -318,7 +318,7 @@ func (s *Service) mayClaim(ctx context.Context, op string) error {
 			return err
 		}
 	}
-	if op == order.Operation || s.cfg.Enabled == nil {
+	if op == order.OperationCreate || s.cfg.Enabled == nil {
 		return nil
 	}
 	return s.cfg.Enabled(ctx, op)
@@ -363,7 +363,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 			return errRecorded
 		}
 		if checkErr == nil {
-			checkErr = s.mayClaim(ctx, order.Operation)
+			checkErr = s.mayClaim(ctx, order.OperationCreate)
 		}
 		return checkErr
 	})
@@ -618,7 +618,7 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 			return err
 		}
 		ev = order.ChangedEvent(res.Order, res.Change)
-	case order.Operation:
+	case order.OperationCreate:
 		o, err := s.Finish(ctx, rec)
 		if err != nil {
 			return err
@@ -846,7 +846,7 @@ func (s *Service) Resolve(ctx context.Context, rec ledger.Record) (ledger.Record
 	if rec.State != ledger.Pending {
 		return rec, nil
 	}
-	if rec.Operation != order.Operation {
+	if rec.Operation != order.OperationCreate {
 		return s.changeRequest(ctx, rec)
 	}
 	cmd, err := order.DecodeCommand(rec.Command)

@@ -93,7 +93,7 @@ func recordFor(t *testing.T, svc *Service, in order.Input, createdAt time.Time, 
 	if err != nil {
 		t.Fatalf("Canonicalize: %v", err)
 	}
-	key := ledger.Key{Tenant: testTenant, Operation: order.Operation, RequestID: id}
+	key := ledger.Key{Tenant: testTenant, Operation: order.OperationCreate, RequestID: id}
 	return ledger.Record{
 		Key:         key,
 		EntityID:    order.ID(key.Tenant, id),
@@ -110,7 +110,7 @@ const testTenant = "default"
 
 func testKey(t *testing.T) ledger.Key {
 	t.Helper()
-	return ledger.Key{Tenant: testTenant, Operation: order.Operation, RequestID: uuid.MustParse(testRequestID)}
+	return ledger.Key{Tenant: testTenant, Operation: order.OperationCreate, RequestID: uuid.MustParse(testRequestID)}
 }
 
 // onlyRecord returns the single record of the ledger.
@@ -886,7 +886,7 @@ func TestDuplicateOfFailedRequest(t *testing.T) {
 func TestRequest(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	id := uuid.MustParse(testRequestID)
-	_, err := f.svc.Request(context.Background(), testTenant, order.Operation, id)
+	_, err := f.svc.Request(context.Background(), testTenant, order.OperationCreate, id)
 	fe := wantFault(t, err, fault.NotFound)
 	if fe.Reason != "REQUEST_NOT_FOUND" {
 		t.Errorf("reason = %q, want REQUEST_NOT_FOUND", fe.Reason)
@@ -896,7 +896,7 @@ func TestRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.svc.Request(context.Background(), testTenant, order.Operation, id)
+	rec, err := f.svc.Request(context.Background(), testTenant, order.OperationCreate, id)
 	if err != nil {
 		t.Fatalf("Request: %v", err)
 	}
@@ -941,7 +941,7 @@ func TestRequestViewOfAPendingRow(t *testing.T) {
 			rec := tc.seed(t, f)
 			before, writes := f.led.Records(), len(f.proj.Writes())
 
-			view, err := f.svc.Request(context.Background(), testTenant, order.Operation, rec.RequestID)
+			view, err := f.svc.Request(context.Background(), testTenant, order.OperationCreate, rec.RequestID)
 
 			if tc.kind != 0 {
 				wantFault(t, err, tc.kind)
@@ -1069,7 +1069,7 @@ func TestOneRequestIDUnderTwoTenantsIsTwoRequests(t *testing.T) {
 	if a.Replayed || b.Replayed || a.Order.ID == b.Order.ID || a.Order.Tenant != "acme" || b.Order.Tenant != "globex" {
 		t.Errorf("orders %+v and %+v: want two new orders, one per tenant", a.Order, b.Order)
 	}
-	if _, err := f.svc.Request(ctx, "initech", order.Operation, uuid.MustParse(testRequestID)); fault.KindOf(err) != fault.NotFound {
+	if _, err := f.svc.Request(ctx, "initech", order.OperationCreate, uuid.MustParse(testRequestID)); fault.KindOf(err) != fault.NotFound {
 		t.Errorf("a third tenant reading the request id: %v, want NotFound", err)
 	}
 	if _, err := f.svc.CreateOrder(ctx, "", baseInput()); fault.KindOf(err) != fault.Internal {
