@@ -8,7 +8,7 @@
 #               Kafka broker (started for the run and stopped after it,
 #               unless already up)
 #
-# See README.md. Settings: ORDERD_* (orderd), CASSANDRA_* (deploy/local).
+# See README.md. Settings: ORDERD_* (orderd), CASSANDRA_* (internal/tools/localcluster).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -59,7 +59,7 @@ cluster-status: build
 cluster-wipe: build
 	$(CLUSTER) wipe
 
-# The local single-node Kafka broker (KRaft, 127.0.0.1:19092; deploy/local).
+# The local single-node Kafka broker (KRaft, 127.0.0.1:19092; internal/tools/localcluster).
 # The e2e tests start it themselves when it is not running. Skipped when
 # ORDERD_KAFKA_BROKERS names other brokers, or delivery is off.
 kafka-up: build

@@ -1,4 +1,4 @@
-// Package local runs a real Apache Cassandra 5.0 cluster on one machine
+// Package localcluster runs a real Apache Cassandra 5.0 cluster on one machine
 // without Docker: each node is a plain JVM process on its own loopback
 // address (node i on 127.0.0.i), built from the cassandra-all artifacts on
 // Maven Central.
@@ -31,4 +31,4 @@
 //
 // cmd/cassandra-local and cmd/kafka-local are its command-line fronts; the
 // e2e harness uses the same package for node and broker control.
-package local
+package localcluster

@@ -1,4 +1,4 @@
-package local
+package localcluster
 
 // jdkModuleFlags open the JDK internals Cassandra 5.0 uses on JDK 17, as its
 // conf/jvm17-server.options and jvm17-clients.options do. Both the nodes and

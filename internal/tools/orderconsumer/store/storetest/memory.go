@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 )
 
 // The operations Fail takes, by the store method they fail.

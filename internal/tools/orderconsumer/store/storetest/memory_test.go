@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 )
 
 func TestMemoryContract(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 )
 
 // Store is what the contract exercises: the consumer's two writes and the

@@ -1,4 +1,4 @@
-package local
+package localcluster
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func startDetached(f pidFile, dir, stdoutLog, what string, args []string) (int, 
 		return 0, fmt.Errorf("open %s stdout log: %w", what, err)
 	}
 	defer logFile.Close()
-	fmt.Fprintf(logFile, "\n=== started by deploy/local at %s ===\n", time.Now().Format(time.RFC3339))
+	fmt.Fprintf(logFile, "\n=== started by internal/tools/localcluster at %s ===\n", time.Now().Format(time.RFC3339))
 	cmd := exec.Command("java", args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
