@@ -21,7 +21,7 @@ ORDERD   := $(BIN)/orderd
 export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 
 # Build stamp: `orderd version` and the orderd_build_info metric read these
-# (internal/buildinfo). GOFLAGS=-buildvcs=false builds record no revision, so
+# (internal/platform/buildinfo). GOFLAGS=-buildvcs=false builds record no revision, so
 # it is passed here.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -103,7 +103,7 @@ test-unit:
 	$(GO) vet -tags failpoints ./...
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 	cd proto && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/ ./internal/workflow/ ./cmd/orderd/
+	$(GO) test -race -count=1 -tags failpoints ./internal/platform/failpoint/ ./internal/app/workflow/ ./cmd/orderd/
 	$(MAKE) test-deploy
 
 # The deployment artefacts, each checked by the program its users run:
@@ -152,7 +152,7 @@ cover:
 	scripts/cover.sh
 
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=60s ./internal/order/
+	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=60s ./internal/domain/order/
 
 generate:
 	scripts/generate.sh

@@ -9,8 +9,8 @@ import (
 
 	"gopkg.in/inf.v0"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/devpki"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/tools/devpki"
 	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 

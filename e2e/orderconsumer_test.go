@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/freeport"
-	"github.com/atlasmart/orderd/internal/order"
-	"github.com/atlasmart/orderd/internal/orderpb"
+	"github.com/atlasmart/orderd/internal/adapters/orderpb"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/tools/freeport"
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store/storetest"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
@@ -147,7 +147,7 @@ func newConsumerWorld() *consumerWorld {
 }
 
 // created is the ORDER_CREATED record of a new order, as orderd publishes
-// it (internal/orderpb), at version v.
+// it (internal/adapters/orderpb), at version v.
 func (w *consumerWorld) created(t *testing.T, v int64) *kgo.Record {
 	o := order.New("acme", uuid.New(), order.Command{CustomerID: "cust-" + uuid.NewString()[:8], Total: "12.30", Currency: "EUR"}, time.Now())
 	ev := orderpb.Created(o)

@@ -10,9 +10,9 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/fault"
-	"github.com/atlasmart/orderd/internal/groupcommit"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/groupcommit"
 )
 
 // Every statement names itself in a leading comment (cassandra.StatementName)

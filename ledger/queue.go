@@ -8,8 +8,8 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
 // The due queue (table due_requests, cql/0003_due_queue.cql) is how

@@ -10,7 +10,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
 // scanCQL reads the whole ledger in token order: an operator's listing of
@@ -51,7 +51,7 @@ type ScanPage struct {
 	Records []Record
 	// Next is where the scan resumes, nil when it is done: raw and
 	// unauthenticated, like a projection page's paging state
-	// (internal/grpcapi signs it into a page token).
+	// (internal/adapters/grpcapi signs it into a page token).
 	Next []byte
 }
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 )
 
 // commitPhase measures what committing the claim at ANY gains (issue 10,
