@@ -35,7 +35,7 @@ ARG VERSION=dev
 ARG REVISION=unknown
 # -buildvcs=false: the context may be a git worktree whose .git points outside
 # it; the revision comes in as a build argument instead (orderd version and
-# the orderd_build_info metric show it: internal/buildinfo).
+# the orderd_build_info metric show it: internal/platform/buildinfo).
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -buildvcs=false \
         -ldflags="-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \

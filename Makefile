@@ -8,7 +8,7 @@
 #               Kafka broker (started for the run and stopped after it,
 #               unless already up)
 #
-# See README.md. Settings: ORDERD_* (orderd), CASSANDRA_* (deploy/local).
+# See README.md. Settings: ORDERD_* (orderd), CASSANDRA_* (internal/tools/localcluster).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -21,7 +21,7 @@ ORDERD   := $(BIN)/orderd
 export ORDERD_CLUSTER_DIR ?= $(CURDIR)/.cluster
 
 # Build stamp: `orderd version` and the orderd_build_info metric read these
-# (internal/buildinfo). GOFLAGS=-buildvcs=false builds record no revision, so
+# (internal/platform/buildinfo). GOFLAGS=-buildvcs=false builds record no revision, so
 # it is passed here.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -59,7 +59,7 @@ cluster-status: build
 cluster-wipe: build
 	$(CLUSTER) wipe
 
-# The local single-node Kafka broker (KRaft, 127.0.0.1:19092; deploy/local).
+# The local single-node Kafka broker (KRaft, 127.0.0.1:19092; internal/tools/localcluster).
 # The e2e tests start it themselves when it is not running. Skipped when
 # ORDERD_KAFKA_BROKERS names other brokers, or delivery is off.
 kafka-up: build
@@ -103,7 +103,7 @@ test-unit:
 	$(GO) vet -tags failpoints ./...
 	$(GO) test -race -count=1 $(UNIT_PKGS)
 	cd proto && $(GO) vet ./... && $(GO) test -race -count=1 ./...
-	$(GO) test -race -count=1 -tags failpoints ./internal/failpoint/ ./internal/workflow/ ./cmd/orderd/
+	$(GO) test -race -count=1 -tags failpoints ./internal/platform/failpoint/ ./internal/app/workflow/ ./cmd/orderd/
 	$(MAKE) test-deploy
 
 # The deployment artefacts, each checked by the program its users run:
@@ -152,7 +152,7 @@ cover:
 	scripts/cover.sh
 
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=60s ./internal/order/
+	$(GO) test -run='^$$' -fuzz=FuzzCanonicalize -fuzztime=60s ./internal/domain/order/
 
 generate:
 	scripts/generate.sh

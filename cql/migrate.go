@@ -20,9 +20,9 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/fault"
-	"github.com/atlasmart/orderd/internal/lwt"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/lwt"
 )
 
 // Session is what the migrator needs of a connection: statements (through

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/atlasmart/orderd/deploy/local"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 // Broker is the real Kafka broker an e2e run publishes to, chosen once per
@@ -16,7 +16,7 @@ import (
 //  1. KAFKA_BROKERS set: those brokers, as they are (no control).
 //  2. otherwise, if the cluster runs in Docker: an apache/kafka container
 //     started with testcontainers-go (docker_kafka.go).
-//  3. otherwise the local launcher (deploy/local): one JVM on
+//  3. otherwise the local launcher (internal/tools/localcluster): one JVM on
 //     127.0.0.1:19092, reused if already up, started (and stopped at the
 //     end) if not.
 type Broker interface {
@@ -41,7 +41,7 @@ func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
 	if _, ok := c.(*dockerCluster); ok {
 		return openDockerBroker(ctx, log)
 	}
-	b, err := local.NewBroker(local.KafkaConfig{StateDir: filepath.Join(repoRoot(), ".kafka"), Log: log})
+	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: filepath.Join(repoRoot(), ".kafka"), Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -52,9 +52,9 @@ func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
 	return &localBroker{b: b, startedHere: startedHere}, nil
 }
 
-// localBroker is deploy/local's broker.
+// localBroker is internal/tools/localcluster's broker.
 type localBroker struct {
-	b           *local.Broker
+	b           *localcluster.Broker
 	startedHere bool
 }
 

@@ -9,9 +9,9 @@ import (
 
 	"gopkg.in/inf.v0"
 
-	"github.com/atlasmart/orderd/deploy/local"
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/devpki"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/tools/devpki"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 // testLog writes a cluster launcher's progress lines to the test log.
@@ -49,8 +49,8 @@ func TestOrderdLogsInToASecuredClusterOverTLS(t *testing.T) {
 	keystore := write("node.pem", append(append([]byte{}, node.KeyPEM...), node.CertPEM...))
 	caFile := write("ca.pem", ca.CertPEM())
 
-	c, err := local.New(local.Config{Nodes: 1, FirstAddress: 4, StateDir: filepath.Join(dir, "cluster"), HeapMB: 512,
-		Security: &local.Security{PasswordAuth: true, ClientTLSKeystore: keystore}, Log: testLog{t}})
+	c, err := localcluster.New(localcluster.Config{Nodes: 1, FirstAddress: 4, StateDir: filepath.Join(dir, "cluster"), HeapMB: 512,
+		Security: &localcluster.Security{PasswordAuth: true, ClientTLSKeystore: keystore}, Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)
 	}

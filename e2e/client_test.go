@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/domain/order"
 )
 
 // exampleSummary is the JSON the client example prints.

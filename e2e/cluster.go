@@ -6,7 +6,7 @@
 //  1. CASSANDRA_CONTACT_POINTS set: that cluster, as it is (no node control).
 //  2. otherwise a Docker engine answers: three cassandra:5.0 containers
 //     started with testcontainers-go.
-//  3. otherwise the local launcher (deploy/local): three JVMs on 127.0.0.1-3,
+//  3. otherwise the local launcher (internal/tools/localcluster): three JVMs on 127.0.0.1-3,
 //     reused if already up, started (and stopped at the end) if not.
 //
 // The Kafka broker every orderd of the run publishes to is chosen the same
@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atlasmart/orderd/deploy/local"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 // Cluster is the real Cassandra cluster an e2e run uses.
@@ -88,16 +88,16 @@ func (c *externalCluster) PauseNode(ctx context.Context, i int) error  { return 
 func (c *externalCluster) ResumeNode(ctx context.Context, i int) error { return c.StopNode(ctx, i) }
 func (c *externalCluster) Close(context.Context) error                 { return nil }
 
-// localCluster is the deploy/local launcher's cluster.
+// localCluster is the internal/tools/localcluster launcher's cluster.
 type localCluster struct {
-	*local.Cluster
+	*localcluster.Cluster
 	started bool // this run started it, so this run stops it
 }
 
 var _ Cluster = (*localCluster)(nil)
 
 func openLocal(ctx context.Context, log io.Writer) (Cluster, error) {
-	c, err := local.New(local.Config{StateDir: filepath.Join(repoRoot(), ".cluster"), Log: log})
+	c, err := localcluster.New(localcluster.Config{StateDir: filepath.Join(repoRoot(), ".cluster"), Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/atlasmart/orderd/cql"
-	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
 // failInCIElseSkip fails the test when CI=true and skips it otherwise.

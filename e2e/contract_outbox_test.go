@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atlasmart/orderd/internal/outbox"
-	"github.com/atlasmart/orderd/internal/outbox/outboxtest"
+	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	"github.com/atlasmart/orderd/internal/adapters/outbox/outboxtest"
 )
 
 // The Kafka publisher meets the Publisher contract that the workflow's

@@ -5,15 +5,15 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/order"
-	"github.com/atlasmart/orderd/internal/versions"
-	"github.com/atlasmart/orderd/internal/versions/versionstest"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/stores/versions"
+	"github.com/atlasmart/orderd/internal/stores/versions/versionstest"
 )
 
 // The version check's contract against the real store on the three-node
 // cluster: the same suite versionstest.Memory passes
-// (internal/versions/memory_test.go), faults armed per subtest.
+// (internal/stores/versions/memory_test.go), faults armed per subtest.
 //
 // It runs in a keyspace of its own: the suite changes orders that exist
 // nowhere else, and `orderd verify` in later tests holds every history of

@@ -13,8 +13,8 @@ import (
 	"gopkg.in/inf.v0"
 
 	"github.com/atlasmart/orderd/cql"
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/projection"
 )
 

@@ -13,10 +13,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atlasmart/orderd/internal/failpoint"
-	"github.com/atlasmart/orderd/internal/fault"
-	"github.com/atlasmart/orderd/internal/order"
-	"github.com/atlasmart/orderd/internal/outbox"
+	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/failpoint"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 

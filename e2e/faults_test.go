@@ -14,8 +14,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/atlasmart/orderd/internal/invariant"
-	"github.com/atlasmart/orderd/internal/loadgen"
+	"github.com/atlasmart/orderd/internal/tools/invariant"
+	"github.com/atlasmart/orderd/internal/tools/loadgen"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 

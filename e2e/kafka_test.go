@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The local Kafka broker (deploy/local) is a real Apache Kafka
+// The local Kafka broker (internal/tools/localcluster) is a real Apache Kafka
 // 4.x in KRaft mode: records a producer had acknowledged with acks=all are
 // consumed back in order per key, with their headers, and survive the
 // broker being killed and started again.

@@ -9,7 +9,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/atlasmart/orderd/cql"
-	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
 // TestMigrationLWTsUnknownOutcomes runs the migrator through a FaultSession

@@ -23,9 +23,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"gopkg.in/inf.v0"
 
-	"github.com/atlasmart/orderd/internal/failpoint"
-	"github.com/atlasmart/orderd/internal/invariant"
-	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/failpoint"
+	"github.com/atlasmart/orderd/internal/tools/invariant"
 	"github.com/atlasmart/orderd/ledger"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 	"github.com/atlasmart/orderd/proto/client"

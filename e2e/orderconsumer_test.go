@@ -16,18 +16,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store/storetest"
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/freeport"
-	"github.com/atlasmart/orderd/internal/order"
-	"github.com/atlasmart/orderd/internal/orderpb"
+	"github.com/atlasmart/orderd/internal/adapters/orderpb"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/tools/freeport"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store/storetest"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
 // The consumer's store contract against the real tables on the three-node
 // cluster: the same suite storetest.Memory passes
-// (cmd/orderconsumer/store/storetest/memory_test.go).
+// (internal/tools/orderconsumer/store/storetest/memory_test.go).
 func TestOrderConsumerStoreContract(t *testing.T) {
 	isolated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -147,7 +147,7 @@ func newConsumerWorld() *consumerWorld {
 }
 
 // created is the ORDER_CREATED record of a new order, as orderd publishes
-// it (internal/orderpb), at version v.
+// it (internal/adapters/orderpb), at version v.
 func (w *consumerWorld) created(t *testing.T, v int64) *kgo.Record {
 	o := order.New("acme", uuid.New(), order.Command{CustomerID: "cust-" + uuid.NewString()[:8], Total: "12.30", Currency: "EUR"}, time.Now())
 	ev := orderpb.Created(o)

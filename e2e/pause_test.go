@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atlasmart/orderd/internal/invariant"
-	"github.com/atlasmart/orderd/internal/loadgen"
+	"github.com/atlasmart/orderd/internal/tools/invariant"
+	"github.com/atlasmart/orderd/internal/tools/loadgen"
 )
 
 // TestLoadWithOneNodePaused freezes one of three Cassandra nodes (SIGSTOP;

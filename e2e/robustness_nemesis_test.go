@@ -34,7 +34,7 @@ const (
 	// such an instance would see every entry due before its claim lands.
 	clockLead        = 90 * time.Second
 	iptablesComment  = "orderd-robustness"
-	cassandraStorage = "7000" // the internode port of deploy/local's nodes
+	cassandraStorage = "7000" // the internode port of internal/tools/localcluster's nodes
 )
 
 // instances are the orderd processes of the run, replaced when killed.

@@ -15,8 +15,8 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atlasmart/orderd/internal/outbox"
-	rb "github.com/atlasmart/orderd/internal/robustness"
+	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	rb "github.com/atlasmart/orderd/internal/tools/robustness"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -59,7 +59,7 @@ var robustEnv = []string{
 // Cassandra node, partitions one off (iptables), kills the broker (and,
 // in long runs, a node). Every call's invoke and return time and answer
 // form a history, checked for linearizability against the sequential
-// model of internal/robustness; then the run's events topic is read from
+// model of internal/tools/robustness; then the run's events topic is read from
 // its start and checked: every acknowledged order and change has its
 // event, and an event id names one event. How many versions were first
 // delivered after a later one is reported, not failed: publication order

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/atlasmart/orderd/internal/order"
-	rb "github.com/atlasmart/orderd/internal/robustness"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	rb "github.com/atlasmart/orderd/internal/tools/robustness"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 	"github.com/atlasmart/orderd/proto/client"
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"google.golang.org/grpc"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
-	"github.com/atlasmart/orderd/internal/devsetup"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/devsetup"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 

@@ -18,9 +18,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
-	"github.com/atlasmart/orderd/internal/devpki"
-	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/devpki"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atlasmart/orderd/internal/freeport"
+	"github.com/atlasmart/orderd/internal/tools/freeport"
 )
 
 // TestTakenPortFailsTheStartNamingIt: when the gRPC or the health address is

@@ -12,10 +12,10 @@ import (
 	"github.com/google/uuid"
 	"gopkg.in/inf.v0"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/invariant"
-	"github.com/atlasmart/orderd/internal/order"
-	"github.com/atlasmart/orderd/internal/versions"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/stores/versions"
+	"github.com/atlasmart/orderd/internal/tools/invariant"
 )
 
 // `orderd verify` is the last word of every fault test, so it must be able

@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/atlasmart/orderd/internal/groupcommit"
+	"github.com/atlasmart/orderd/internal/platform/groupcommit"
 )
 
-// Writes to the due queue are group-committed (internal/groupcommit).
+// Writes to the due queue are group-committed (internal/platform/groupcommit).
 // Every claim writes its due entry, and every new order releases it once
 // its order is recorded; all
 // entries of one (shard, minute) sit in one partition, and the shard of an

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/domain/fault"
 )
 
 // The due queue (table due_requests, cql/0003_due_queue.cql) is how

@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/fault"
-	"github.com/atlasmart/orderd/internal/groupcommit"
-	"github.com/atlasmart/orderd/internal/lwt"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/groupcommit"
+	"github.com/atlasmart/orderd/internal/platform/lwt"
 )
 
 // MinRetention and MaxRetention bound Config.Retention: the range New

@@ -9,12 +9,12 @@
  * orderd.pml models CreateOrder's own write protocol; here a create is
  * only its delivery obligation (its order is recorded, its due entry live).
  *
- * It follows: internal/workflow/change.go (changeOrder, changeRecorded,
+ * It follows: internal/app/workflow/change.go (changeOrder, changeRecorded,
  * duplicateChange, finishChange, recordConflict, settleChange),
- * internal/versions/cassandra.go (Apply, Awaits, decide),
- * internal/workflow/workflow.go (settleLater, releaseLater, Settle,
+ * internal/stores/versions/cassandra.go (Apply, Awaits, decide),
+ * internal/app/workflow/workflow.go (settleLater, releaseLater, Settle,
  * publish), reconciler/reconciler.go (handle, drop, retryLater,
- * passShard's DropBucket), internal/order/event.go and change.go (event
+ * passShard's DropBucket), internal/domain/order/event.go and change.go (event
  * and change ids).
  *
  * ABSTRACTIONS (model/README.md repeats them)

@@ -5,7 +5,7 @@
  * modelled, what is abstracted, how to run it and what it found;
  * scripts/model-check.sh runs every configuration.
  *
- * It follows: internal/workflow/workflow.go (createOrder, answer,
+ * It follows: internal/app/workflow/workflow.go (createOrder, answer,
  * recorded, duplicate, Finish, project, withdraw), ledger/cassandra.go
  * (Claim, claim, settle, run, Withdraw, MarkFailed, Requeue),
  * ledger/queue.go (entries, Reschedule), reconciler/reconciler.go

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"gopkg.in/inf.v0"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
 // ordersByCustomer is the customer listing before migration 0005, keyed by

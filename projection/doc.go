@@ -14,7 +14,7 @@
 //   - writes are plain LOCAL_QUORUM upserts marked idempotent (the driver may
 //     retry them), never one logged batch across partitions. The rows of
 //     one table from orders written at the same moment are group-committed
-//     (Config.Batch, internal/groupcommit): an unlogged batch of that
+//     (Config.Batch, internal/platform/groupcommit): an unlogged batch of that
 //     table's upsert, each row with its own write time, which a failure
 //     fails for every order in it (docs/architecture.md, "Group-committed
 //     projection rows and grouped reads"). Reads by id that meet share one

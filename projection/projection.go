@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sync/errgroup"
 	"gopkg.in/inf.v0"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/failpoint"
-	"github.com/atlasmart/orderd/internal/fault"
-	"github.com/atlasmart/orderd/internal/groupcommit"
-	"github.com/atlasmart/orderd/internal/order"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/failpoint"
+	"github.com/atlasmart/orderd/internal/platform/groupcommit"
 )
 
 // Table names, also used to name failpoints ("projection.orders_by_id")
@@ -93,7 +93,7 @@ type Config struct {
 	// Batch is the most orders whose rows of one table share one write (an
 	// unlogged batch of that table's upsert) when their writes meet, and
 	// the most orders of one tenant whose reads by id share one query
-	// (order_id IN ...) when they meet (internal/groupcommit); 1: every
+	// (order_id IN ...) when they meet (internal/platform/groupcommit); 1: every
 	// row and every read alone. Default DefaultBatch.
 	Batch int
 }
@@ -522,7 +522,7 @@ type Page struct {
 	Orders []order.Order
 	// NextState is Cassandra's paging state for the next page, nil on the
 	// last page. It is raw and unauthenticated: whoever hands it to a client
-	// wraps it (internal/grpcapi signs it) and checks it before passing it back.
+	// wraps it (internal/adapters/grpcapi signs it) and checks it before passing it back.
 	NextState []byte
 }
 

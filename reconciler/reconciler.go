@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/atlasmart/orderd/internal/fault"
-	"github.com/atlasmart/orderd/internal/lograte"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/platform/lograte"
 	"github.com/atlasmart/orderd/ledger"
 )
 

@@ -8,8 +8,8 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/cassandra/cassandratest"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra/cassandratest"
 )
 
 // TestLeaseSerialConsistency: every shard lease LWT runs its Paxos round at

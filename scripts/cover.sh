@@ -21,7 +21,7 @@ echo "== unit tests"
 go test -count=1 -coverpkg=./... -coverprofile="$out/unit.out" $pkgs >"$out/unit.log" 2>&1 ||
 	{ tail -50 "$out/unit.log"; exit 1; }
 go test -count=1 -tags failpoints -coverpkg=./... -coverprofile="$out/unit-failpoints.out" \
-	./internal/failpoint/ ./internal/workflow/ ./cmd/orderd/ >>"$out/unit.log" 2>&1 ||
+	./internal/platform/failpoint/ ./internal/app/workflow/ ./cmd/orderd/ >>"$out/unit.log" 2>&1 ||
 	{ tail -50 "$out/unit.log"; exit 1; }
 
 echo "== e2e tests (about 25 minutes; log in $out/e2e.log)"
@@ -49,8 +49,8 @@ awk -v m="$module/" 'NR > 1 { split($1, f, ":"); p = f[1]; sub(/\/[^\/]*$/, "", 
 	END { for (p in total) printf "%5.1f%%  %5d/%-5d  %s\n", 100 * hit[p] / total[p], hit[p], total[p], p }' \
 	"$out/all.out" | sort -k4
 
-echo "== unreached blocks in ledger, reconciler, projection, internal/workflow (file:lines statements)"
-awk -v m="$module/" 'NR > 1 && $3 == 0 && $1 ~ ("^" m "(ledger|reconciler|projection|internal/workflow)/") && $1 !~ /test/ {
+echo "== unreached blocks in ledger, reconciler, projection, internal/app/workflow (file:lines statements)"
+awk -v m="$module/" 'NR > 1 && $3 == 0 && $1 ~ ("^" m "(ledger|reconciler|projection|internal/app/workflow)/") && $1 !~ /test/ {
 	sub(m, "", $1); split($1, f, /[:,]/); split(f[2], a, "."); split(f[3], b, ".")
 	printf "%s:%s-%s %s\n", f[1], a[1], b[1], $2 }' "$out/all.out" | sort -t: -k1,1 -k2n
 echo "HTML: $out/cover.html"

@@ -17,7 +17,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/atlasmart/orderd/deploy/local"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 // Statements of the probe that needs every replica. The keyspace is the
@@ -40,7 +40,7 @@ const roleSetupWarning = "CassandraRoleManager skipped default role setup"
 // survivors log and burn while N is down. With -restart M it also restarts
 // node M while N is down (as fault tests that bring nodes back one at a time
 // do) before the log window. Node N is started again at the end.
-func runFaultTimes(ctx context.Context, c *local.Cluster, args []string) error {
+func runFaultTimes(ctx context.Context, c *localcluster.Cluster, args []string) error {
 	fs := flag.NewFlagSet("fault-times", flag.ContinueOnError)
 	restart := fs.Int("restart", 0, "restart this node while N is down, before the log window")
 	window := fs.Duration("window", time.Minute, "how long to count the survivors' log lines and CPU")
@@ -213,7 +213,7 @@ func driverSawDown(ctx context.Context, s *gocql.Session, addr string, since tim
 // nodetoolSawDown runs nodetool status on node i until it lists addr DN.
 // Each run takes a JVM start, so the figure is an upper bound; the log
 // line (loggedDown) is exact.
-func nodetoolSawDown(ctx context.Context, c *local.Cluster, i int, addr string, since time.Time) string {
+func nodetoolSawDown(ctx context.Context, c *localcluster.Cluster, i int, addr string, since time.Time) string {
 	runs := 0
 	for {
 		start := time.Since(since)
@@ -266,7 +266,7 @@ func allTurnsUnavailable(ctx context.Context, s *gocql.Session, since time.Time)
 var downLine = regexp.MustCompile(`^\S+\s+\[[^\]]*\] (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .* InetAddress /([0-9.]+):\d+ is now DOWN`)
 
 // loggedDown finds node i's first "is now DOWN" line for addr after since.
-func loggedDown(c *local.Cluster, i int, addr string, since time.Time) string {
+func loggedDown(c *localcluster.Cluster, i int, addr string, since time.Time) string {
 	f, err := os.Open(c.LogPath(i))
 	if err != nil {
 		return fmt.Sprintf("node %d: %v", i, err)
@@ -300,7 +300,7 @@ func (u logUsage) minus(v logUsage) logUsage {
 	return logUsage{u.lines - v.lines, u.bytes - v.bytes, u.roleWarnings - v.roleWarnings, u.cpu - v.cpu}
 }
 
-func measureNode(c *local.Cluster, i int) (logUsage, error) {
+func measureNode(c *localcluster.Cluster, i int) (logUsage, error) {
 	var u logUsage
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(c.LogPath(i)), "system*.log"))
 	if err != nil {

@@ -1,6 +1,6 @@
 // Command cassandra-local runs the local three-node Apache Cassandra 5.0
 // cluster that orderd's `make run` and `make test` use on machines without
-// Docker. See deploy/local for how the nodes are built and started.
+// Docker. See internal/tools/localcluster for how the nodes are built and started.
 //
 //	cassandra-local [-nodes N] [-dcs N] [-first-address N] COMMAND ...
 //	cassandra-local up|down|status|wipe|fetch
@@ -32,7 +32,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/atlasmart/orderd/deploy/local"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 const usage = `usage: cassandra-local [-nodes N] [-dcs N] [-first-address N] COMMAND
@@ -85,7 +85,7 @@ func run() error {
 	if len(rest) == 0 {
 		return errors.New(usage)
 	}
-	c, err := local.New(cfg)
+	c, err := localcluster.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -149,8 +149,8 @@ func run() error {
 	}
 }
 
-func configFromEnv() (local.Config, error) {
-	cfg := local.Config{
+func configFromEnv() (localcluster.Config, error) {
+	cfg := localcluster.Config{
 		Version:      os.Getenv("CASSANDRA_VERSION"),
 		PaxosVariant: os.Getenv("CASSANDRA_PAXOS_VARIANT"),
 		StateDir:     os.Getenv("ORDERD_CLUSTER_DIR"),
@@ -171,7 +171,7 @@ func configFromEnv() (local.Config, error) {
 
 // parseFlags reads the flags before the command into cfg (over what the
 // environment set) and returns the command and its arguments.
-func parseFlags(cfg *local.Config, args []string) ([]string, error) {
+func parseFlags(cfg *localcluster.Config, args []string) ([]string, error) {
 	fs := flag.NewFlagSet("cassandra-local", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "")

@@ -1,6 +1,6 @@
 // Command kafka-local runs the local single-node Apache Kafka 4.x broker
 // (KRaft mode, on loopback) that orderd's event delivery uses on machines
-// without Docker. See deploy/local for how the broker is built and started.
+// without Docker. See internal/tools/localcluster for how the broker is built and started.
 //
 //	kafka-local up|down|kill|status|wipe|fetch|logs
 //
@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/atlasmart/orderd/deploy/local"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 const usage = `usage: kafka-local COMMAND
@@ -44,7 +44,7 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := local.KafkaConfig{
+	cfg := localcluster.KafkaConfig{
 		Version:  os.Getenv("KAFKA_VERSION"),
 		CacheDir: os.Getenv("ORDERD_CACHE_DIR"),
 		StateDir: os.Getenv("ORDERD_KAFKA_DIR"),
@@ -57,7 +57,7 @@ func run() error {
 		}
 		cfg.HeapMB = mb
 	}
-	b, err := local.NewBroker(cfg)
+	b, err := localcluster.NewBroker(cfg)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 )
 
 // commitPhase measures what committing the claim at ANY gains (the aim: a
@@ -15,7 +15,7 @@ import (
 // with ORDERD_CLAIM_COMMIT=any, two fresh processes on the run's keyspace
 // taking turns at each level. Both publish nothing (ORDERD_DELIVERY=false),
 // so the claim is the only difference. The cluster must purge Paxos state
-// as `repaired` (deploy/local does), or the ANY process refuses to start.
+// as `repaired` (internal/tools/localcluster does), or the ANY process refuses to start.
 func (b *bench) commitPhase(ctx context.Context, levels []int, requests int, orderd string, env []string, creds clientcreds.Options) ([]Result, error) {
 	base := append(slices.Clone(env), "ORDERD_DELIVERY=false")
 	lq, err := startOrderd(orderd, append(slices.Clone(base), "ORDERD_CLAIM_COMMIT=local_quorum"), creds)

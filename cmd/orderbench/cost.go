@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 )
 
 // costVariant is one orderd configuration of the cost phase: a name, the

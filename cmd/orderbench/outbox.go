@@ -14,9 +14,9 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
-	"github.com/atlasmart/orderd/internal/loadgen"
-	"github.com/atlasmart/orderd/internal/outbox"
+	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/loadgen"
 )
 
 // outboxSetup is what the outbox phase needs besides the bench.

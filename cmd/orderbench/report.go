@@ -88,7 +88,7 @@ func findOutcome(rs []Result, outcome string) (Result, bool) {
 func writeReport(b *strings.Builder, runs []Run, plot string) {
 	fmt.Fprintf(b, "# orderd benchmarks\n\n")
 	fmt.Fprintf(b, "Produced by `make bench` (cmd/orderbench); numbers from one run, side by side. ")
-	fmt.Fprintf(b, "Machine: %s. Cluster: %s, three local nodes (deploy/local), RF 3, LOCAL_QUORUM / LOCAL_SERIAL. ", runs[0].Machine, runs[0].Cassandra)
+	fmt.Fprintf(b, "Machine: %s. Cluster: %s, three local nodes (internal/tools/localcluster), RF 3, LOCAL_QUORUM / LOCAL_SERIAL. ", runs[0].Machine, runs[0].Cassandra)
 	fmt.Fprintf(b, "orderd, the benchmark client and all three Cassandra JVMs share the same cores, so absolute numbers are low and noisy; the ratios are the point. ")
 	fmt.Fprintf(b, "The figures of the two-LWT protocol orderd ran before the one-LWT one (two LWTs per new order) are kept in [benchmarks-issue6.md](benchmarks-issue6.md).\n\nCommands:\n\n")
 	for _, r := range runs {

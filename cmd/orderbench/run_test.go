@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/atlasmart/orderd/internal/fault"
+	"github.com/atlasmart/orderd/internal/domain/fault"
 )
 
 // Ops that fail with errors of different concrete types must be counted, and

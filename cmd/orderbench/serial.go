@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/cql"
-	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/ledger"
 )
 

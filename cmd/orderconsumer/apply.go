@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store/storetest"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store/storetest"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 

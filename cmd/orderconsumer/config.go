@@ -43,7 +43,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 		"where a partition without a committed offset starts: its oldest record (false: its newest)")
 	fs.StringVar(&c.cassandra, "cassandra", "127.0.0.1,127.0.0.2,127.0.0.3", "comma-separated Cassandra contact points")
 	// dc1, not Cassandra's stock datacenter1: the repository's clusters
-	// (deploy/local, e2e's containers) and orderd name their data centre
+	// (internal/tools/localcluster, e2e's containers) and orderd name their data centre
 	// dc1, and Cassandra 5 refuses a keyspace replicated to a data centre
 	// it does not know ("Unrecognized strategy option {datacenter1}").
 	fs.StringVar(&c.localDC, "local-dc", "dc1",

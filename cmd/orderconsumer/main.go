@@ -44,7 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/atlasmart/orderd/cmd/orderconsumer/store"
+	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 )
 
 func main() {

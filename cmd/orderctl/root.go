@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 	"github.com/atlasmart/orderd/proto/client"
 )
 
@@ -88,7 +88,7 @@ Exit codes:
 }
 
 // globalFlags registers the flags every command takes. The credential
-// flags are internal/clientcreds', the same as our other tools'.
+// flags are internal/tools/clientcreds', the same as our other tools'.
 func (a *app) globalFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.addr, "addr", envOr("ORDERD_ADDR", "127.0.0.1:8080"), "orderd's gRPC address ($ORDERD_ADDR)")

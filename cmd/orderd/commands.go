@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/atlasmart/orderd/internal/buildinfo"
+	"github.com/atlasmart/orderd/internal/platform/buildinfo"
 )
 
 // command is one of orderd's subcommands, as `orderd help` lists it.

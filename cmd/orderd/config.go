@@ -11,8 +11,8 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
-	"github.com/atlasmart/orderd/internal/outbox"
+	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 )
@@ -111,8 +111,8 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.Float64Var(&c.rateReplays, "rate-replays", c.envFloat("ORDERD_RATE_REPLAYS", 10000), "duplicates per second per tenant answered from the replay cache; over it: RESOURCE_EXHAUSTED; 0: unlimited")
 		fs.IntVar(&c.replayCacheSize, "replay-cache-size", c.envInt("ORDERD_REPLAY_CACHE_SIZE", 10_000), "recent recorded outcomes kept in memory to answer duplicates without a ledger read (a few hundred bytes each); 0 disables")
 		fs.IntVar(&c.projectionBatch, "projection-batch", c.envInt("ORDERD_PROJECTION_BATCH", projection.DefaultBatch), "most orders whose rows of one projection table share one write (an unlogged batch), or whose reads share one query, when they meet under load; 1: every row and read alone (docs/architecture.md, \"Group-committed projection rows and grouped reads\")")
-		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/failpoint)")
-		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/cassandra.FaultSession)")
+		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/platform/failpoint)")
+		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/platform/cassandra.FaultSession)")
 		fs.DurationVar(&c.clockLead, "clock-lead", c.envDuration("ORDERD_CLOCK_LEAD", 0), "run this process's clock this far ahead of the machine's, for tests only (test builds)")
 		fs.DurationVar(&c.maxClockSkew, "max-clock-skew", c.envDuration("ORDERD_MAX_CLOCK_SKEW", 2*time.Second), "largest difference from the cluster's clock (measured every 10 s) at which this process claims requests and reconciles; beyond it, new requests are refused CLOCK_SKEWED and the reconciler gives up its shards")
 		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout + cql-timeout + 2 x max-clock-skew)")

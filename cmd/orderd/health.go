@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/atlasmart/orderd/internal/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
 // quorumProbeCQL reads one partition of the keyspace's schema_migrations

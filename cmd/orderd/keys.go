@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/atlasmart/orderd/internal/auth"
-	"github.com/atlasmart/orderd/internal/devsetup"
+	"github.com/atlasmart/orderd/internal/adapters/auth"
+	"github.com/atlasmart/orderd/internal/tools/devsetup"
 )
 
 const keysUsage = `usage:
@@ -85,7 +85,7 @@ func keysCommand(args []string, stdout io.Writer) error {
 }
 
 // devSetup writes a development CA, certificates and API key file into a
-// directory, once (internal/devsetup), and prints the key: here and
+// directory, once (internal/tools/devsetup), and prints the key: here and
 // nowhere else. It leaves an existing setup alone.
 func devSetup(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("orderd dev-setup", flag.ContinueOnError)

@@ -25,8 +25,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
-	"github.com/atlasmart/orderd/internal/lograte"
-	"github.com/atlasmart/orderd/internal/metrics"
+	"github.com/atlasmart/orderd/internal/adapters/metrics"
+	"github.com/atlasmart/orderd/internal/platform/lograte"
 	"github.com/atlasmart/orderd/ledger"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/atlasmart/orderd/internal/lograte"
-	"github.com/atlasmart/orderd/internal/metrics"
+	"github.com/atlasmart/orderd/internal/adapters/metrics"
+	"github.com/atlasmart/orderd/internal/platform/lograte"
 	"github.com/atlasmart/orderd/ledger"
 )
 

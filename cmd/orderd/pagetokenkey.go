@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/atlasmart/orderd/internal/grpcapi"
+	"github.com/atlasmart/orderd/internal/adapters/grpcapi"
 )
 
 // keyFlag is the page-token key (ORDERD_PAGE_TOKEN_KEY, -page-token-key):

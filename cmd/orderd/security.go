@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/atlasmart/orderd/internal/auth"
+	"github.com/atlasmart/orderd/internal/adapters/auth"
 )
 
 // securityConfig is how serve's gRPC port is secured (docs/security.md).

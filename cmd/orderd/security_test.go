@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/atlasmart/orderd/internal/devsetup"
+	"github.com/atlasmart/orderd/internal/tools/devsetup"
 )
 
 func TestServeRefusesToStartWithoutTLSOrAWayToAuthenticate(t *testing.T) {

@@ -21,9 +21,9 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/atlasmart/orderd/internal/clientcreds"
-	"github.com/atlasmart/orderd/internal/invariant"
-	"github.com/atlasmart/orderd/internal/loadgen"
+	"github.com/atlasmart/orderd/internal/tools/clientcreds"
+	"github.com/atlasmart/orderd/internal/tools/invariant"
+	"github.com/atlasmart/orderd/internal/tools/loadgen"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 

@@ -15,7 +15,7 @@ import (
 )
 
 // catalogFile lists every series name orderd exports. The main module's
-// internal/metrics test (TestMetricCatalog) builds orderd's registry and
+// internal/adapters/metrics test (TestMetricCatalog) builds orderd's registry and
 // keeps this file equal to it, so it is the truth this module checks
 // against without importing orderd.
 const catalogFile = "testdata/metrics.txt"

@@ -159,7 +159,7 @@ type CreateOrderRequest struct {
 	Total string `protobuf:"bytes,3,opt,name=total,proto3" json:"total,omitempty"`
 	// Currency of total and of every line's unit_price: a code of ISO 4217
 	// list one (as published 2026-01-01; the table is committed with the
-	// server, internal/order/iso4217.go) that has a minor unit,
+	// server, internal/domain/order/iso4217.go) that has a minor unit,
 	// e.g. "EUR"; any case. Funds with a minor unit (CLF, UYW, ...) are
 	// accepted; codes without one (XAU, XDR, XTS, XXX) and withdrawn codes
 	// (DEM, HRK, BGN) are refused. Exactly 3 letters.

@@ -1,0 +1,328 @@
+// Package grpcapi adapts the workflow and the projections to the
+// atlasmart.orders.v1.OrderService gRPC API. It only converts messages,
+// calls, and maps errors to status codes — all in Status, the one place where
+// that happens.
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/atlasmart/orderd/internal/adapters/auth"
+	"github.com/atlasmart/orderd/internal/adapters/orderpb"
+	"github.com/atlasmart/orderd/internal/app/workflow"
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/lograte"
+	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
+	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
+)
+
+// ReplayedHeader is the response header that says whether CreateOrder's
+// answer is a recorded outcome.
+const ReplayedHeader = "idempotency-replayed"
+
+// Reader reads the projections.
+type Reader interface {
+	// Order returns projection.ErrNotFound when there is no such order.
+	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
+	// CustomerOrders takes and returns Cassandra's raw paging state (nil for
+	// the first page; Page.NextState nil on the last); the Server signs it
+	// into the client's page token and checks it before passing it back.
+	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error)
+}
+
+// Config is the adapter's settings.
+type Config struct {
+	// PageTokenKey signs ListCustomerOrders page tokens (HMAC-SHA256); at
+	// least MinPageTokenKeyLength bytes. Every instance behind one address
+	// needs the same key, and a token lives only as long as its key.
+	PageTokenKey []byte
+	// Auth establishes each caller's identity; required. Every call but
+	// health and reflection is refused without one (docs/security.md).
+	Auth *auth.Authenticator
+	// AuthObserver hears identity decisions; nil hears nothing.
+	AuthObserver AuthObserver
+	// Requeuer requeues FAILED requests (RequeueRequest); nil: the call is
+	// UNIMPLEMENTED.
+	Requeuer Requeuer
+	// Scanner lists unfinished requests (ListRequests); nil: the call is
+	// UNIMPLEMENTED.
+	Scanner Scanner
+}
+
+// Scanner pages through the ledger (the ledger's Scan): at most limit
+// records that pass f, and where the next page starts (nil when the scan
+// is done).
+type Scanner interface {
+	Scan(ctx context.Context, f ledger.ScanFilter, limit int, next []byte) (ledger.ScanPage, error)
+}
+
+// Requeuer gives a FAILED request another round of attempts (the ledger's
+// Requeue).
+type Requeuer interface {
+	Requeue(ctx context.Context, key ledger.Key) (ledger.Record, error)
+}
+
+// Server implements ordersv1.OrderServiceServer.
+type Server struct {
+	ordersv1.UnimplementedOrderServiceServer
+	wf       *workflow.Service
+	reader   Reader
+	tokens   pageTokens
+	guard    guard
+	requeuer Requeuer
+	scanner  Scanner
+	log      *slog.Logger
+	refusals *lograte.Sampler[refusalKind]
+}
+
+var _ ordersv1.OrderServiceServer = (*Server)(nil)
+
+// New returns a Server, or an error if cfg cannot work.
+func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Server, error) {
+	if len(cfg.PageTokenKey) < MinPageTokenKeyLength {
+		return nil, fmt.Errorf("page token key of %d bytes: need at least %d", len(cfg.PageTokenKey), MinPageTokenKeyLength)
+	}
+	if cfg.Auth == nil {
+		return nil, errors.New("no authenticator: every call needs a verified identity")
+	}
+	if cfg.AuthObserver == nil {
+		cfg.AuthObserver = nopAuthObserver{}
+	}
+	key := append([]byte(nil), cfg.PageTokenKey...)
+	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, scanner: cfg.Scanner, log: log,
+		refusals: lograte.New[refusalKind](nil)}
+	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, status: s.Status}
+	return s, nil
+}
+
+// UnaryInterceptor authenticates and authorizes every unary call, so it
+// must run before any handler: install it on the grpc.Server.
+func (s *Server) UnaryInterceptor() grpc.UnaryServerInterceptor { return s.guard.UnaryInterceptor() }
+
+// StreamInterceptor is UnaryInterceptor for streaming calls.
+func (s *Server) StreamInterceptor() grpc.StreamServerInterceptor { return s.guard.StreamInterceptor() }
+
+// CreateOrder implements ordersv1.OrderServiceServer.
+func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderRequest) (*ordersv1.CreateOrderResponse, error) {
+	in := order.Input{RequestID: req.GetRequestId(), CustomerID: req.GetCustomerId(), Total: req.GetTotal(), Currency: req.GetCurrency()}
+	for _, l := range req.GetLines() {
+		in.Lines = append(in.Lines, order.LineInput{SKU: l.GetSku(), Quantity: l.GetQuantity(), UnitPrice: l.GetUnitPrice()})
+	}
+	id, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "CreateOrder", err)
+	}
+	res, err := s.wf.CreateOrder(ctx, id.Tenant, in)
+	if err != nil {
+		// The refusal names the request, never its payload (customer, amounts).
+		return nil, s.Status(ctx, "CreateOrder", err, slog.String("request_id", clip(req.GetRequestId())),
+			slog.String("tenant", id.Tenant), slog.String("outcome", string(workflow.OutcomeOf(err))))
+	}
+	s.setReplayed(ctx, res.Replayed)
+	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "client", id.Name, "outcome", string(res.Outcome),
+		"order_id", res.Order.ID, "replayed", res.Replayed)
+	return &ordersv1.CreateOrderResponse{Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
+}
+
+// CancelOrder implements ordersv1.OrderServiceServer.
+func (s *Server) CancelOrder(ctx context.Context, req *ordersv1.CancelOrderRequest) (*ordersv1.CancelOrderResponse, error) {
+	res, err := s.changeOrder(ctx, "CancelOrder", order.ChangeInput{Operation: order.OperationCancel,
+		RequestID: req.GetRequestId(), OrderID: req.GetOrderId(), ExpectedVersion: req.GetExpectedVersion()})
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.CancelOrderResponse{ChangeId: res.Change.ID.String(), Version: res.Change.Version,
+		Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
+}
+
+// AmendOrder implements ordersv1.OrderServiceServer.
+func (s *Server) AmendOrder(ctx context.Context, req *ordersv1.AmendOrderRequest) (*ordersv1.AmendOrderResponse, error) {
+	res, err := s.changeOrder(ctx, "AmendOrder", order.ChangeInput{Operation: order.OperationAmend,
+		RequestID: req.GetRequestId(), OrderID: req.GetOrderId(), ExpectedVersion: req.GetExpectedVersion(),
+		ShippingNote: req.GetShippingNote()})
+	if err != nil {
+		return nil, err
+	}
+	return &ordersv1.AmendOrderResponse{ChangeId: res.Change.ID.String(), Version: res.Change.Version,
+		Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
+}
+
+// changeOrder runs one change attempt for method and sets the replayed
+// header, as CreateOrder does.
+func (s *Server) changeOrder(ctx context.Context, method string, in order.ChangeInput) (workflow.ChangeResult, error) {
+	id, err := caller(ctx)
+	if err != nil {
+		return workflow.ChangeResult{}, s.Status(ctx, method, err)
+	}
+	res, err := s.wf.ChangeOrder(ctx, id.Tenant, in)
+	if err != nil {
+		// The refusal names the request and the order, never the note.
+		return workflow.ChangeResult{}, s.Status(ctx, method, err, slog.String("request_id", clip(in.RequestID)),
+			slog.String("order_id", clip(in.OrderID)), slog.String("tenant", id.Tenant),
+			slog.String("outcome", string(workflow.OutcomeOf(err))))
+	}
+	s.setReplayed(ctx, res.Replayed)
+	s.log.Info("change order", "operation", in.Operation, "request_id", res.Change.RequestID, "tenant", id.Tenant,
+		"client", id.Name, "outcome", string(res.Outcome), "order_id", res.Order.ID, "version", res.Change.Version,
+		"replayed", res.Replayed)
+	return res, nil
+}
+
+// setReplayed sets the response header that mirrors a write's replayed flag.
+func (s *Server) setReplayed(ctx context.Context, replayed bool) {
+	if err := grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, strconv.FormatBool(replayed))); err != nil {
+		s.log.Warn("could not set response header", "error", err)
+	}
+}
+
+// GetRequest implements ordersv1.OrderServiceServer.
+func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest) (*ordersv1.GetRequestResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "GetRequest", err)
+	}
+	id, v := parseUUID("request_id", req.GetRequestId())
+	op := req.GetOperation()
+	switch op {
+	case "":
+		op = order.OperationCreate
+	case order.OperationCreate, order.OperationCancel, order.OperationAmend: // what the ledger records
+	default:
+		v = append(v, fault.Violation{Field: "operation", Description: "must be " + order.OperationCreate + " (the default when empty), " +
+			order.OperationCancel + " or " + order.OperationAmend})
+	}
+	if len(v) > 0 {
+		return nil, s.Status(ctx, "GetRequest", fault.InvalidArgs(v))
+	}
+	rec, err := s.wf.Request(ctx, who.Tenant, op, id)
+	if err != nil {
+		return nil, s.Status(ctx, "GetRequest", err, slog.String("request_id", id.String()))
+	}
+	return &ordersv1.GetRequestResponse{Request: writeRequest(rec)}, nil
+}
+
+// RequeueRequest implements ordersv1.OrderServiceServer.
+func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueRequestRequest) (*ordersv1.RequeueRequestResponse, error) {
+	if s.requeuer == nil {
+		return nil, status.Error(codes.Unimplemented, "requeue is not available on this server")
+	}
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "RequeueRequest", err)
+	}
+	id, v := parseUUID("request_id", req.GetRequestId())
+	if len(v) > 0 {
+		return nil, s.Status(ctx, "RequeueRequest", fault.InvalidArgs(v))
+	}
+	rec, err := s.requeuer.Requeue(ctx, ledger.Key{Tenant: who.Tenant, Operation: order.OperationCreate, RequestID: id})
+	if err == nil {
+		// A finished create's ledger row still says PENDING (its completion
+		// writes nothing there): answer as GetRequest would.
+		rec, err = s.wf.Resolve(ctx, rec)
+	}
+	if err != nil {
+		return nil, s.Status(ctx, "RequeueRequest", err, slog.String("request_id", id.String()))
+	}
+	s.log.Info("requeued", "request_id", id, "tenant", who.Tenant, "client", who.Name, "state", string(rec.State))
+	return &ordersv1.RequeueRequestResponse{Request: writeRequest(rec)}, nil
+}
+
+// writeRequest is the client's view of a ledger record.
+func writeRequest(rec ledger.Record) *ordersv1.WriteRequest {
+	out := &ordersv1.WriteRequest{
+		RequestId:          rec.RequestID.String(),
+		Tenant:             rec.Tenant,
+		Operation:          rec.Operation,
+		State:              toState(rec.State),
+		OrderId:            rec.EntityID.String(),
+		PayloadFingerprint: rec.Fingerprint,
+		CreatedAt:          timestamppb.New(rec.CreatedAt),
+		Attempts:           int32(rec.Attempts),
+		LastError:          lastError(rec.LastError),
+	}
+	if !rec.CompletedAt.IsZero() {
+		out.CompletedAt = timestamppb.New(rec.CompletedAt)
+	}
+	return out
+}
+
+// GetOrder implements ordersv1.OrderServiceServer.
+func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*ordersv1.GetOrderResponse, error) {
+	who, err := caller(ctx)
+	if err != nil {
+		return nil, s.Status(ctx, "GetOrder", err)
+	}
+	id, v := parseUUID("order_id", req.GetOrderId())
+	if len(v) > 0 {
+		return nil, s.Status(ctx, "GetOrder", fault.InvalidArgs(v))
+	}
+	// Another tenant's order is looked up under this tenant's key: it is
+	// not found, exactly as an id that never existed.
+	o, err := s.reader.Order(ctx, who.Tenant, id)
+	if err != nil {
+		return nil, s.Status(ctx, "GetOrder", err, slog.String("order_id", id.String()))
+	}
+	return &ordersv1.GetOrderResponse{Order: orderpb.Order(o)}, nil
+}
+
+// lastError is a request's last_error as a client may see it: a stable
+// reason (fault.Reason). Anything else (driver text recorded by an older
+// version, still within its retention) is shown as INTERNAL, never as is.
+func lastError(s string) string {
+	if s == "" {
+		return ""
+	}
+	for _, r := range fault.Reasons() {
+		if s == string(r) {
+			return s
+		}
+	}
+	return string(fault.ReasonInternal)
+}
+
+// clip bounds a client-chosen value before it is logged: an invalid
+// request_id can be any string.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "..."
+}
+
+// parseUUID parses a UUID field, or says what is wrong with it. Only the
+// 36-character form is accepted, which also bounds the field's length.
+func parseUUID(field, s string) (uuid.UUID, []fault.Violation) {
+	id, err := uuid.Parse(s)
+	if err != nil || len(s) != 36 {
+		return uuid.Nil, []fault.Violation{{Field: field, Description: "must be a UUID in its 36-character form"}}
+	}
+	return id, nil
+}
+
+func toState(s ledger.State) ordersv1.RequestState {
+	switch s {
+	case ledger.Pending:
+		return ordersv1.RequestState_REQUEST_STATE_PENDING
+	case ledger.Complete:
+		return ordersv1.RequestState_REQUEST_STATE_COMPLETE
+	case ledger.Failed:
+		return ordersv1.RequestState_REQUEST_STATE_FAILED
+	}
+	return ordersv1.RequestState_REQUEST_STATE_UNSPECIFIED
+}

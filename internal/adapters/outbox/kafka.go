@@ -1,0 +1,138 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/atlasmart/orderd/internal/domain/order"
+)
+
+// KafkaConfig configures the Kafka publisher. Zero fields take defaults.
+type KafkaConfig struct {
+	// Brokers are the seed brokers (host:port); required.
+	Brokers []string
+	// Topic is where events go; default DefaultTopic.
+	Topic string
+	// Partitions and ReplicationFactor are used only when the topic does
+	// not exist yet and EnsureTopic creates it; defaults 12 and the
+	// broker's default (-1).
+	Partitions        int32
+	ReplicationFactor int16
+	// MaxBufferedRecords bounds the records waiting to be sent (memory, and
+	// how much a broker outage can pile up); a publisher past it waits
+	// until its context ends. Default 10,000.
+	MaxBufferedRecords int
+	// DeliveryTimeout bounds how long a record may wait for the broker
+	// before it fails (and its entry waits for the reconciler); default 30 s.
+	DeliveryTimeout time.Duration
+	// Observer is told how each publication ended; nil observes nothing.
+	Observer Observer
+}
+
+func (c KafkaConfig) withDefaults() KafkaConfig {
+	if c.Topic == "" {
+		c.Topic = DefaultTopic
+	}
+	if c.Partitions == 0 {
+		c.Partitions = 12
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	if c.MaxBufferedRecords == 0 {
+		c.MaxBufferedRecords = 10_000
+	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = 30 * time.Second
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	return c
+}
+
+// Kafka publishes events with franz-go's idempotent producer: acks from
+// every in-sync replica, at most five produce requests in flight per
+// broker (the idempotent limit, which keeps one partition's records in
+// order), retries without duplicates within one producer session.
+type Kafka struct {
+	cfg    KafkaConfig
+	client *kgo.Client
+	log    *slog.Logger
+}
+
+// NewKafka returns a publisher. It does not contact the brokers: a broker
+// that is down when orderd starts only delays deliveries.
+func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("kafka publisher: no brokers configured")
+	}
+	client, err := kgo.NewClient(
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.DefaultProduceTopic(cfg.Topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
+		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
+		// Events of many orders share produce requests; a short linger
+		// batches them without adding much to each one's latency.
+		kgo.ProducerLinger(2*time.Millisecond),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("kafka publisher: %w", err)
+	}
+	return &Kafka{cfg: cfg, client: client, log: log}, nil
+}
+
+// Publish implements Publisher: it returns once the broker acknowledged
+// ev's record, or with the reason it did not.
+func (k *Kafka) Publish(ctx context.Context, ev order.Event) error {
+	rec, err := Record(ev)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = k.client.ProduceSync(ctx, rec).FirstErr()
+	result := ResultAcked
+	if err != nil {
+		result = ResultFailed
+		err = fmt.Errorf("publish the %s event of order %s to %s: %w", ev.Type, ev.Order.ID, k.cfg.Topic, err)
+	}
+	k.cfg.Observer.Published(result, time.Since(start))
+	return err
+}
+
+// EnsureTopic creates the topic if it does not exist; an existing topic is
+// left as it is.
+func (k *Kafka) EnsureTopic(ctx context.Context) error {
+	admin := kadm.NewClient(k.client)
+	resp, err := admin.CreateTopic(ctx, k.cfg.Partitions, k.cfg.ReplicationFactor, nil, k.cfg.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return nil
+	case err != nil:
+		return fmt.Errorf("create topic %s: %w", k.cfg.Topic, err)
+	}
+	k.log.Info("created the events topic", "topic", k.cfg.Topic, "partitions", k.cfg.Partitions)
+	return nil
+}
+
+// Close waits up to ctx for buffered records to be acknowledged, then
+// closes the client (what is still unacknowledged fails, and its entries
+// wait for the reconciler).
+func (k *Kafka) Close(ctx context.Context) {
+	if err := k.client.Flush(ctx); err != nil {
+		k.log.Warn("events still unacknowledged at shutdown; the reconciler will publish them", "error", err)
+	}
+	k.client.Close()
+}
