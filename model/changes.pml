@@ -11,7 +11,8 @@
  *
  * It follows: internal/app/workflow/change.go (changeOrder, changeRecorded,
  * duplicateChange, finishChange, recordConflict, settleChange),
- * internal/stores/versions/cassandra.go (Apply, Awaits, decide),
+ * internal/stores/versions/protocol.go (Check, awaits, decide, refuse, each
+ * LWT through lwt.Do in internal/platform/lwt/lwt.go),
  * internal/app/workflow/workflow.go (settleLater, releaseLater, Settle,
  * publish), reconciler/reconciler.go (handle, drop, retryLater,
  * passShard's DropBucket), internal/domain/order/event.go and change.go (event
@@ -315,7 +316,7 @@ inline publish(_id, _c, _ok) {
 #define ansStale(k) staleAns = staleAns | BIT(k)
 #define ansReused(k) reusedAns = reusedAns | BIT(k)
 
-/* ---- the version check (versions.CassandraStore.Apply) ------------- */
+/* ---- the version check (versions.Check) ---------------------------- */
 #ifdef BUG_NO_CHANGE_RECORD
 /* BUG: the version check as before change_outcomes: no record */
 #define NOREC(k) 1
@@ -359,7 +360,7 @@ inline publish(_id, _c, _ok) {
    (versions.Check: the LWT, then decide, then refuse), then projections
    (accepted) or the ledger's conflict receipt (refused). _rd counts the
    sends of one LWT. */
-/* the version LWT, once (versions.CassandraStore.ApplyOnce) */
+/* the version LWT, once (versions.Statements.ApplyOnce) */
 inline versionCheck(_k, _res, _ok) {
 #ifdef BUG_VERSION_BY_READ
 		/* BUG: the version read, then written by a plain write: no LWT */

@@ -6,8 +6,11 @@
  * scripts/model-check.sh runs every configuration.
  *
  * It follows: internal/app/workflow/workflow.go (createOrder, answer,
- * recorded, duplicate, Finish, project, withdraw), ledger/cassandra.go
- * (Claim, claim, settle, run, Withdraw, MarkFailed, Requeue),
+ * recorded, duplicate, Finish, project, withdraw), ledger/store.go
+ * (Claim, claim, settle, run, Withdraw, MarkFailed, Requeue), whose every
+ * LWT is settled by the one loop in internal/platform/lwt/lwt.go (Do:
+ * send; on an unknown outcome a serial read decides; resend, bounded,
+ * only while the row awaits the write),
  * ledger/queue.go (entries, Reschedule), reconciler/reconciler.go
  * (handle, read, retryLater, deadLetter, removeIfNotClaims).
  *
