@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"io"
 	"log/slog"
 	"strings"
@@ -12,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/app/workflow"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/stores/leases"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 	"github.com/atlasmart/orderd/reconciler"
@@ -56,7 +58,7 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 			var finished atomic.Int64
 			loop := reconciler.New(reconciler.Config{Margin: time.Nanosecond},
 				store, func(context.Context, ledger.Record) error { finished.Add(1); return nil },
-				reconciler.NewCassandraCoordinator(cassandra.Wrap(s)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+				leases.NewCassandraCoordinator(cassandra.Wrap(s)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			all := make([]int, ledger.PendingShards)
 			for i := range all {
 				all[i] = i
@@ -192,7 +194,7 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 
 			loop := reconciler.New(reconciler.Config{Margin: time.Nanosecond, Concurrency: c.concurrency}, store,
 				wf.Settle,
-				reconciler.NewCassandraCoordinator(driver), log)
+				leases.NewCassandraCoordinator(driver), log)
 			all := make([]int, ledger.PendingShards)
 			for i := range all {
 				all[i] = i

@@ -8,13 +8,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
-	"github.com/atlasmart/orderd/reconciler"
-	"github.com/atlasmart/orderd/reconciler/reconcilertest"
+	"github.com/atlasmart/orderd/internal/stores/leases"
+	"github.com/atlasmart/orderd/internal/stores/leases/leasestest"
 )
 
 // The lease coordinator's contract on the real cluster:
-// reconciler.CassandraCoordinator through a FaultSession, the same suite
-// reconcilertest.MemoryCoordinator passes. It runs in a keyspace of its
+// leases.CassandraCoordinator through a FaultSession, the same suite
+// leasestest.MemoryCoordinator passes. It runs in a keyspace of its
 // own: its members say they finish no operation (as an older release's
 // would), which in the run's keyspace would hold back every other test's
 // CancelOrder and AmendOrder while they live.
@@ -30,14 +30,14 @@ func TestCoordinatorContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	reconcilertest.RunCoordinator(t, func(t *testing.T) reconcilertest.CoordinatorSubject {
+	leasestest.RunCoordinator(t, func(t *testing.T) leasestest.CoordinatorSubject {
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
-		return reconcilertest.CoordinatorSubject{
-			Coord: reconciler.NewCassandraCoordinator(fs),
+		return leasestest.CoordinatorSubject{
+			Coord: leases.NewCassandraCoordinator(fs),
 			Arm:   fs.Arm,
 			Wait:  time.Sleep,
-			Advertising: func(ops ...string) reconcilertest.Coordinator {
-				return reconciler.NewCassandraCoordinator(fs, ops...)
+			Advertising: func(ops ...string) leases.Coordinator {
+				return leases.NewCassandraCoordinator(fs, ops...)
 			},
 		}
 	})

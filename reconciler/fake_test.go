@@ -14,7 +14,6 @@ import (
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
-	"github.com/atlasmart/orderd/reconciler/reconcilertest"
 )
 
 // ---------------------------------------------------------------- clock
@@ -149,9 +148,8 @@ func nextDue(t *testing.T, l *ledgertest.Memory, key ledger.Key) time.Time {
 
 // ---------------------------------------------------------------- coordinator
 
-// The coordinator the tests use is reconcilertest.MemoryCoordinator, which
+// The coordinator the tests use is leasestest.MemoryCoordinator, which
 // passes the same contract as CassandraCoordinator.
-var _ Coordinator = (*reconcilertest.MemoryCoordinator)(nil)
 
 // ---------------------------------------------------------------- finisher
 

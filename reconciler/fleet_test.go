@@ -9,7 +9,8 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
-	"github.com/atlasmart/orderd/reconciler/reconcilertest"
+	"github.com/atlasmart/orderd/internal/stores/leases"
+	"github.com/atlasmart/orderd/internal/stores/leases/leasestest"
 )
 
 // An operation is accepted only while every live reconciler says it
@@ -19,7 +20,7 @@ import (
 // error, never a yes.
 func TestFleetFinishesOnlyWhatEveryLiveInstanceSays(t *testing.T) {
 	clock := newFakeClock(t0)
-	coord := reconcilertest.NewMemoryCoordinator(clock.Now)
+	coord := leasestest.NewMemoryCoordinator(clock.Now)
 	fleet := NewFleet(coord, 5*time.Second)
 	fleet.now = clock.Now
 	ctx := context.Background()
@@ -53,7 +54,7 @@ func TestFleetFinishesOnlyWhatEveryLiveInstanceSays(t *testing.T) {
 		t.Fatalf("an older instance is live: Finishes = %v, want OPERATION_NOT_ENABLED (Unavailable)", err)
 	}
 
-	coord.Arm(reconcilertest.StmtMemberOps, cassandra.FaultUnavailable, 1)
+	coord.Arm(leases.StmtMemberOps, cassandra.FaultUnavailable, 1)
 	clock.Advance(6 * time.Second)
 	if err := fleet.Finishes(ctx, op); err == nil || fault.ReasonOf(err) == fault.ReasonOperationNotEnabled {
 		t.Errorf("members unreadable: Finishes = %v, want the read's error", err)

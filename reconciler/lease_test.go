@@ -16,8 +16,8 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/stores/leases"
 	"github.com/atlasmart/orderd/ledger"
-	"github.com/atlasmart/orderd/reconciler/reconcilertest"
 )
 
 // blockFirst makes the harness's finisher hold its first call until
@@ -56,7 +56,7 @@ func (b *blockFirst) finish() { b.once.Do(func() { close(b.release) }) }
 
 // heartbeatCounter counts the heartbeats its Coordinator answered.
 type heartbeatCounter struct {
-	Coordinator
+	leases.Coordinator
 	n atomic.Int64
 }
 
@@ -228,9 +228,9 @@ func TestRenewalsFailingUntilTheLeaseCouldHaveLapsedLoseIt(t *testing.T) {
 			const shard = 3
 			tries := []time.Duration{testTTL / 2, testTTL - time.Second}
 			failing := len(tries) * ledger.PendingShards
-			h.coord.Arm(reconcilertest.StmtRenew, tc.f, failing)
+			h.coord.Arm(leases.StmtRenew, tc.f, failing)
 			if !tc.settled {
-				h.coord.Arm(reconcilertest.StmtLease, cassandra.FaultUnavailable, failing)
+				h.coord.Arm(leases.StmtLease, cassandra.FaultUnavailable, failing)
 			}
 			for _, at := range tries {
 				h.clock.Set(taken.Add(at))
@@ -252,7 +252,7 @@ func TestRenewalsFailingUntilTheLeaseCouldHaveLapsedLoseIt(t *testing.T) {
 				t.Fatalf("pass once the leases could have lapsed: %+v, %v, finisher calls %d; want no shard passed",
 					res, err, h.fin.Calls(rec.RequestID))
 			}
-			if n := h.coord.Pending(reconcilertest.StmtRenew) + h.coord.Pending(reconcilertest.StmtLease); n != 0 {
+			if n := h.coord.Pending(leases.StmtRenew) + h.coord.Pending(leases.StmtLease); n != 0 {
 				t.Fatalf("%d armed faults never served", n)
 			}
 
@@ -270,7 +270,7 @@ func TestRenewalsFailingUntilTheLeaseCouldHaveLapsedLoseIt(t *testing.T) {
 // lateRenew is a Coordinator whose first renewal is answered late: it
 // applies when sent, and its answer arrives after the clock moved by delay.
 type lateRenew struct {
-	Coordinator
+	leases.Coordinator
 	clock *fakeClock
 	delay time.Duration
 	once  sync.Once

@@ -15,6 +15,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/lograte"
+	"github.com/atlasmart/orderd/internal/stores/leases"
 	"github.com/atlasmart/orderd/ledger"
 )
 
@@ -185,7 +186,7 @@ type Loop struct {
 	cfg    Config
 	ledger Ledger
 	finish Finisher
-	coord  Coordinator
+	coord  leases.Coordinator
 	log    *slog.Logger
 	// lines bounds the per-request lines, per message: healing a crash's
 	// backlog or failing it through an outage settles thousands of
@@ -222,7 +223,7 @@ type Loop struct {
 }
 
 // New returns a Loop; it starts nothing.
-func New(cfg Config, ledgerStore Ledger, finish Finisher, coord Coordinator, log *slog.Logger) *Loop {
+func New(cfg Config, ledgerStore Ledger, finish Finisher, coord leases.Coordinator, log *slog.Logger) *Loop {
 	cfg = cfg.withDefaults()
 	l := &Loop{cfg: cfg, ledger: ledgerStore, finish: finish, coord: coord, log: log.With("reconciler", cfg.Instance),
 		lines: lograte.New[string](nil), now: cfg.Now, owned: map[int]*hold{}, readTo: map[int]time.Time{},

@@ -17,9 +17,10 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/stores/leases"
+	"github.com/atlasmart/orderd/internal/stores/leases/leasestest"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
-	"github.com/atlasmart/orderd/reconciler/reconcilertest"
 )
 
 // t0 is a minute boundary every test's clock starts near.
@@ -31,14 +32,14 @@ const testDueAfter = 30 * time.Second
 type harness struct {
 	clock  *fakeClock
 	ledger *ledgertest.Memory
-	coord  *reconcilertest.MemoryCoordinator
+	coord  *leasestest.MemoryCoordinator
 	fin    *fakeFinisher
 }
 
 func newHarness(now time.Time) *harness {
 	clock := newFakeClock(now)
 	l := newLedger(clock.Now)
-	return &harness{clock: clock, ledger: l, coord: reconcilertest.NewMemoryCoordinator(clock.Now), fin: newFakeFinisher(l, clock.Now)}
+	return &harness{clock: clock, ledger: l, coord: leasestest.NewMemoryCoordinator(clock.Now), fin: newFakeFinisher(l, clock.Now)}
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -397,7 +398,7 @@ func TestSaveCursorErrorKeepsTheCursorForTheNextPass(t *testing.T) {
 	const shard = 2
 	h.coord.SetCursor(shard, t0)
 	rec, _ := h.addPending(t, shard, t0.Add(-20*time.Second))
-	h.coord.Arm(reconcilertest.StmtSaveCursor, cassandra.FaultUnavailable, 1)
+	h.coord.Arm(leases.StmtSaveCursor, cassandra.FaultUnavailable, 1)
 	l := h.loop(Config{})
 	if _, err := l.PassShards(context.Background(), []int{shard}); err == nil {
 		t.Fatal("PassShards: want the SaveCursor error")
@@ -1307,12 +1308,12 @@ func TestCoordinateFailurePartWayKeepsTheLoopsShardsLeased(t *testing.T) {
 		f      cassandra.Fault
 		times  int
 	}{
-		{"heartbeat fails", false, reconcilertest.StmtHeartbeat, cassandra.FaultUnavailable, 1},
-		{"leases unreadable", false, reconcilertest.StmtOwners, cassandra.FaultUnavailable, 1},
-		{"acquire fails", false, reconcilertest.StmtAcquire, cassandra.FaultUnavailable, 1},
-		{"acquire applied, outcome unknown and unsettled", false, reconcilertest.StmtAcquire, cassandra.FaultLoseResponse, 1},
-		{"release fails while rebalancing", true, reconcilertest.StmtRelease, cassandra.FaultUnavailable, 1},
-		{"release applied, outcome unknown and unsettled", true, reconcilertest.StmtRelease, cassandra.FaultLoseResponse, 1},
+		{"heartbeat fails", false, leases.StmtHeartbeat, cassandra.FaultUnavailable, 1},
+		{"leases unreadable", false, leases.StmtOwners, cassandra.FaultUnavailable, 1},
+		{"acquire fails", false, leases.StmtAcquire, cassandra.FaultUnavailable, 1},
+		{"acquire applied, outcome unknown and unsettled", false, leases.StmtAcquire, cassandra.FaultLoseResponse, 1},
+		{"release fails while rebalancing", true, leases.StmtRelease, cassandra.FaultUnavailable, 1},
+		{"release applied, outcome unknown and unsettled", true, leases.StmtRelease, cassandra.FaultLoseResponse, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t0)
@@ -1325,7 +1326,7 @@ func TestCoordinateFailurePartWayKeepsTheLoopsShardsLeased(t *testing.T) {
 			}
 			h.coord.Arm(tc.stmt, tc.f, tc.times)
 			if tc.f == cassandra.FaultLoseResponse {
-				h.coord.Arm(reconcilertest.StmtLease, cassandra.FaultUnavailable, 1) // the settling read fails too
+				h.coord.Arm(leases.StmtLease, cassandra.FaultUnavailable, 1) // the settling read fails too
 			}
 			if err := a.coordinate(context.Background()); err == nil {
 				t.Fatal("coordinate: want the injected fault's error")
@@ -1553,7 +1554,7 @@ func TestRunPassesThroughCoordinatorFailuresAndLeavesAnyway(t *testing.T) {
 		recs = append(recs, r)
 	}
 	const always = 1 << 20
-	for _, st := range []string{reconcilertest.StmtHeartbeat, reconcilertest.StmtRelease, reconcilertest.StmtLeave} {
+	for _, st := range []string{leases.StmtHeartbeat, leases.StmtRelease, leases.StmtLeave} {
 		h.coord.Arm(st, cassandra.FaultUnavailable, always)
 	}
 
@@ -1668,7 +1669,7 @@ func TestCoordinateTakesBackALeaseItLostTrackOf(t *testing.T) {
 	}
 	// Every renew of this round times out unapplied: the leases stay a's.
 	// (A lease is renewed once half its TTL has passed.)
-	h.coord.Arm(reconcilertest.StmtRenew, cassandra.FaultTimeout, ledger.PendingShards)
+	h.coord.Arm(leases.StmtRenew, cassandra.FaultTimeout, ledger.PendingShards)
 	h.clock.Advance(testTTL / 2)
 	if err := a.coordinate(context.Background()); err != nil {
 		t.Logf("coordinate with every renew timing out: %v", err)
@@ -1692,7 +1693,7 @@ func TestCoordinateTakesBackALeaseItLostTrackOf(t *testing.T) {
 // stopOnRenew is a Coordinator whose first Renew stops the loop (cancels
 // its context) before it is sent, as orderd shutting down mid-coordinate.
 type stopOnRenew struct {
-	*reconcilertest.MemoryCoordinator
+	*leasestest.MemoryCoordinator
 	stop context.CancelFunc
 }
 
@@ -1727,7 +1728,7 @@ func TestShutdownDuringARenewalStillReleasesEveryLease(t *testing.T) {
 
 // renewCounter counts the lease renewals sent to the coordinator it wraps.
 type renewCounter struct {
-	Coordinator
+	leases.Coordinator
 	renews int
 }
 

@@ -55,6 +55,7 @@ import (
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/platform/clockskew"
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
+	"github.com/atlasmart/orderd/internal/stores/leases"
 	"github.com/atlasmart/orderd/internal/stores/versions"
 	"github.com/atlasmart/orderd/internal/tools/invariant"
 	"github.com/atlasmart/orderd/ledger"
@@ -138,7 +139,7 @@ type app struct {
 	metrics     *metrics.Metrics // nil when not exported
 	clock       *clockskew.Monitor
 	now         func() time.Time // this process's clock (ORDERD_CLOCK_LEAD shifts it in test builds)
-	coord       *reconciler.CassandraCoordinator
+	coord       *leases.CassandraCoordinator
 }
 
 // fleetReadTTL is how long a read of which operations the live reconcilers
@@ -228,7 +229,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	wcfg := workflow.Config{TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
 		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays}),
 		Versions:  versions.NewCassandraStore(stmts), Clock: clock.Check, Now: now}
-	coord := reconciler.NewCassandraCoordinator(stmts, workflow.Operations()...)
+	coord := leases.NewCassandraCoordinator(stmts, workflow.Operations()...)
 	wcfg.Enabled = reconciler.NewFleet(coord, fleetReadTTL).Finishes
 	if m != nil {
 		wcfg.Observer = m

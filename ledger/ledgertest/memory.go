@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/ledger"
 )
@@ -311,12 +310,9 @@ const (
 )
 
 // exec runs one statement as the CQL table's session would, with whatever
-// fault is armed for it: do runs under the lock, with the table's time,
-// and reports whether it applied. The error is what cassandra.ReadError or
-// WriteError makes of the fault: any failed read, and a refused write
-// (FaultUnavailable), is Unavailable; a write that timed out or lost its
-// response, or ran with an ended context, is OutcomeUnknown. A write
-// applies only without a fault or with FaultLoseResponse.
+// fault is armed for it (or the intercept picks), served by
+// cassandra.Served: do runs under the lock, with the table's time, and
+// reports whether it applied.
 func (t *table) exec(ctx context.Context, st Statement, kind stmtKind, op string, do func(now time.Time) bool) (bool, error) {
 	f, armed := t.faults.Take(st.Name)
 	if !armed {
@@ -328,28 +324,16 @@ func (t *table) exec(ctx context.Context, st Statement, kind stmtKind, op string
 		}
 	}
 	st.Fault = f
-	run := f == 0 || f == cassandra.FaultLoseResponse
-	cause := ctx.Err()
-	if cause != nil {
-		run = false // the driver sends nothing on an ended context
-	}
-	t.mu.Lock()
-	if run {
+	applied, err := cassandra.Served(ctx, st.Name, op, kind == writeStmt, f, func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
 		st.Applied = do(t.nowLocked())
-	}
+		return st.Applied
+	})
+	t.mu.Lock()
 	t.log = append(t.log, st)
 	t.mu.Unlock()
-	if f == 0 && cause == nil {
-		return st.Applied, nil
-	}
-	if f != 0 {
-		cause = fmt.Errorf("injected fault on %s: %s", st.Name, f)
-	}
-	reason := fault.ReasonOutcomeUnknown
-	if kind == readStmt || f == cassandra.FaultUnavailable {
-		reason = fault.ReasonClusterUnavailable
-	}
-	return false, fault.New(reason, fmt.Errorf("%s: %w", op, cause))
+	return applied, err
 }
 
 func keyStmt(name string, key ledger.Key) Statement { return Statement{Name: name, Key: key} }

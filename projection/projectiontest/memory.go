@@ -272,31 +272,15 @@ func (m *Memory) WriteOne(ctx context.Context, o order.Order, table string) erro
 	default:
 		return fmt.Errorf("no projection table %q", table)
 	}
-	op := "write " + table
-	if err := ctx.Err(); err != nil {
-		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
-	}
-	return m.write(ctx, "projection."+table, op, func() { m.apply(row, table, o.CreatedAt.UnixMicro()) })
+	return m.write(ctx, "projection."+table, "write "+table, func() { m.apply(row, table, o.CreatedAt.UnixMicro()) })
 }
 
-// write runs do as a write of statement would run: not at all on an ended
-// context or a refusal (Unavailable) or a timeout (OutcomeUnknown), and
-// with its answer lost on FaultLoseResponse (OutcomeUnknown).
+// write runs do as a write of statement would run, under the fault armed
+// for it (cassandra.Served, as every fake serves faults).
 func (m *Memory) write(ctx context.Context, statement, op string, do func()) error {
-	if err := ctx.Err(); err != nil {
-		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
-	}
-	f, faulty := m.Take(statement)
-	if faulty && f == cassandra.FaultUnavailable {
-		return fault.New(fault.ReasonClusterUnavailable, injected(op, statement, f))
-	}
-	if !faulty || f == cassandra.FaultLoseResponse || f == cassandra.FaultPass {
-		do()
-	}
-	if faulty && f != cassandra.FaultPass {
-		return fault.New(fault.ReasonOutcomeUnknown, injected(op, statement, f))
-	}
-	return nil
+	f, _ := m.Take(statement)
+	_, err := cassandra.Served(ctx, statement, op, true, f, func() bool { do(); return true })
+	return err
 }
 
 // StmtChangePrefix names a change's write to a table: StmtChangePrefix + table.
@@ -350,10 +334,6 @@ func withState(o order.Order, st version[state], note version[string]) order.Ord
 	return o
 }
 
-func injected(op, statement string, f cassandra.Fault) error {
-	return fmt.Errorf("%s: injected fault on %s: %s", op, statement, f)
-}
-
 func (m *Memory) apply(o order.Order, table string, ts int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -402,16 +382,12 @@ func (m *Memory) Order(ctx context.Context, tenant string, id uuid.UUID) (order.
 	return cloneOrder(withState(v.row, m.idState[k], m.idNote[k])), nil
 }
 
-// read fails as a read of statement would: any fault, or an ended context,
-// is Unavailable (a read changes nothing).
+// read fails as a read of statement would: any fault, or an ended
+// context, is Unavailable (cassandra.Served).
 func (m *Memory) read(ctx context.Context, statement, op string) error {
-	if err := ctx.Err(); err != nil {
-		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: %w", op, err))
-	}
-	if f, ok := m.Take(statement); ok {
-		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: injected fault on %s: %s", op, statement, f))
-	}
-	return nil
+	f, _ := m.Take(statement)
+	_, err := cassandra.Served(ctx, statement, op, false, f, func() bool { return false })
+	return err
 }
 
 // memoryState marks the page states Memory hands out: the marker, then the

@@ -116,17 +116,17 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"versions.refuseCQL":     {"update_order_versions", true},
 		"versions.lookupCQL":     {"select_order_versions", false},
 
-		"reconciler.heartbeatCQL":  {"insert_reconciler_members", false},
-		"reconciler.membersCQL":    {"select_reconciler_members", false},
-		"reconciler.memberOpsCQL":  {"select_reconciler_members", false},
-		"reconciler.leaveCQL":      {"delete_reconciler_members", false},
-		"reconciler.ownersCQL":     {"select_reconciler_leases", false},
-		"reconciler.leaseCQL":      {"select_reconciler_leases", false},
-		"reconciler.acquireCQL":    {"insert_reconciler_leases", true},
-		"reconciler.renewCQL":      {"update_reconciler_leases", true},
-		"reconciler.releaseCQL":    {"delete_reconciler_leases", true},
-		"reconciler.cursorCQL":     {"select_reconciler_cursors", false},
-		"reconciler.saveCursorCQL": {"insert_reconciler_cursors", false},
+		"leases.heartbeatCQL":  {"insert_reconciler_members", false},
+		"leases.membersCQL":    {"select_reconciler_members", false},
+		"leases.memberOpsCQL":  {"select_reconciler_members", false},
+		"leases.leaveCQL":      {"delete_reconciler_members", false},
+		"leases.ownersCQL":     {"select_reconciler_leases", false},
+		"leases.leaseCQL":      {"select_reconciler_leases", false},
+		"leases.acquireCQL":    {"insert_reconciler_leases", true},
+		"leases.renewCQL":      {"update_reconciler_leases", true},
+		"leases.releaseCQL":    {"delete_reconciler_leases", true},
+		"leases.cursorCQL":     {"select_reconciler_cursors", false},
+		"leases.saveCursorCQL": {"insert_reconciler_cursors", false},
 
 		"cql.createKeyspace":   {"create_keyspace", false},
 		"cql.createMigrations": {"create_table", false},
@@ -139,7 +139,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"cql.lockOwner":        {"select_schema_lock", false},
 		"cql.releaseLock":      {"delete_schema_lock", true},
 	}
-	sources := []string{"../../../ledger/*.go", "../../../projection/*.go", "../../stores/versions/*.go", "../../../reconciler/coord.go", "../../../cql/migrate.go"}
+	sources := []string{"../../../ledger/*.go", "../../../projection/*.go", "../../stores/versions/*.go", "../../stores/leases/*.go", "../../../cql/migrate.go"}
 	found := map[string]string{}
 	for _, pattern := range sources {
 		files, err := filepath.Glob(pattern)

@@ -303,7 +303,7 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 }
 
 // Operations are the operations whose requests Settle finishes: what this
-// release's reconcilers say they finish (reconciler.NewCassandraCoordinator).
+// release's reconcilers say they finish (leases.NewCassandraCoordinator).
 func Operations() []string {
 	return []string{order.OperationCreate, order.OperationCancel, order.OperationAmend}
 }

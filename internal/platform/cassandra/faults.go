@@ -236,16 +236,48 @@ func (f *faultQuery) run(do func() error) error {
 	if !ok {
 		return do()
 	}
-	name := StatementName(f.stmt)
-	switch fault {
-	case FaultUnavailable:
-		return fmt.Errorf("injected fault on %s: %w", name,
-			&gocql.RequestErrUnavailable{Consistency: gocql.LocalQuorum, Required: 2, Alive: 1})
-	case FaultLoseResponse:
+	if fault == FaultLoseResponse {
 		_ = do() // applied (or failed on its own); either way the caller learns nothing
 	}
+	return injected(StatementName(f.stmt), writeType(f.stmt), fault)
+}
+
+// injected is the driver's error for fault f on statement name: the
+// coordinator's Unavailable for a refusal, a write timeout otherwise.
+func injected(name, writeType string, f Fault) error {
+	if f == FaultUnavailable {
+		return fmt.Errorf("injected fault on %s: %w", name,
+			&gocql.RequestErrUnavailable{Consistency: gocql.LocalQuorum, Required: 2, Alive: 1})
+	}
 	return fmt.Errorf("injected fault on %s: %w", name,
-		&gocql.RequestErrWriteTimeout{Consistency: gocql.LocalQuorum, Received: 1, BlockFor: 2, WriteType: writeType(f.stmt)})
+		&gocql.RequestErrWriteTimeout{Consistency: gocql.LocalQuorum, Received: 1, BlockFor: 2, WriteType: writeType})
+}
+
+// Served runs one statement of an in-memory table (a store's fake) as a
+// FaultSession over a real session serves it, so that one armed fault
+// means the same to a fake and to the real store: f (0: none) is served
+// instead of a plain execution, and the error is what the store's own
+// conversion makes of the driver's error (ReadError for a read, WriteError
+// for a write, under op). do runs the statement and reports whether it
+// applied; it runs only without a fault or with FaultLoseResponse, and
+// never on an ended context (the driver sends nothing then). applied is
+// false whenever the error is not nil.
+func Served(ctx context.Context, name, op string, write bool, f Fault, do func() bool) (applied bool, err error) {
+	switch {
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case f == 0 || f == FaultPass:
+		return do(), nil
+	case f == FaultLoseResponse:
+		do()
+		err = injected(name, "CAS", f)
+	default:
+		err = injected(name, "CAS", f)
+	}
+	if write {
+		return false, WriteError(op, err)
+	}
+	return false, ReadError(op, err)
 }
 
 func writeType(stmt string) string {

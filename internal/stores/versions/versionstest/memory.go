@@ -5,12 +5,10 @@ package versionstest
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/stores/versions"
@@ -60,15 +58,15 @@ func NewMemory() *Memory {
 	return &Memory{Faults: cassandra.NewFaults(), orders: map[orderKey]*history{}, bound: map[requestKey]uuid.UUID{}}
 }
 
-// injected is the error a FaultSession returns for fault f on stmt, as
-// the store converts it: a write's timeout is an unknown outcome, a read's
-// any failure and a refusal are Unavailable.
-func injected(stmt string, f cassandra.Fault, write bool) error {
-	reason := fault.ReasonClusterUnavailable
-	if write && f != cassandra.FaultUnavailable {
-		reason = fault.ReasonOutcomeUnknown
-	}
-	return fault.New(reason, fmt.Errorf("injected fault on %s: %s", stmt, f))
+// exec runs one statement under the fault armed for it, as
+// cassandra.Served serves it to every fake; do runs under m.mu.
+func (m *Memory) exec(ctx context.Context, stmt, op string, write bool, do func() bool) (bool, error) {
+	f, _ := m.Take(stmt)
+	return cassandra.Served(ctx, stmt, op, write, f, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return do()
+	})
 }
 
 // Apply implements versions.Store, with CassandraStore's settling.
@@ -97,31 +95,28 @@ func (h *history) state(ch order.Change) versions.State {
 	return st
 }
 
-// cas runs one LWT of ch's order: cond decides, write applies.
-func (m *Memory) cas(stmt string, ch order.Change, cond func(*history) bool, write func(*history)) (versions.State, bool, error) {
-	f, armed := m.Take(stmt)
-	if armed && f != cassandra.FaultLoseResponse && f != cassandra.FaultPass {
-		return versions.State{}, false, injected(stmt, f, true)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := m.partition(ch.Tenant, ch.OrderID)
-	applied := cond(h)
-	if applied {
+// cas runs one LWT of ch's order: cond decides, write applies; not
+// applied, the state its condition found.
+func (m *Memory) cas(ctx context.Context, stmt, op string, ch order.Change, cond func(*history) bool, write func(*history)) (versions.State, bool, error) {
+	var found versions.State
+	applied, err := m.exec(ctx, stmt, op, true, func() bool {
+		h := m.partition(ch.Tenant, ch.OrderID)
+		if !cond(h) {
+			found = h.state(ch)
+			return false
+		}
 		write(h)
+		return true
+	})
+	if err != nil || applied {
+		return versions.State{}, applied, err
 	}
-	if armed && f == cassandra.FaultLoseResponse {
-		return versions.State{}, false, injected(stmt, f, true)
-	}
-	if applied {
-		return versions.State{}, true, nil
-	}
-	return h.state(ch), false, nil
+	return found, false, nil
 }
 
 // ApplyOnce implements versions.Statements.
-func (m *Memory) ApplyOnce(_ context.Context, ch order.Change) (versions.State, bool, error) {
-	return m.cas(versions.StmtApply, ch, func(h *history) bool {
+func (m *Memory) ApplyOnce(ctx context.Context, ch order.Change) (versions.State, bool, error) {
+	return m.cas(ctx, versions.StmtApply, "version check of an order change", ch, func(h *history) bool {
 		_, decided := h.records[ch.ID]
 		return !decided && h.current == ch.Version-1 && h.status != order.StatusCancelled
 	}, func(h *history) {
@@ -131,24 +126,26 @@ func (m *Memory) ApplyOnce(_ context.Context, ch order.Change) (versions.State, 
 }
 
 // RefuseOnce implements versions.Statements.
-func (m *Memory) RefuseOnce(_ context.Context, ch order.Change, r versions.Record) (versions.State, bool, error) {
-	return m.cas(versions.StmtRefuse, ch, func(h *history) bool {
+func (m *Memory) RefuseOnce(ctx context.Context, ch order.Change, r versions.Record) (versions.State, bool, error) {
+	return m.cas(ctx, versions.StmtRefuse, "record a refused order change", ch, func(h *history) bool {
 		_, decided := h.records[ch.ID]
 		return !decided
 	}, func(h *history) { h.records[ch.ID] = r })
 }
 
 // ReadState implements versions.Statements.
-func (m *Memory) ReadState(_ context.Context, ch order.Change) (versions.State, error) {
-	if f, ok := m.Take(versions.StmtState); ok && f != cassandra.FaultPass {
-		return versions.State{}, injected(versions.StmtState, f, false)
+func (m *Memory) ReadState(ctx context.Context, ch order.Change) (versions.State, error) {
+	st := versions.State{Current: order.CreatedVersion, Status: order.StatusCreated}
+	_, err := m.exec(ctx, versions.StmtState, "read an order's version", false, func() bool {
+		if h := m.orders[orderKey{ch.Tenant, ch.OrderID}]; h != nil {
+			st = h.state(ch)
+		}
+		return false
+	})
+	if err != nil {
+		return versions.State{}, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if h := m.orders[orderKey{ch.Tenant, ch.OrderID}]; h != nil {
-		return h.state(ch), nil
-	}
-	return versions.State{Current: order.CreatedVersion, Status: order.StatusCreated}, nil
+	return st, nil
 }
 
 // History implements versions.Store.
@@ -157,70 +154,75 @@ func (m *Memory) History(ctx context.Context, tenant string, orderID uuid.UUID, 
 }
 
 // ReadChanges implements versions.Statements.
-func (m *Memory) ReadChanges(_ context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
-	if f, ok := m.Take(versions.StmtHistory); ok && f != cassandra.FaultPass {
-		return nil, injected(versions.StmtHistory, f, false)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := m.orders[orderKey{tenant, orderID}]
+func (m *Memory) ReadChanges(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
 	var out []order.Change
-	for v := from; h != nil && v <= upTo; v++ {
-		if ch, ok := h.changes[v]; ok {
-			out = append(out, ch)
+	_, err := m.exec(ctx, versions.StmtHistory, "read an order's changes", false, func() bool {
+		h := m.orders[orderKey{tenant, orderID}]
+		for v := from; h != nil && v <= upTo; v++ {
+			if ch, ok := h.changes[v]; ok {
+				out = append(out, ch)
+			}
 		}
+		return false
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // Lookup implements versions.Store: the record, or the row of a change
 // accepted with none (WriteUnrecorded).
-func (m *Memory) Lookup(_ context.Context, tenant string, orderID, changeID uuid.UUID) (versions.Record, bool, error) {
-	if f, ok := m.Take(versions.StmtLookup); ok && f != cassandra.FaultPass {
-		return versions.Record{}, false, injected(versions.StmtLookup, f, false)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (m *Memory) Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (versions.Record, bool, error) {
+	var (
+		r     versions.Record
+		found bool
+	)
+	_, err := m.exec(ctx, versions.StmtLookup, "read a change's recorded outcome", false, func() bool {
+		r, found = m.lookupLocked(tenant, orderID, changeID)
+		return false
+	})
+	return r, found, err
+}
+
+// lookupLocked is Lookup's read; m.mu is held.
+func (m *Memory) lookupLocked(tenant string, orderID, changeID uuid.UUID) (versions.Record, bool) {
 	h := m.orders[orderKey{tenant, orderID}]
 	if h == nil {
-		return versions.Record{}, false, nil
+		return versions.Record{}, false
 	}
 	if r, ok := h.records[changeID]; ok {
-		return r, true, nil
+		return r, true
 	}
 	for _, ch := range h.changes {
 		if ch.ID == changeID {
-			return versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}, true, nil
+			return versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}, true
 		}
 	}
-	return versions.Record{}, false, nil
+	return versions.Record{}, false
 }
 
 // Bind implements versions.Store, its faults served as the LWTs' are
 // (Unavailable and Timeout do not apply, LoseResponse applies).
-func (m *Memory) Bind(_ context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
-	f, armed := m.Take(versions.StmtBind)
-	if armed && f != cassandra.FaultLoseResponse && f != cassandra.FaultPass {
-		return injected(versions.StmtBind, f, true)
-	}
-	m.mu.Lock()
-	m.bound[requestKey{tenant, operation, requestID}] = orderID
-	m.mu.Unlock()
-	if armed && f != cassandra.FaultPass {
-		return injected(versions.StmtBind, f, true)
-	}
-	return nil
+func (m *Memory) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
+	_, err := m.exec(ctx, versions.StmtBind, "bind a change request id to its order", true, func() bool {
+		m.bound[requestKey{tenant, operation, requestID}] = orderID
+		return true
+	})
+	return err
 }
 
 // Bound implements versions.Store.
-func (m *Memory) Bound(_ context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
-	if f, ok := m.Take(versions.StmtBound); ok && f != cassandra.FaultPass {
-		return uuid.Nil, false, injected(versions.StmtBound, f, false)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	id, ok := m.bound[requestKey{tenant, operation, requestID}]
-	return id, ok, nil
+func (m *Memory) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
+	var (
+		id uuid.UUID
+		ok bool
+	)
+	_, err := m.exec(ctx, versions.StmtBound, "read the order a change request id is bound to", false, func() bool {
+		id, ok = m.bound[requestKey{tenant, operation, requestID}]
+		return false
+	})
+	return id, ok, err
 }
 
 // WriteUnrecorded accepts ch as a version before migration 0006 did: its

@@ -1,4 +1,4 @@
-package reconcilertest
+package leasestest
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/stores/leases"
 )
 
 // CoordinatorSubject is one coordinator under test.
 type CoordinatorSubject struct {
-	Coord Coordinator
+	Coord leases.Coordinator
 	// Arm makes the next times executions of a named statement fail
 	// (MemoryCoordinator.Arm, or cassandra.FaultSession.Arm under a
-	// reconciler.CassandraCoordinator).
+	// leases.CassandraCoordinator).
 	Arm func(statement string, f cassandra.Fault, times int)
 	// Wait lets d pass on the coordinator's clock: it advances a fake clock,
 	// or sleeps for a real store.
@@ -28,7 +29,7 @@ type CoordinatorSubject struct {
 	// Advertising is a coordinator on the same store whose heartbeats say
 	// that their instance finishes operations (Coord's say none, as an
 	// older release's).
-	Advertising func(operations ...string) Coordinator
+	Advertising func(operations ...string) leases.Coordinator
 }
 
 // Lease TTLs the suite uses: long enough not to expire during a subtest,
@@ -204,7 +205,7 @@ var leaseCases = []coordCase{
 
 	{"acquire: refused", func(t *testing.T, s *coordSuite) {
 		shard, a := s.shard(), uuid.New()
-		s.Arm(StmtAcquire, cassandra.FaultUnavailable, 1)
+		s.Arm(leases.StmtAcquire, cassandra.FaultUnavailable, 1)
 		ok, err := s.Coord.Acquire(s.ctx, shard, a, longTTL)
 		wantResult(t, "Acquire refused", ok, err, false, fault.Unavailable)
 		s.wantFree(t, shard)
@@ -213,7 +214,7 @@ var leaseCases = []coordCase{
 
 	{"acquire: a timeout settles as not held", func(t *testing.T, s *coordSuite) {
 		shard, a, b := s.shard(), uuid.New(), uuid.New()
-		s.Arm(StmtAcquire, cassandra.FaultTimeout, 1)
+		s.Arm(leases.StmtAcquire, cassandra.FaultTimeout, 1)
 		ok, err := s.Coord.Acquire(s.ctx, shard, a, longTTL)
 		wantResult(t, "Acquire timed out", ok, err, false, noErr)
 		s.wantFree(t, shard)
@@ -222,7 +223,7 @@ var leaseCases = []coordCase{
 
 	{"acquire: a lost response settles as held", func(t *testing.T, s *coordSuite) {
 		shard, a := s.shard(), uuid.New()
-		s.Arm(StmtAcquire, cassandra.FaultLoseResponse, 1)
+		s.Arm(leases.StmtAcquire, cassandra.FaultLoseResponse, 1)
 		ok, err := s.Coord.Acquire(s.ctx, shard, a, longTTL)
 		wantResult(t, "Acquire with its response lost", ok, err, true, noErr)
 		s.wantOwner(t, shard, a)
@@ -231,7 +232,7 @@ var leaseCases = []coordCase{
 	{"acquire: a lost response on a held lease settles as not held", func(t *testing.T, s *coordSuite) {
 		shard, a, b := s.shard(), uuid.New(), uuid.New()
 		s.acquire(t, shard, b, longTTL)
-		s.Arm(StmtAcquire, cassandra.FaultLoseResponse, 1)
+		s.Arm(leases.StmtAcquire, cassandra.FaultLoseResponse, 1)
 		ok, err := s.Coord.Acquire(s.ctx, shard, a, longTTL)
 		wantResult(t, "Acquire of another's lease with its response lost", ok, err, false, noErr)
 		s.wantOwner(t, shard, b)
@@ -242,8 +243,8 @@ var leaseCases = []coordCase{
 		// the lease row says (a lease taken in fact then idles until its TTL).
 		for _, f := range unknownFaults {
 			shard, a := s.shard(), uuid.New()
-			s.Arm(StmtAcquire, f, 1)
-			s.Arm(StmtLease, cassandra.FaultUnavailable, 1)
+			s.Arm(leases.StmtAcquire, f, 1)
+			s.Arm(leases.StmtLease, cassandra.FaultUnavailable, 1)
 			ok, err := s.Coord.Acquire(s.ctx, shard, a, longTTL)
 			wantResult(t, "Acquire "+f.String()+", settling read refused", ok, err, false, fault.OutcomeUnknown)
 			if f == cassandra.FaultLoseResponse {
@@ -293,7 +294,7 @@ var leaseCases = []coordCase{
 	{"renew: refused", func(t *testing.T, s *coordSuite) {
 		shard, a := s.shard(), uuid.New()
 		s.acquire(t, shard, a, shortTTL)
-		s.Arm(StmtRenew, cassandra.FaultUnavailable, 1)
+		s.Arm(leases.StmtRenew, cassandra.FaultUnavailable, 1)
 		ok, err := s.Coord.Renew(s.ctx, shard, a, longTTL)
 		wantResult(t, "Renew refused", ok, err, false, fault.Unavailable)
 		s.eventuallyFree(t, shard) // not extended
@@ -304,7 +305,7 @@ var leaseCases = []coordCase{
 		// renew did not apply and the lease runs out on its old TTL.
 		shard, a := s.shard(), uuid.New()
 		s.acquire(t, shard, a, shortTTL)
-		s.Arm(StmtRenew, cassandra.FaultTimeout, 1)
+		s.Arm(leases.StmtRenew, cassandra.FaultTimeout, 1)
 		ok, err := s.Coord.Renew(s.ctx, shard, a, longTTL)
 		wantResult(t, "Renew timed out", ok, err, false, noErr)
 		s.eventuallyFree(t, shard)
@@ -313,7 +314,7 @@ var leaseCases = []coordCase{
 	{"renew: a lost response settles as renewed", func(t *testing.T, s *coordSuite) {
 		shard, a := s.shard(), uuid.New()
 		s.acquire(t, shard, a, shortTTL)
-		s.Arm(StmtRenew, cassandra.FaultLoseResponse, 1)
+		s.Arm(leases.StmtRenew, cassandra.FaultLoseResponse, 1)
 		ok, err := s.Coord.Renew(s.ctx, shard, a, longTTL)
 		wantResult(t, "Renew with its response lost", ok, err, true, noErr)
 		s.Wait(pastShort)
@@ -323,7 +324,7 @@ var leaseCases = []coordCase{
 	{"renew: a lost response on another's lease settles as not renewed", func(t *testing.T, s *coordSuite) {
 		shard, a, b := s.shard(), uuid.New(), uuid.New()
 		s.acquire(t, shard, b, longTTL)
-		s.Arm(StmtRenew, cassandra.FaultLoseResponse, 1)
+		s.Arm(leases.StmtRenew, cassandra.FaultLoseResponse, 1)
 		ok, err := s.Coord.Renew(s.ctx, shard, a, longTTL)
 		wantResult(t, "Renew of another's lease with its response lost", ok, err, false, noErr)
 		s.wantOwner(t, shard, b)
@@ -333,8 +334,8 @@ var leaseCases = []coordCase{
 		for _, f := range unknownFaults {
 			shard, a := s.shard(), uuid.New()
 			s.acquire(t, shard, a, shortTTL)
-			s.Arm(StmtRenew, f, 1)
-			s.Arm(StmtLease, cassandra.FaultUnavailable, 1)
+			s.Arm(leases.StmtRenew, f, 1)
+			s.Arm(leases.StmtLease, cassandra.FaultUnavailable, 1)
 			ok, err := s.Coord.Renew(s.ctx, shard, a, longTTL)
 			wantResult(t, "Renew "+f.String()+", settling read refused", ok, err, false, fault.OutcomeUnknown)
 			if f == cassandra.FaultLoseResponse {
@@ -366,7 +367,7 @@ var leaseCases = []coordCase{
 	{"release: refused", func(t *testing.T, s *coordSuite) {
 		shard, a := s.shard(), uuid.New()
 		s.acquire(t, shard, a, longTTL)
-		s.Arm(StmtRelease, cassandra.FaultUnavailable, 1)
+		s.Arm(leases.StmtRelease, cassandra.FaultUnavailable, 1)
 		wantErr(t, "Release refused", s.Coord.Release(s.ctx, shard, a), fault.Unavailable)
 		s.wantOwner(t, shard, a)
 	}},
@@ -376,7 +377,7 @@ var leaseCases = []coordCase{
 		// if it were given up.
 		shard, a := s.shard(), uuid.New()
 		s.acquire(t, shard, a, longTTL)
-		s.Arm(StmtRelease, cassandra.FaultTimeout, 1)
+		s.Arm(leases.StmtRelease, cassandra.FaultTimeout, 1)
 		wantErr(t, "Release timed out", s.Coord.Release(s.ctx, shard, a), fault.Unavailable)
 		s.wantOwner(t, shard, a)
 		wantErr(t, "Release again", s.Coord.Release(s.ctx, shard, a), noErr)
@@ -386,7 +387,7 @@ var leaseCases = []coordCase{
 	{"release: a timeout on another's lease settles as done", func(t *testing.T, s *coordSuite) {
 		shard, a, b := s.shard(), uuid.New(), uuid.New()
 		s.acquire(t, shard, b, longTTL)
-		s.Arm(StmtRelease, cassandra.FaultTimeout, 1)
+		s.Arm(leases.StmtRelease, cassandra.FaultTimeout, 1)
 		wantErr(t, "Release of another's lease timed out", s.Coord.Release(s.ctx, shard, a), noErr)
 		s.wantOwner(t, shard, b)
 	}},
@@ -394,7 +395,7 @@ var leaseCases = []coordCase{
 	{"release: a lost response settles as released", func(t *testing.T, s *coordSuite) {
 		shard, a := s.shard(), uuid.New()
 		s.acquire(t, shard, a, longTTL)
-		s.Arm(StmtRelease, cassandra.FaultLoseResponse, 1)
+		s.Arm(leases.StmtRelease, cassandra.FaultLoseResponse, 1)
 		wantErr(t, "Release with its response lost", s.Coord.Release(s.ctx, shard, a), noErr)
 		s.wantFree(t, shard)
 	}},
@@ -403,8 +404,8 @@ var leaseCases = []coordCase{
 		for _, f := range unknownFaults {
 			shard, a := s.shard(), uuid.New()
 			s.acquire(t, shard, a, longTTL)
-			s.Arm(StmtRelease, f, 1)
-			s.Arm(StmtLease, cassandra.FaultUnavailable, 1)
+			s.Arm(leases.StmtRelease, f, 1)
+			s.Arm(leases.StmtLease, cassandra.FaultUnavailable, 1)
 			wantErr(t, "Release "+f.String()+", settling read refused", s.Coord.Release(s.ctx, shard, a), fault.OutcomeUnknown)
 			if f == cassandra.FaultLoseResponse {
 				s.wantFree(t, shard)
@@ -429,7 +430,7 @@ var leaseCases = []coordCase{
 			t.Errorf("Owners: free shard %d held by %v", s3, o)
 		}
 		for _, f := range allFaults {
-			s.Arm(StmtOwners, f, 1)
+			s.Arm(leases.StmtOwners, f, 1)
 			_, err := s.Coord.Owners(s.ctx)
 			wantErr(t, "Owners with "+f.String(), err, fault.Unavailable)
 		}
@@ -467,13 +468,13 @@ var leaseCases = []coordCase{
 		t0 := time.Date(2026, 5, 1, 20, 0, 0, 0, time.UTC)
 		s.saveCursor(t, shard, t0)
 		for _, f := range allFaults {
-			s.Arm(StmtCursor, f, 1)
+			s.Arm(leases.StmtCursor, f, 1)
 			_, _, err := s.Coord.Cursor(s.ctx, shard)
 			wantErr(t, "Cursor with "+f.String(), err, fault.Unavailable)
 		}
 		for i, f := range allFaults {
 			at := t0.Add(time.Duration(i+1) * time.Minute)
-			s.Arm(StmtSaveCursor, f, 1)
+			s.Arm(leases.StmtSaveCursor, f, 1)
 			want := fault.OutcomeUnknown
 			if f == cassandra.FaultUnavailable {
 				want = fault.Unavailable
@@ -663,7 +664,7 @@ var memberCases = []coordCase{
 			t.Errorf("Members() lists %v after it left", b)
 		}
 		for _, f := range allFaults {
-			s.Arm(StmtMemberOps, f, 1)
+			s.Arm(leases.StmtMemberOps, f, 1)
 			_, err := s.Coord.Members(s.ctx)
 			wantErr(t, "Members with "+f.String(), err, fault.Unavailable)
 		}
@@ -677,7 +678,7 @@ var memberCases = []coordCase{
 		}
 		for _, f := range allFaults {
 			b := uuid.New()
-			s.Arm(StmtHeartbeat, f, 1)
+			s.Arm(leases.StmtHeartbeat, f, 1)
 			_, err := s.Coord.Heartbeat(s.ctx, b, longTTL)
 			want := fault.OutcomeUnknown
 			if f == cassandra.FaultUnavailable {
@@ -688,7 +689,7 @@ var memberCases = []coordCase{
 		}
 		for _, f := range allFaults {
 			b := uuid.New()
-			s.Arm(StmtMembers, f, 1)
+			s.Arm(leases.StmtMembers, f, 1)
 			_, err := s.Coord.Heartbeat(s.ctx, b, longTTL)
 			wantErr(t, "Heartbeat with its count "+f.String(), err, fault.Unavailable)
 			s.wantMember(t, a, b, true) // the heartbeat itself was written
@@ -714,7 +715,7 @@ var memberCases = []coordCase{
 				}
 				return nil
 			})
-			s.Arm(StmtLeave, f, 1)
+			s.Arm(leases.StmtLeave, f, 1)
 			want := fault.OutcomeUnknown
 			if f == cassandra.FaultUnavailable {
 				want = fault.Unavailable

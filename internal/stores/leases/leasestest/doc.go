@@ -1,8 +1,8 @@
-// Package reconcilertest holds the contract of the reconciler's lease
+// Package leasestest holds the contract of the reconciler's lease
 // coordinator and the in-memory coordinator the unit tests use in its place.
 //
 // RunCoordinator is the contract: one suite that runs unchanged against
-// reconciler.CassandraCoordinator on the real cluster
+// leases.CassandraCoordinator on the real cluster
 // (e2e/contract_coord_test.go) and against MemoryCoordinator (this package's
 // own test).
 //
@@ -28,7 +28,7 @@
 // the suite asserts a lease is held only right after it was taken and
 // expired only after its full TTL, so both stores pass.
 //
-// This package does not import reconciler: reconciler's own tests use
-// MemoryCoordinator, and Coordinator here repeats reconciler.Coordinator's
-// method set (reconciler's tests assert the two agree).
-package reconcilertest
+// MemoryCoordinator settles its lease LWTs with the coordinator's own
+// leases.LeaseWrite through lwt.Do, and serves faults through
+// cassandra.Served, as every in-memory table does.
+package leasestest

@@ -1,4 +1,8 @@
-package reconciler
+// Package leases is where reconciler instances meet: their membership,
+// the shards' leases (LWT-only) and the shards' cursors, in Cassandra.
+// The lease LWTs are settled, like every LWT of the service, through
+// lwt.Do (LeaseWrite).
+package leases
 
 import (
 	"context"
@@ -39,24 +43,41 @@ type Coordinator interface {
 	Members(ctx context.Context) (map[uuid.UUID][]string, error)
 }
 
+// The statements, by the names they give themselves
+// (cassandra.StatementName): what a FaultSession, the in-memory
+// coordinator's Arm, traces and metrics call them.
+const (
+	StmtHeartbeat  = "coord.heartbeat"
+	StmtMembers    = "coord.members"
+	StmtMemberOps  = "coord.member-ops"
+	StmtLeave      = "coord.leave"
+	StmtOwners     = "coord.owners"
+	StmtLease      = "coord.lease" // the serial read that settles a lease LWT
+	StmtAcquire    = "coord.acquire"
+	StmtRenew      = "coord.renew"
+	StmtRelease    = "coord.release"
+	StmtCursor     = "coord.cursor"
+	StmtSaveCursor = "coord.save_cursor"
+)
+
 const (
 	group = "orderd"
 
-	heartbeatCQL = `/* coord.heartbeat */ INSERT INTO reconciler_members (grp, instance, seen_at, operations) VALUES (?, ?, ?, ?) USING TTL ?`
-	membersCQL   = `/* coord.members */ SELECT instance FROM reconciler_members WHERE grp = ?`
-	memberOpsCQL = `/* coord.member-ops */ SELECT instance, operations FROM reconciler_members WHERE grp = ?`
-	leaveCQL     = `/* coord.leave */ DELETE FROM reconciler_members WHERE grp = ? AND instance = ?`
+	heartbeatCQL = `/* ` + StmtHeartbeat + ` */ INSERT INTO reconciler_members (grp, instance, seen_at, operations) VALUES (?, ?, ?, ?) USING TTL ?`
+	membersCQL   = `/* ` + StmtMembers + ` */ SELECT instance FROM reconciler_members WHERE grp = ?`
+	memberOpsCQL = `/* ` + StmtMemberOps + ` */ SELECT instance, operations FROM reconciler_members WHERE grp = ?`
+	leaveCQL     = `/* ` + StmtLeave + ` */ DELETE FROM reconciler_members WHERE grp = ? AND instance = ?`
 
 	// reconciler_leases is written only with LWTs.
-	ownersCQL  = `/* coord.owners */ SELECT shard, owner FROM reconciler_leases`
-	leaseCQL   = `/* coord.lease */ SELECT owner, acquired_at FROM reconciler_leases WHERE shard = ?`
-	acquireCQL = `/* coord.acquire */ INSERT INTO reconciler_leases (shard, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
-	renewCQL   = `/* coord.renew */ UPDATE reconciler_leases USING TTL ? SET owner = ?, acquired_at = ? WHERE shard = ? IF owner = ?`
-	releaseCQL = `/* coord.release */ DELETE FROM reconciler_leases WHERE shard = ? IF owner = ?`
+	ownersCQL  = `/* ` + StmtOwners + ` */ SELECT shard, owner FROM reconciler_leases`
+	leaseCQL   = `/* ` + StmtLease + ` */ SELECT owner, acquired_at FROM reconciler_leases WHERE shard = ?`
+	acquireCQL = `/* ` + StmtAcquire + ` */ INSERT INTO reconciler_leases (shard, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
+	renewCQL   = `/* ` + StmtRenew + ` */ UPDATE reconciler_leases USING TTL ? SET owner = ?, acquired_at = ? WHERE shard = ? IF owner = ?`
+	releaseCQL = `/* ` + StmtRelease + ` */ DELETE FROM reconciler_leases WHERE shard = ? IF owner = ?`
 
 	// reconciler_cursors is written plainly, by the lease holder only.
-	cursorCQL     = `/* coord.cursor */ SELECT bucket FROM reconciler_cursors WHERE shard = ?`
-	saveCursorCQL = `/* coord.save_cursor */ INSERT INTO reconciler_cursors (shard, bucket, updated_at) VALUES (?, ?, ?)`
+	cursorCQL     = `/* ` + StmtCursor + ` */ SELECT bucket FROM reconciler_cursors WHERE shard = ?`
+	saveCursorCQL = `/* ` + StmtSaveCursor + ` */ INSERT INTO reconciler_cursors (shard, bucket, updated_at) VALUES (?, ?, ?)`
 )
 
 // CassandraCoordinator is the Coordinator on the keyspace's reconciler tables.
@@ -154,36 +175,52 @@ func (c *CassandraCoordinator) Release(ctx context.Context, shard int, instance 
 // an error, and then the lease counts as not held (at worst it expires by
 // its TTL and a shard waits that long).
 func (c *CassandraCoordinator) cas(ctx context.Context, op string, shard int, instance uuid.UUID, at time.Time, take bool, stmt string, args ...any) (bool, error) {
-	w := lwt.Write[lease]{
-		Op: op,
-		Send: func(ctx context.Context) (bool, lease, error) {
-			applied, err := c.s.Query(stmt, args...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
-			return applied, lease{}, cassandra.WriteError(op, err)
-		},
-		Read:  func(ctx context.Context) (lease, error) { return c.readLease(ctx, shard) },
-		Sends: 1, // a lease write is never resent: the next renewal or pass tries again
+	send := func(ctx context.Context) (bool, error) {
+		applied, err := c.s.Query(stmt, args...).SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, map[string]any{})
+		return applied, cassandra.WriteError(op, err)
 	}
-	if take {
-		w.Applied = func(l lease) bool { return l.found && l.owner == instance && l.acquired.Equal(at) }
-	} else {
-		w.Applied = func(l lease) bool { return !l.found || l.owner != instance }
-		// Still this instance's: not released. An error, never "released"
-		// (the caller would forget a lease it still holds).
-		w.Awaits = func(l lease) bool { return l.found && l.owner == instance }
-	}
-	res, err := lwt.Do(ctx, w)
+	read := func(ctx context.Context) (Lease, error) { return c.readLease(ctx, shard) }
+	res, err := lwt.Do(ctx, LeaseWrite(op, instance, at, take, send, read))
 	return res.Applied, err
 }
 
-// lease is a shard's lease as a serial read found it.
-type lease struct {
-	owner    uuid.UUID
-	acquired time.Time
-	found    bool
+// Lease is a shard's lease as a serial read found it.
+type Lease struct {
+	Owner    uuid.UUID
+	Acquired time.Time
+	Found    bool
+}
+
+// LeaseWrite is a lease LWT of instance (an acquire or renew dated at, when
+// take; a release otherwise) and how a read settles its unknown outcome:
+// the lease shows instance as owner since at → an acquire or renew
+// applied; no lease of instance → a release applied; the lease still
+// instance's → a release did not apply, an Unavailable error (never
+// "released": the caller would forget a lease it still holds). No lease
+// write is resent: the next renewal or pass tries again. The coordinator
+// and its in-memory fake both settle their lease writes with it.
+func LeaseWrite(op string, instance uuid.UUID, at time.Time, take bool,
+	send func(context.Context) (bool, error), read func(context.Context) (Lease, error)) lwt.Write[Lease] {
+	w := lwt.Write[Lease]{
+		Op: op,
+		Send: func(ctx context.Context) (bool, Lease, error) {
+			applied, err := send(ctx)
+			return applied, Lease{}, err
+		},
+		Read:  read,
+		Sends: 1,
+	}
+	if take {
+		w.Applied = func(l Lease) bool { return l.Found && l.Owner == instance && l.Acquired.Equal(at) }
+	} else {
+		w.Applied = func(l Lease) bool { return !l.Found || l.Owner != instance }
+		w.Awaits = func(l Lease) bool { return l.Found && l.Owner == instance }
+	}
+	return w
 }
 
 // readLease reads shard's lease at the session's serial consistency.
-func (c *CassandraCoordinator) readLease(ctx context.Context, shard int) (lease, error) {
+func (c *CassandraCoordinator) readLease(ctx context.Context, shard int) (Lease, error) {
 	var (
 		owner    gocql.UUID
 		acquired time.Time
@@ -191,11 +228,11 @@ func (c *CassandraCoordinator) readLease(ctx context.Context, shard int) (lease,
 	err := c.s.Query(leaseCQL, shard).Consistency(c.s.Serial()).ScanContext(ctx, &owner, &acquired)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
-		return lease{}, nil
+		return Lease{}, nil
 	case err != nil:
-		return lease{}, cassandra.ReadError("read shard lease", err)
+		return Lease{}, cassandra.ReadError("read shard lease", err)
 	}
-	return lease{owner: uuid.UUID(owner), acquired: acquired, found: true}, nil
+	return Lease{Owner: uuid.UUID(owner), Acquired: acquired.UTC(), Found: true}, nil
 }
 
 // Cursor implements Coordinator.

@@ -1,8 +1,7 @@
-package reconcilertest
+package leasestest
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -10,54 +9,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
-)
-
-// Coordinator is reconciler.Coordinator's method set (see the package doc
-// for why it is repeated here).
-type Coordinator interface {
-	// Heartbeat marks instance alive for ttl and returns how many instances
-	// are alive.
-	Heartbeat(ctx context.Context, instance uuid.UUID, ttl time.Duration) (int, error)
-	// Leave removes instance from the live instances.
-	Leave(ctx context.Context, instance uuid.UUID) error
-	// Owners lists the shards that have a live lease, with their owner.
-	Owners(ctx context.Context) (map[int]uuid.UUID, error)
-	// Acquire takes shard's lease for ttl if nobody holds it.
-	Acquire(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error)
-	// Renew extends the lease if instance still holds it.
-	Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error)
-	// Release gives up the lease if instance holds it.
-	Release(ctx context.Context, shard int, instance uuid.UUID) error
-	// Cursor is the shard's oldest due minute not yet settled; false if unset.
-	Cursor(ctx context.Context, shard int) (time.Time, bool, error)
-	// SaveCursor moves the shard's cursor (only the lease holder calls it).
-	SaveCursor(ctx context.Context, shard int, bucket time.Time) error
-	// Members lists the live instances with the operations each one's
-	// heartbeat says it finishes (none for a release that says nothing).
-	Members(ctx context.Context) (map[uuid.UUID][]string, error)
-}
-
-// The names reconciler.CassandraCoordinator's statements give themselves
-// (see cassandra.StatementName): what Arm and a cassandra.FaultSession take.
-const (
-	StmtHeartbeat  = "coord.heartbeat"
-	StmtMembers    = "coord.members"
-	StmtMemberOps  = "coord.member-ops"
-	StmtLeave      = "coord.leave"
-	StmtOwners     = "coord.owners"
-	StmtLease      = "coord.lease" // the LOCAL_SERIAL read that settles a lease LWT
-	StmtAcquire    = "coord.acquire"
-	StmtRenew      = "coord.renew"
-	StmtRelease    = "coord.release"
-	StmtCursor     = "coord.cursor"
-	StmtSaveCursor = "coord.save_cursor"
+	"github.com/atlasmart/orderd/internal/platform/lwt"
+	"github.com/atlasmart/orderd/internal/stores/leases"
 )
 
 type lease struct {
-	owner   uuid.UUID
-	expires time.Time
+	owner    uuid.UUID
+	acquired time.Time
+	expires  time.Time
 }
 
 // MemoryCoordinator is an in-memory Coordinator with CassandraCoordinator's
@@ -71,7 +31,7 @@ type MemoryCoordinator struct {
 // memoryTables are the tables every MemoryCoordinator of one store shares
 // (Advertising).
 type memoryTables struct {
-	// Faults armed by statement name (StmtAcquire, ...), served as a
+	// Faults armed by statement name (leases.StmtAcquire, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
 	now func() time.Time
@@ -88,7 +48,7 @@ type member struct {
 	operations []string
 }
 
-var _ Coordinator = (*MemoryCoordinator)(nil)
+var _ leases.Coordinator = (*MemoryCoordinator)(nil)
 
 // NewMemoryCoordinator returns an empty coordinator on the clock now
 // (time.Now if nil).
@@ -102,50 +62,32 @@ func NewMemoryCoordinator(now func() time.Time) *MemoryCoordinator {
 }
 
 // Advertising is a coordinator on the same tables whose heartbeats say its
-// instance finishes operations (reconciler.NewCassandraCoordinator's
+// instance finishes operations (leases.NewCassandraCoordinator's
 // operations).
 func (c *MemoryCoordinator) Advertising(operations ...string) *MemoryCoordinator {
 	return &MemoryCoordinator{memoryTables: c.memoryTables, operations: slices.Clone(operations)}
 }
 
 // ttlOf is a TTL as Cassandra keeps it: whole seconds, at least one
-// (reconciler.CassandraCoordinator rounds up).
+// (leases.CassandraCoordinator rounds up).
 func ttlOf(d time.Duration) time.Duration {
 	return time.Duration(max(1, int(math.Ceil(d.Seconds())))) * time.Second
 }
 
-func injected(op, statement string, f cassandra.Fault) error {
-	return fmt.Errorf("%s: injected fault on %s: %s", op, statement, f)
-}
-
-// writeLocked runs a plain write of statement: apply unless a fault stops
-// it; the error a CassandraCoordinator write returns.
+// writeLocked runs a plain write of statement under the fault armed for
+// it (cassandra.Served, as every fake serves faults): the error a
+// CassandraCoordinator write returns.
 func (c *MemoryCoordinator) writeLocked(ctx context.Context, statement, op string, apply func()) error {
-	if err := ctx.Err(); err != nil {
-		return fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
-	}
-	f, faulty := c.Take(statement)
-	switch {
-	case !faulty:
-		apply()
-		return nil
-	case f == cassandra.FaultUnavailable:
-		return fault.New(fault.ReasonClusterUnavailable, injected(op, statement, f))
-	case f == cassandra.FaultLoseResponse:
-		apply()
-	}
-	return fault.New(fault.ReasonOutcomeUnknown, injected(op, statement, f))
+	f, _ := c.Take(statement)
+	_, err := cassandra.Served(ctx, statement, op, true, f, func() bool { apply(); return true })
+	return err
 }
 
 // readLocked fails as a read of statement would: any fault is Unavailable.
 func (c *MemoryCoordinator) readLocked(ctx context.Context, statement, op string) error {
-	if err := ctx.Err(); err != nil {
-		return fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: %w", op, err))
-	}
-	if f, ok := c.Take(statement); ok {
-		return fault.New(fault.ReasonClusterUnavailable, injected(op, statement, f))
-	}
-	return nil
+	f, _ := c.Take(statement)
+	_, err := cassandra.Served(ctx, statement, op, false, f, func() bool { return false })
+	return err
 }
 
 func (c *MemoryCoordinator) liveLocked(shard int) (lease, bool) {
@@ -160,39 +102,25 @@ func (c *MemoryCoordinator) liveLocked(shard int) (lease, bool) {
 	return l, true
 }
 
-// lwtLocked runs a lease LWT as CassandraCoordinator.cas does: apply (which
-// says whether its condition held) unless a fault stops it; an unknown
-// outcome (timeout, lost response) is settled by reading the lease: take
-// (acquire, renew) → applied iff it did; release → done iff the lease is no
-// longer instance's. A settling read that fails too leaves OutcomeUnknown
-// and "not applied".
-func (c *MemoryCoordinator) lwtLocked(ctx context.Context, statement, op string, shard int, instance uuid.UUID, take bool, apply func() bool) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		// The LWT is not sent and the settling read fails the same way.
-		return false, fault.New(fault.ReasonOutcomeUnknown, fmt.Errorf("%s: %w", op, err))
+// lwtLocked runs a lease LWT as CassandraCoordinator.cas does, settled by
+// the same leases.LeaseWrite: apply (dated at, which it reports
+// whether its condition held) under the fault armed for statement; an
+// unknown outcome is settled by reading the lease (leases.StmtLease).
+func (c *MemoryCoordinator) lwtLocked(ctx context.Context, statement, op string, shard int, instance uuid.UUID, take bool, apply func(at time.Time) bool) (bool, error) {
+	at := c.now().UTC().Truncate(time.Millisecond)
+	send := func(ctx context.Context) (bool, error) {
+		f, _ := c.Take(statement)
+		return cassandra.Served(ctx, statement, op, true, f, func() bool { return apply(at) })
 	}
-	f, faulty := c.Take(statement)
-	if faulty && f == cassandra.FaultUnavailable {
-		return false, fault.New(fault.ReasonClusterUnavailable, injected(op, statement, f))
+	read := func(ctx context.Context) (leases.Lease, error) {
+		if err := c.readLocked(ctx, leases.StmtLease, "read shard lease"); err != nil {
+			return leases.Lease{}, err
+		}
+		l, ok := c.liveLocked(shard)
+		return leases.Lease{Owner: l.owner, Acquired: l.acquired, Found: ok}, nil
 	}
-	applied := false
-	if !faulty || f == cassandra.FaultLoseResponse {
-		applied = apply()
-	}
-	if !faulty {
-		return applied, nil
-	}
-	unknown := fault.New(fault.ReasonOutcomeUnknown, injected(op, statement, f))
-	if _, bad := c.Take(StmtLease); bad {
-		return false, unknown
-	}
-	if take {
-		return applied, nil
-	}
-	if l, ok := c.liveLocked(shard); ok && l.owner == instance {
-		return false, fault.New(fault.ReasonClusterUnavailable, fmt.Errorf("%s: settled as not applied: %w", op, unknown))
-	}
-	return true, nil
+	res, err := lwt.Do(ctx, leases.LeaseWrite(op, instance, at, take, send, read))
+	return res.Applied, err
 }
 
 // Heartbeat implements Coordinator.
@@ -200,12 +128,12 @@ func (c *MemoryCoordinator) Heartbeat(ctx context.Context, instance uuid.UUID, t
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	if err := c.writeLocked(ctx, StmtHeartbeat, "reconciler heartbeat", func() {
+	if err := c.writeLocked(ctx, leases.StmtHeartbeat, "reconciler heartbeat", func() {
 		c.members[instance] = member{expires: now.Add(ttlOf(ttl)), operations: slices.Sorted(slices.Values(c.operations))}
 	}); err != nil {
 		return 0, err
 	}
-	if err := c.readLocked(ctx, StmtMembers, "count reconcilers"); err != nil {
+	if err := c.readLocked(ctx, leases.StmtMembers, "count reconcilers"); err != nil {
 		return 0, err
 	}
 	return len(c.liveMembersLocked()), nil
@@ -226,7 +154,7 @@ func (c *memoryTables) liveMembersLocked() map[uuid.UUID]member {
 func (c *MemoryCoordinator) Members(ctx context.Context) (map[uuid.UUID][]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.readLocked(ctx, StmtMemberOps, "read reconcilers' operations"); err != nil {
+	if err := c.readLocked(ctx, leases.StmtMemberOps, "read reconcilers' operations"); err != nil {
 		return nil, err
 	}
 	out := map[uuid.UUID][]string{}
@@ -240,7 +168,7 @@ func (c *MemoryCoordinator) Members(ctx context.Context) (map[uuid.UUID][]string
 func (c *MemoryCoordinator) Leave(ctx context.Context, instance uuid.UUID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.writeLocked(ctx, StmtLeave, "leave reconcilers", func() { delete(c.members, instance) })
+	return c.writeLocked(ctx, leases.StmtLeave, "leave reconcilers", func() { delete(c.members, instance) })
 }
 
 // Owners implements Coordinator.
@@ -248,7 +176,7 @@ func (c *MemoryCoordinator) Owners(ctx context.Context) (map[int]uuid.UUID, erro
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[int]uuid.UUID{}
-	if err := c.readLocked(ctx, StmtOwners, "read shard leases"); err != nil {
+	if err := c.readLocked(ctx, leases.StmtOwners, "read shard leases"); err != nil {
 		return out, err
 	}
 	for s := range c.leases {
@@ -263,11 +191,11 @@ func (c *MemoryCoordinator) Owners(ctx context.Context) (map[int]uuid.UUID, erro
 func (c *MemoryCoordinator) Acquire(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lwtLocked(ctx, StmtAcquire, "acquire shard lease", shard, instance, true, func() bool {
+	return c.lwtLocked(ctx, leases.StmtAcquire, "acquire shard lease", shard, instance, true, func(at time.Time) bool {
 		if _, held := c.liveLocked(shard); held {
 			return false
 		}
-		c.leases[shard] = lease{owner: instance, expires: c.now().Add(ttlOf(ttl))}
+		c.leases[shard] = lease{owner: instance, acquired: at, expires: c.now().Add(ttlOf(ttl))}
 		return true
 	})
 }
@@ -276,11 +204,11 @@ func (c *MemoryCoordinator) Acquire(ctx context.Context, shard int, instance uui
 func (c *MemoryCoordinator) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lwtLocked(ctx, StmtRenew, "renew shard lease", shard, instance, true, func() bool {
+	return c.lwtLocked(ctx, leases.StmtRenew, "renew shard lease", shard, instance, true, func(at time.Time) bool {
 		if l, held := c.liveLocked(shard); !held || l.owner != instance {
 			return false
 		}
-		c.leases[shard] = lease{owner: instance, expires: c.now().Add(ttlOf(ttl))}
+		c.leases[shard] = lease{owner: instance, acquired: at, expires: c.now().Add(ttlOf(ttl))}
 		return true
 	})
 }
@@ -290,7 +218,7 @@ func (c *MemoryCoordinator) Renew(ctx context.Context, shard int, instance uuid.
 func (c *MemoryCoordinator) Release(ctx context.Context, shard int, instance uuid.UUID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, err := c.lwtLocked(ctx, StmtRelease, "release shard lease", shard, instance, false, func() bool {
+	_, err := c.lwtLocked(ctx, leases.StmtRelease, "release shard lease", shard, instance, false, func(time.Time) bool {
 		if l, held := c.liveLocked(shard); !held || l.owner != instance {
 			return false
 		}
@@ -304,7 +232,7 @@ func (c *MemoryCoordinator) Release(ctx context.Context, shard int, instance uui
 func (c *MemoryCoordinator) Cursor(ctx context.Context, shard int) (time.Time, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.readLocked(ctx, StmtCursor, "read reconciler cursor"); err != nil {
+	if err := c.readLocked(ctx, leases.StmtCursor, "read reconciler cursor"); err != nil {
 		return time.Time{}, false, err
 	}
 	t, ok := c.cursors[shard]
@@ -315,7 +243,7 @@ func (c *MemoryCoordinator) Cursor(ctx context.Context, shard int) (time.Time, b
 func (c *MemoryCoordinator) SaveCursor(ctx context.Context, shard int, bucket time.Time) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.writeLocked(ctx, StmtSaveCursor, "save reconciler cursor", func() {
+	return c.writeLocked(ctx, leases.StmtSaveCursor, "save reconciler cursor", func() {
 		c.cursors[shard] = stored(bucket)
 		c.saves[shard] = append(c.saves[shard], stored(bucket))
 	})
