@@ -23,7 +23,7 @@ type gatedSession struct {
 
 func (s *gatedSession) Query(stmt string, values ...any) cassandra.Query {
 	q := s.Recorder.Query(stmt, values...)
-	if strings.Contains(stmt, "queue.enqueue") {
+	if strings.Contains(stmt, StmtEnqueue) {
 		return &gatedQuery{Query: q, s: s}
 	}
 	return q
@@ -66,10 +66,10 @@ func TestClaimWhoseCallEndedWhileItsEntryWasWrittenIsNotSent(t *testing.T) {
 	}
 	var wrote bool
 	for _, run := range rec.Runs() {
-		if run.Name == "ledger.claim" {
+		if run.Name == StmtClaim {
 			t.Errorf("the claim was sent after its call ended: %+v", rec.Runs())
 		}
-		wrote = wrote || run.Name == "queue.enqueue"
+		wrote = wrote || run.Name == StmtEnqueue
 	}
 	if !wrote {
 		t.Errorf("the entry's write was given up with the call: %+v", rec.Runs())

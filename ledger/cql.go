@@ -13,9 +13,28 @@ import (
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
-// Every statement names itself in a leading comment (cassandra.StatementName)
-// so that tests can make it fail and traces can tell it apart.
-//
+// The statements, by the names they give themselves in a leading comment
+// (cassandra.StatementName): what a FaultSession and the in-memory table
+// serve faults by, and what traces and metrics call them.
+const (
+	StmtClaim      = "ledger.claim"
+	StmtGet        = "ledger.get" // Get, Peek (one row or many), and every settling read
+	StmtAttempt    = "ledger.attempt"
+	StmtFail       = "ledger.fail"
+	StmtComplete   = "ledger.complete"
+	StmtRequeue    = "ledger.requeue"
+	StmtWithdraw   = "ledger.withdraw"
+	StmtClusterNow = "ledger.cluster-now"
+	StmtScan       = "ledger.scan"
+	StmtEnqueue    = "queue.enqueue"
+	StmtRemove     = "queue.remove"
+	StmtDue        = "queue.due"
+	StmtDropBucket = "queue.drop-bucket"
+)
+
+// UpdateStatement is the statement of an update of kind.
+func UpdateStatement(kind UpdateKind) string { return "ledger." + string(kind) }
+
 // Every write rewrites every cell of the row that can hold a value, with one
 // TTL: the time left until the claim's expiry instant (Record.ExpiresAt).
 // So all cells of a row always expire together; a row can never be left
@@ -30,46 +49,46 @@ const (
 	// The claim's cells, rewritten by every update (bound by claimArgs).
 	claimCells = `entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?`
 
-	claimCQL = `/* ledger.claim */ INSERT INTO write_requests_by_id
+	claimCQL = `/* ` + StmtClaim + ` */ INSERT INTO write_requests_by_id
 		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token)
 		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL ?`
-	selectCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
+	selectCQL = `/* ` + StmtGet + ` */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
 	// The quorum reads of one tenant's and operation's requests that meet
 	// (Peek). Named as the single read: a fault armed on ledger.get, and
 	// its metrics, cover both.
-	selectManyCQL = `/* ledger.get */ SELECT ` + columns + ` FROM write_requests_by_id
+	selectManyCQL = `/* ` + StmtGet + ` */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id IN ?`
-	attemptCQL = `/* ledger.attempt */ UPDATE write_requests_by_id USING TTL ?
+	attemptCQL = `/* ` + StmtAttempt + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, state = 'PENDING', attempts = ?, last_error = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ? AND attempts = ?`
-	failCQL = `/* ledger.fail */ UPDATE write_requests_by_id USING TTL ?
+	failCQL = `/* ` + StmtFail + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'FAILED', completed_at = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
-	completeCQL = `/* ledger.complete */ UPDATE write_requests_by_id USING TTL ?
+	completeCQL = `/* ` + StmtComplete + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'COMPLETE', completed_at = ?, outcome = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
-	requeueCQL = `/* ledger.requeue */ UPDATE write_requests_by_id USING TTL ?
+	requeueCQL = `/* ` + StmtRequeue + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = 0, last_error = ?, state = 'PENDING', completed_at = null
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'FAILED' AND claim_token = ?`
-	withdrawCQL = `/* ledger.withdraw */ DELETE FROM write_requests_by_id
+	withdrawCQL = `/* ` + StmtWithdraw + ` */ DELETE FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
 	// The cluster's clock, for entries an operator's machine schedules.
-	clusterNowCQL = `/* ledger.cluster-now */ SELECT toTimestamp(now()) FROM system.local`
-	scanCQL       = `/* ledger.scan */ SELECT tenant, operation, request_id, entity_id, payload_hash, command, state,
+	clusterNowCQL = `/* ` + StmtClusterNow + ` */ SELECT toTimestamp(now()) FROM system.local`
+	scanCQL       = `/* ` + StmtScan + ` */ SELECT tenant, operation, request_id, entity_id, payload_hash, command, state,
 	created_at, completed_at, attempts, last_error, claim_token FROM write_requests_by_id`
 
-	enqueueCQL = `/* queue.enqueue */ INSERT INTO due_requests
+	enqueueCQL = `/* ` + StmtEnqueue + ` */ INSERT INTO due_requests
 		(shard, due_bucket, not_before, tenant, operation, request_id, claim_token, created_at, owed_order)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	// A removed entry is marked done, not deleted: an upsert of the same
 	// primary key, it never leaves a tombstone in the partitions the
 	// reconciler reads on every pass.
-	dequeueCQL = `/* queue.remove */ UPDATE due_requests USING TTL ? SET done = true
+	dequeueCQL = `/* ` + StmtRemove + ` */ UPDATE due_requests USING TTL ? SET done = true
 		WHERE shard = ? AND due_bucket = ? AND not_before = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`
-	dueCQL = `/* queue.due */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done, owed_order FROM due_requests
+	dueCQL = `/* ` + StmtDue + ` */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done, owed_order FROM due_requests
 		WHERE shard = ? AND due_bucket = ? AND not_before > ? AND not_before <= ?`
-	dropBucketCQL = `/* queue.drop-bucket */ DELETE FROM due_requests WHERE shard = ? AND due_bucket = ?`
+	dropBucketCQL = `/* ` + StmtDropBucket + ` */ DELETE FROM due_requests WHERE shard = ? AND due_bucket = ?`
 )
 
 // updateCQL is each update's statement.

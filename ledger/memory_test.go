@@ -136,7 +136,7 @@ func TestMemoryIntercept(t *testing.T) {
 	m := newMemory(time.Hour)
 	a, b := claimAt(t, m, t0), claimAt(t, m, t0)
 	m.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
-		if st.Name == ledgertest.StmtGet && st.Key == b.Key {
+		if st.Name == ledger.StmtGet && st.Key == b.Key {
 			return cassandra.FaultUnavailable
 		}
 		return 0
@@ -147,7 +147,7 @@ func TestMemoryIntercept(t *testing.T) {
 	if _, err := m.Get(ctx, b.Key); fault.KindOf(err) != fault.Unavailable {
 		t.Errorf("Get(b) = %v, want Unavailable", err)
 	}
-	m.Arm(ledgertest.StmtGet, cassandra.FaultTimeout, 1)
+	m.Arm(ledger.StmtGet, cassandra.FaultTimeout, 1)
 	if _, err := m.Get(ctx, a.Key); fault.KindOf(err) != fault.Unavailable {
 		t.Errorf("Get(a) with a fault armed = %v, want Unavailable", err)
 	}
@@ -155,7 +155,7 @@ func TestMemoryIntercept(t *testing.T) {
 	if _, err := m.Get(ctx, b.Key); err != nil {
 		t.Errorf("Get(b) without the intercept: %v", err)
 	}
-	gets := m.Statements(ledgertest.StmtGet)
+	gets := m.Statements(ledger.StmtGet)
 	if len(gets) != 4 || gets[1].Fault != cassandra.FaultUnavailable || gets[2].Fault != cassandra.FaultTimeout || gets[3].Fault != 0 {
 		t.Errorf("logged gets = %+v", gets)
 	}
@@ -196,12 +196,12 @@ func TestMemoryOnSettle(t *testing.T) {
 	ctx := context.Background()
 	rec := ledger.Record{Key: ledger.Key{Tenant: "t", Operation: "op", RequestID: uuid.New()}, Fingerprint: "f",
 		CreatedAt: m.Now(), ClaimToken: uuid.New()}
-	m.Arm(ledgertest.StmtClaim, cassandra.FaultLoseResponse, 1)
+	m.Arm(ledger.StmtClaim, cassandra.FaultLoseResponse, 1)
 	if won, _, err := m.Claim(ctx, rec, nil); !won || err != nil {
 		t.Fatal(won, err)
 	}
-	m.Arm(ledgertest.StmtFail, cassandra.FaultTimeout, 1)
-	m.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+	m.Arm(ledger.StmtFail, cassandra.FaultTimeout, 1)
+	m.Arm(ledger.StmtGet, cassandra.FaultUnavailable, 3)
 	if _, err := m.MarkFailed(ctx, rec, "X"); fault.KindOf(err) != fault.OutcomeUnknown {
 		t.Fatal(err)
 	}

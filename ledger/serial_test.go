@@ -22,7 +22,7 @@ func TestSerialConsistencyReachesEveryStatement(t *testing.T) {
 			rec := cassandratest.NewRecorder(serial)
 			fs := cassandra.NewFaultSession(rec)
 			// The claim applies but its answer is lost: a serial read settles it.
-			fs.Arm("ledger.claim", cassandra.FaultLoseResponse, 1)
+			fs.Arm(StmtClaim, cassandra.FaultLoseResponse, 1)
 			store, err := NewCassandraStore(fs, Config{ReleaseWindow: -1})
 			if err != nil {
 				t.Fatal(err)
@@ -42,9 +42,9 @@ func TestSerialConsistencyReachesEveryStatement(t *testing.T) {
 			_, _ = store.Peek(ctx, r.Key)
 
 			runs := rec.Runs()
-			cas, serialReads := cassandratest.CheckSerial(t, runs[:before], serial, "ledger.get")
+			cas, serialReads := cassandratest.CheckSerial(t, runs[:before], serial, StmtGet)
 			for _, run := range runs[before:] {
-				if run.Name == "ledger.get" && run.Consistency != gocql.LocalQuorum {
+				if run.Name == StmtGet && run.Consistency != gocql.LocalQuorum {
 					t.Errorf("Peek ran at %v, want LOCAL_QUORUM", run.Consistency)
 				}
 			}
@@ -82,7 +82,7 @@ func TestClaimCommitConsistency(t *testing.T) {
 			claims := 0
 			for _, run := range rec.Runs() {
 				switch {
-				case run.Name == "ledger.claim":
+				case run.Name == StmtClaim:
 					claims++
 					if !run.ConsistencyGiven || run.Consistency != tc.want {
 						t.Errorf("claim committed at %v (given %v), want %v", run.Consistency, run.ConsistencyGiven, tc.want)
@@ -125,7 +125,7 @@ func TestDropBucketIsDatedByTheCluster(t *testing.T) {
 	}
 	drops := 0
 	for _, run := range rec.Runs() {
-		drop := run.Name == "queue.drop-bucket"
+		drop := run.Name == StmtDropBucket
 		if drop {
 			drops++
 		}

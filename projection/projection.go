@@ -34,49 +34,65 @@ const (
 // EventOrderCreated is the event every created order has.
 const EventOrderCreated = order.EventOrderCreated
 
+// The statements, by the names they give themselves in a leading comment
+// (cassandra.StatementName): what a FaultSession and the in-memory store
+// serve faults by, and what traces and metrics call them. A projection
+// write is named by its table.
 const (
-	upsertByCustomerCQL = `/* projection.orders_by_customer_time */ INSERT INTO orders_by_customer_time
+	StmtOrdersByID           = "projection." + OrdersByID
+	StmtOrdersByCustomerTime = "projection." + OrdersByCustomerTime
+	StmtEventsByOrder        = "projection." + EventsByOrder
+	StmtGetOrder             = "projection.get_order"
+	StmtCustomerOrders       = "projection.customer_orders"
+	StmtEvents               = "projection.order_events"
+	StmtScanOrders           = "projection.scan_orders"
+	// StmtChangePrefix + table names a change's write to table.
+	StmtChangePrefix = "projection.change."
+)
+
+const (
+	upsertByCustomerCQL = `/* ` + StmtOrdersByCustomerTime + ` */ INSERT INTO orders_by_customer_time
 		(tenant, customer_id, order_month, created_at, order_id, status, total, currency, request_id, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	upsertByIDCQL = `/* projection.orders_by_id */ INSERT INTO orders_by_id
+	upsertByIDCQL = `/* ` + StmtOrdersByID + ` */ INSERT INTO orders_by_id
 		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	upsertEventCQL = `/* projection.order_events_by_order */ INSERT INTO order_events_by_order
+	upsertEventCQL = `/* ` + StmtEventsByOrder + ` */ INSERT INTO order_events_by_order
 		(tenant, order_id, event_id, event_type, detail, event_time, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 
 	// A change writes only the cells it changes, USING TIMESTAMP the
 	// order's creation write time + the version it made (changeTimestamp).
-	changeByCustomerCQL = `/* projection.change.orders_by_customer_time */ UPDATE orders_by_customer_time
+	changeByCustomerCQL = `/* ` + StmtChangePrefix + OrdersByCustomerTime + ` */ UPDATE orders_by_customer_time
 		SET status = ?, version = ?, updated_at = ?
 		WHERE tenant = ? AND customer_id = ? AND order_month = ? AND created_at = ? AND order_id = ?`
-	changeByIDCQL = `/* projection.change.orders_by_id */ UPDATE orders_by_id
+	changeByIDCQL = `/* ` + StmtChangePrefix + OrdersByID + ` */ UPDATE orders_by_id
 		SET status = ?, version = ?, updated_at = ? WHERE tenant = ? AND order_id = ?`
-	changeByIDNoteCQL = `/* projection.change.orders_by_id */ UPDATE orders_by_id
+	changeByIDNoteCQL = `/* ` + StmtChangePrefix + OrdersByID + ` */ UPDATE orders_by_id
 		SET status = ?, version = ?, updated_at = ?, shipping_note = ? WHERE tenant = ? AND order_id = ?`
-	changeEventCQL = `/* projection.change.order_events_by_order */ INSERT INTO order_events_by_order
+	changeEventCQL = `/* ` + StmtChangePrefix + EventsByOrder + ` */ INSERT INTO order_events_by_order
 		(tenant, order_id, event_id, event_type, detail, event_time, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 	// An order's change event rows (ChangeEvents).
-	selectEventsCQL = `/* projection.order_events */ SELECT event_id, event_type, detail, event_time, version
+	selectEventsCQL = `/* ` + StmtEvents + ` */ SELECT event_id, event_type, detail, event_time, version
 		FROM order_events_by_order WHERE tenant = ? AND order_id = ?`
 
 	// byIDColumns are the orders_by_id columns an order is read from, in
 	// the order orderScan.dest scans them.
 	byIDColumns = `order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
 		version, shipping_note, updated_at`
-	selectByIDCQL = `/* projection.get_order */ SELECT ` + byIDColumns + `
+	selectByIDCQL = `/* ` + StmtGetOrder + ` */ SELECT ` + byIDColumns + `
 		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
 	// The reads of one tenant's orders that meet (Store.Order). Named as
 	// the single read: a fault armed on get_order, and its metrics, cover
 	// both.
-	selectByIDsCQL = `/* projection.get_order */ SELECT ` + byIDColumns + `
+	selectByIDsCQL = `/* ` + StmtGetOrder + ` */ SELECT ` + byIDColumns + `
 		FROM orders_by_id WHERE tenant = ? AND order_id IN ?`
 	// Every order, for the tools that walk them all (ScanOrders).
-	scanByIDCQL = `/* projection.scan_orders */ SELECT tenant, ` + byIDColumns + ` FROM orders_by_id`
+	scanByIDCQL = `/* ` + StmtScanOrders + ` */ SELECT tenant, ` + byIDColumns + ` FROM orders_by_id`
 	// Newest first: the table's clustering order (created_at DESC, order_id ASC).
-	selectByCustomerCQL = `/* projection.customer_orders */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
+	selectByCustomerCQL = `/* ` + StmtCustomerOrders + ` */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
 		version, updated_at
 		FROM orders_by_customer_time WHERE tenant = ? AND customer_id = ? AND order_month = ?`
 )

@@ -92,7 +92,7 @@ func (h *harness) addPending(t *testing.T, shard int, created time.Time) (ledger
 // SetIntercept(nil).
 func failGets(l *ledgertest.Memory, key ledger.Key) {
 	l.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
-		if st.Name == ledgertest.StmtGet && st.Key == key {
+		if st.Name == ledger.StmtGet && st.Key == key {
 			return cassandra.FaultUnavailable
 		}
 		return 0
@@ -103,7 +103,7 @@ func failGets(l *ledgertest.Memory, key ledger.Key) {
 // until SetIntercept(nil).
 func failDue(l *ledgertest.Memory, shard int, bucket time.Time) {
 	l.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
-		if st.Name == ledgertest.StmtDue && st.Shard == shard && st.Bucket.Equal(ledger.BucketOf(bucket)) {
+		if st.Name == ledger.StmtDue && st.Shard == shard && st.Bucket.Equal(ledger.BucketOf(bucket)) {
 			return cassandra.FaultUnavailable
 		}
 		return 0
@@ -113,7 +113,7 @@ func failDue(l *ledgertest.Memory, shard int, bucket time.Time) {
 // dueCalls is how many times the due-queue partition (shard, bucket) was read.
 func dueCalls(l *ledgertest.Memory, shard int, bucket time.Time) int {
 	n := 0
-	for _, st := range l.Statements(ledgertest.StmtDue) {
+	for _, st := range l.Statements(ledger.StmtDue) {
 		if st.Shard == shard && st.Bucket.Equal(ledger.BucketOf(bucket)) {
 			n++
 		}

@@ -50,7 +50,7 @@ func TestBacklogOutageAndHealingAreLoggedAtABoundedRate(t *testing.T) {
 	lineClock := newFakeClock(t0) // the log allowance's clock, apart from the ledger's
 	l.lines = lograte.New[string](lineClock.Now)
 	h.ledger.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
-		if st.Name == ledgertest.StmtGet {
+		if st.Name == ledger.StmtGet {
 			return cassandra.FaultUnavailable
 		}
 		return 0

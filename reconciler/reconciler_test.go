@@ -200,7 +200,7 @@ func TestPassLeavesYoungRequestAlone(t *testing.T) {
 // bucket) was read.
 func dueReads(l *ledgertest.Memory, shard int, bucket time.Time) [][2]time.Time {
 	var out [][2]time.Time
-	for _, st := range l.Statements(ledgertest.StmtDue) {
+	for _, st := range l.Statements(ledger.StmtDue) {
 		if st.Shard == shard && st.Bucket.Equal(ledger.BucketOf(bucket)) {
 			out = append(out, [2]time.Time{st.After, st.Through})
 		}
@@ -370,7 +370,7 @@ func TestDropBucketErrorKeepsTheCursor(t *testing.T) {
 	h.coord.SetCursor(shard, t0)
 	rec, _ := h.addPending(t, shard, t0.Add(-20*time.Second))
 	h.ledger.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
-		if st.Name == ledgertest.StmtDropBucket {
+		if st.Name == ledger.StmtDropBucket {
 			return cassandra.FaultUnavailable
 		}
 		return 0
@@ -746,8 +746,8 @@ func TestFailedAttemptTheLedgerCannotRecordKeepsTheEntry(t *testing.T) {
 		stmt     string // the statement that fails
 		attempts int    // the row's attempts after the pass
 	}{
-		{"attempt not recorded", ledgertest.StmtAttempt, 0},
-		{"entry not rescheduled", ledgertest.StmtEnqueue, 1},
+		{"attempt not recorded", ledger.StmtAttempt, 0},
+		{"entry not rescheduled", ledger.StmtEnqueue, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t0.Add(30 * time.Second))
@@ -868,18 +868,18 @@ func TestDeadLetterNotSettledKeepsEntry(t *testing.T) {
 		state ledger.State
 	}{
 		{"refused", func(l *ledgertest.Memory) {
-			l.Arm(ledgertest.StmtFail, cassandra.FaultUnavailable, 1)
+			l.Arm(ledger.StmtFail, cassandra.FaultUnavailable, 1)
 		}, ledger.Pending},
 		{"timed out, never applied", func(l *ledgertest.Memory) {
-			l.Arm(ledgertest.StmtFail, cassandra.FaultTimeout, 3)
+			l.Arm(ledger.StmtFail, cassandra.FaultTimeout, 3)
 		}, ledger.Pending},
 		{"timed out, unsettled", func(l *ledgertest.Memory) {
-			l.Arm(ledgertest.StmtFail, cassandra.FaultTimeout, 1)
-			l.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+			l.Arm(ledger.StmtFail, cassandra.FaultTimeout, 1)
+			l.Arm(ledger.StmtGet, cassandra.FaultUnavailable, 3)
 		}, ledger.Pending},
 		{"applied, unsettled", func(l *ledgertest.Memory) {
-			l.Arm(ledgertest.StmtFail, cassandra.FaultLoseResponse, 1)
-			l.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+			l.Arm(ledger.StmtFail, cassandra.FaultLoseResponse, 1)
+			l.Arm(ledger.StmtGet, cassandra.FaultUnavailable, 3)
 		}, ledger.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -894,7 +894,7 @@ func TestDeadLetterNotSettledKeepsEntry(t *testing.T) {
 			l := h.loop(Config{MaxAttempts: 2})
 
 			res := mustPass(t, l, shard)
-			for _, st := range []string{ledgertest.StmtFail, ledgertest.StmtGet} {
+			for _, st := range []string{ledger.StmtFail, ledger.StmtGet} {
 				if n := h.ledger.Pending(st); n != 0 {
 					t.Fatalf("setup: %d faults on %s never served", n, st)
 				}

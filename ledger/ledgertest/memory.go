@@ -17,24 +17,6 @@ import (
 	"github.com/atlasmart/orderd/ledger"
 )
 
-// The statements of the ledger's CQL table, by the names they give
-// themselves (cassandra.StatementName): what Arm and a FaultSession take.
-const (
-	StmtClaim      = "ledger.claim"
-	StmtGet        = "ledger.get" // Get, Peek, and every settling read
-	StmtAttempt    = "ledger.attempt"
-	StmtFail       = "ledger.fail"
-	StmtComplete   = "ledger.complete"
-	StmtRequeue    = "ledger.requeue"
-	StmtWithdraw   = "ledger.withdraw"
-	StmtClusterNow = "ledger.cluster-now"
-	StmtEnqueue    = "queue.enqueue"
-	StmtRemove     = "queue.remove"
-	StmtDue        = "queue.due"
-	StmtDropBucket = "queue.drop-bucket"
-	StmtScan       = "ledger.scan"
-)
-
 // Store is everything of ledger.Ledger that callers use: the
 // ledger.Store, the due queue, and the operator's and reconciler's writes.
 type Store interface {
@@ -67,10 +49,10 @@ type Config struct {
 // Statement is one statement Memory ran or failed, as a FaultSession under
 // the CQL table would have seen it.
 type Statement struct {
-	Name string     // StmtClaim, ...
-	Key  ledger.Key // the request it concerns; zero for StmtDue and StmtClusterNow
+	Name string     // ledger.StmtClaim, ...
+	Key  ledger.Key // the request it concerns; zero for ledger.StmtDue and ledger.StmtClusterNow
 	// Shard and Bucket are the due-queue partition of a queue statement;
-	// After and Through the range of due times a StmtDue read asked for.
+	// After and Through the range of due times a ledger.StmtDue read asked for.
 	Shard          int
 	Bucket         time.Time
 	After, Through time.Time
@@ -85,7 +67,7 @@ type Statement struct {
 // statement is atomic, an operation of several statements is not, as in
 // the real store. Make one with NewMemory.
 type Memory struct {
-	// Faults armed by statement name (StmtClaim, ...), served as a
+	// Faults armed by statement name (ledger.StmtClaim, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
 	store *ledger.Ledger
@@ -391,7 +373,7 @@ func seconds(ttl int) time.Duration { return time.Duration(ttl) * time.Second }
 // InsertClaim implements ledger.Table.
 func (t *table) InsertClaim(ctx context.Context, rec ledger.Record, ttl int, _ bool) (bool, ledger.Record, error) {
 	var existing ledger.Record
-	applied, err := t.exec(ctx, keyStmt(StmtClaim, rec.Key), writeStmt, "claim request", func(now time.Time) bool {
+	applied, err := t.exec(ctx, keyStmt(ledger.StmtClaim, rec.Key), writeStmt, "claim request", func(now time.Time) bool {
 		if cur, ok := t.rowLocked(rec.Key, now); ok {
 			existing = cur
 			return false
@@ -410,7 +392,7 @@ func (t *table) InsertClaim(ctx context.Context, rec ledger.Record, ttl int, _ b
 // deleted.
 func (t *table) Update(ctx context.Context, u ledger.Update) (bool, error) {
 	key := u.Row.Key
-	return t.exec(ctx, keyStmt("ledger."+string(u.Kind), key), writeStmt, string(u.Kind)+" request", func(now time.Time) bool {
+	return t.exec(ctx, keyStmt(ledger.UpdateStatement(u.Kind), key), writeStmt, string(u.Kind)+" request", func(now time.Time) bool {
 		cur, ok := t.rowLocked(key, now)
 		if !ok || !u.Holds(cur) {
 			return false
@@ -432,7 +414,7 @@ func (t *table) Read(ctx context.Context, key ledger.Key, _ bool) (ledger.Record
 		rec   ledger.Record
 		found bool
 	)
-	_, err := t.exec(ctx, keyStmt(StmtGet, key), readStmt, "read request", func(now time.Time) bool {
+	_, err := t.exec(ctx, keyStmt(ledger.StmtGet, key), readStmt, "read request", func(now time.Time) bool {
 		rec, found = t.liveLocked(key, now)
 		return false
 	})
@@ -448,7 +430,7 @@ func (t *table) Read(ctx context.Context, key ledger.Key, _ bool) (ledger.Record
 // ReadMany implements ledger.Table: one statement, named as the single read.
 func (t *table) ReadMany(ctx context.Context, tenant, operation string, ids []uuid.UUID) ([]ledger.Record, error) {
 	var out []ledger.Record
-	_, err := t.exec(ctx, Statement{Name: StmtGet}, readStmt, "read request", func(now time.Time) bool {
+	_, err := t.exec(ctx, Statement{Name: ledger.StmtGet}, readStmt, "read request", func(now time.Time) bool {
 		for _, id := range ids {
 			if rec, ok := t.liveLocked(ledger.Key{Tenant: tenant, Operation: operation, RequestID: id}, now); ok {
 				out = append(out, rec)
@@ -467,7 +449,7 @@ func (t *table) ScanChunk(ctx context.Context, from []byte) ([]ledger.Record, []
 		out   []ledger.Record
 		after []byte
 	)
-	_, err := t.exec(ctx, Statement{Name: StmtScan}, readStmt, "scan the ledger", func(now time.Time) bool {
+	_, err := t.exec(ctx, Statement{Name: ledger.StmtScan}, readStmt, "scan the ledger", func(now time.Time) bool {
 		var all []ledger.Record
 		for k := range t.rows {
 			if rec, ok := t.rowLocked(k, now); ok {
@@ -489,7 +471,7 @@ func (t *table) ScanChunk(ctx context.Context, from []byte) ([]ledger.Record, []
 // ClusterNow implements ledger.Table: the table's clock is the cluster's.
 func (t *table) ClusterNow(ctx context.Context) (time.Time, error) {
 	var at time.Time
-	_, err := t.exec(ctx, Statement{Name: StmtClusterNow}, readStmt, "read the cluster's clock", func(now time.Time) bool {
+	_, err := t.exec(ctx, Statement{Name: ledger.StmtClusterNow}, readStmt, "read the cluster's clock", func(now time.Time) bool {
 		at = ms(now)
 		return false
 	})
@@ -531,7 +513,7 @@ func ttlsOf(entries []ledger.DueEntry, ttl func(ledger.DueEntry) int) []int {
 // by the first entry) applies to the whole batch.
 func (t *table) WriteEntries(ctx context.Context, entries []ledger.DueEntry, ttl func(ledger.DueEntry) int) error {
 	ttls := ttlsOf(entries, ttl)
-	_, err := t.exec(ctx, entryStmt(StmtEnqueue, entries[0]), writeStmt, "enqueue pending requests", func(now time.Time) bool {
+	_, err := t.exec(ctx, entryStmt(ledger.StmtEnqueue, entries[0]), writeStmt, "enqueue pending requests", func(now time.Time) bool {
 		for i, e := range entries {
 			k := keyOf(e)
 			// The insert writes no done cell: a removed entry stays removed.
@@ -546,7 +528,7 @@ func (t *table) WriteEntries(ctx context.Context, entries []ledger.DueEntry, ttl
 // done row where there was none.
 func (t *table) RemoveEntries(ctx context.Context, entries []ledger.DueEntry, ttl func(ledger.DueEntry) int) error {
 	ttls := ttlsOf(entries, ttl)
-	_, err := t.exec(ctx, entryStmt(StmtRemove, entries[0]), writeStmt, "remove pending entries", func(now time.Time) bool {
+	_, err := t.exec(ctx, entryStmt(ledger.StmtRemove, entries[0]), writeStmt, "remove pending entries", func(now time.Time) bool {
 		for i, e := range entries {
 			k := keyOf(e)
 			r, ok := t.entries[k]
@@ -565,7 +547,7 @@ func (t *table) RemoveEntries(ctx context.Context, entries []ledger.DueEntry, tt
 func (t *table) ListDue(ctx context.Context, shard int, bucket, after, through time.Time) ([]ledger.DueEntry, error) {
 	lo, hi := after.UnixMilli(), through.UnixMilli() // bound as the driver binds them
 	var out []ledger.DueEntry
-	_, err := t.exec(ctx, Statement{Name: StmtDue, Shard: shard, Bucket: bucket, After: after, Through: through}, readStmt,
+	_, err := t.exec(ctx, Statement{Name: ledger.StmtDue, Shard: shard, Bucket: bucket, After: after, Through: through}, readStmt,
 		fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(now time.Time) bool {
 			for k, er := range t.entries {
 				if !now.Before(er.expires) {
@@ -589,7 +571,7 @@ func (t *table) ListDue(ctx context.Context, shard int, bucket, after, through t
 
 // DropBucket implements ledger.Table.
 func (t *table) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
-	_, err := t.exec(ctx, Statement{Name: StmtDropBucket, Shard: shard, Bucket: bucket}, writeStmt,
+	_, err := t.exec(ctx, Statement{Name: ledger.StmtDropBucket, Shard: shard, Bucket: bucket}, writeStmt,
 		fmt.Sprintf("drop due bucket of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(time.Time) bool {
 			for k := range t.entries {
 				if k.shard == shard && k.bucket == bucket.UnixMilli() {

@@ -70,8 +70,8 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 				s.SettleAttempts = 3
 			}
 			tc.run(t, s)
-			for _, name := range []string{StmtClaim, StmtGet, StmtAttempt, StmtFail, StmtRequeue,
-				StmtWithdraw, StmtClusterNow, StmtEnqueue, StmtRemove, StmtDue, StmtDropBucket} {
+			for _, name := range []string{ledger.StmtClaim, ledger.StmtGet, ledger.StmtAttempt, ledger.StmtFail, ledger.StmtRequeue,
+				ledger.StmtWithdraw, ledger.StmtClusterNow, ledger.StmtEnqueue, ledger.StmtRemove, ledger.StmtDue, ledger.StmtDropBucket} {
 				if n := s.Pending(name); n != 0 {
 					t.Errorf("%d faults armed on %s were never served: the branch under test did not run", n, name)
 				}
@@ -382,7 +382,7 @@ func (s *suite) wantNoRequeueEntry(t *testing.T, rec ledger.Record, lo, hi time.
 func (s *suite) arm(statement string, f cassandra.Fault, times int) { s.Arm(statement, f, times) }
 
 // unsettled arms the settling reads to fail, every one of them.
-func (s *suite) unsettled() { s.Arm(StmtGet, cassandra.FaultUnavailable, s.SettleAttempts) }
+func (s *suite) unsettled() { s.Arm(ledger.StmtGet, cassandra.FaultUnavailable, s.SettleAttempts) }
 
 func wantKind(t *testing.T, what string, err error, kind fault.Kind) {
 	t.Helper()
@@ -495,7 +495,7 @@ var claimCases = []testCase{
 		}
 	}},
 	{"Claim/concurrent, one partition, entry write refused: a claim whose entry failed is Unavailable and never sent", func(t *testing.T, s *suite) {
-		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		recs, won, errs := s.claimAllInOneShard(8)
 		failed := 0
 		for i, rec := range recs {
@@ -558,7 +558,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/unknown, lose-response: settled applied, won", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtClaim, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtClaim, cassandra.FaultLoseResponse, 1)
 		won, got, err := s.Store.Claim(s.ctx, rec, nil)
 		if err != nil || !won || got.ClaimToken != rec.ClaimToken {
 			t.Fatalf("Claim = won %v, token %s, err %v; want won with its own token", won, got.ClaimToken, err)
@@ -568,7 +568,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/unknown, timeout: settled not applied, claimed again, won", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtClaim, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtClaim, cassandra.FaultTimeout, 1)
 		won, got, err := s.Store.Claim(s.ctx, rec, nil)
 		if err != nil || !won || got.ClaimToken != rec.ClaimToken {
 			t.Fatalf("Claim = won %v, token %s, err %v; want won with its own token", won, got.ClaimToken, err)
@@ -578,7 +578,7 @@ var claimCases = []testCase{
 	{"Claim/unknown, timeout on a duplicate: settled, the existing record; its entry goes", func(t *testing.T, s *suite) {
 		first := s.claimed(t)
 		dup := s.recordFor(first.Key)
-		s.arm(StmtClaim, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtClaim, cassandra.FaultTimeout, 1)
 		won, got, err := s.Store.Claim(s.ctx, dup, nil)
 		if err != nil || won || got.ClaimToken != first.ClaimToken {
 			t.Fatalf("Claim = won %v, token %s, err %v; want not won, the first claim's token", won, got.ClaimToken, err)
@@ -588,7 +588,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/unknown, timeout on every try: Unavailable, no row", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtClaim, cassandra.FaultTimeout, s.SettleAttempts)
+		s.arm(ledger.StmtClaim, cassandra.FaultTimeout, s.SettleAttempts)
 		won, _, err := s.Store.Claim(s.ctx, rec, nil)
 		wantKind(t, "Claim", err, fault.Unavailable)
 		if won {
@@ -598,7 +598,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/unknown, applied but unsettled: OutcomeUnknown, never a win", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtClaim, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtClaim, cassandra.FaultLoseResponse, 1)
 		s.unsettled()
 		won, _, err := s.Store.Claim(s.ctx, rec, nil)
 		wantKind(t, "Claim", err, fault.OutcomeUnknown)
@@ -609,7 +609,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/unknown, not applied and unsettled: OutcomeUnknown, no row", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtClaim, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtClaim, cassandra.FaultTimeout, 1)
 		s.unsettled()
 		won, _, err := s.Store.Claim(s.ctx, rec, nil)
 		wantKind(t, "Claim", err, fault.OutcomeUnknown)
@@ -620,7 +620,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/unavailable: Unavailable, no row, the entry written first stays", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtClaim, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtClaim, cassandra.FaultUnavailable, 1)
 		_, _, err := s.Store.Claim(s.ctx, rec, nil)
 		wantKind(t, "Claim", err, fault.Unavailable)
 		s.wantNoRow(t, rec.Key)
@@ -628,7 +628,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/entry refused: Unavailable, no row, no entry", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		_, _, err := s.Store.Claim(s.ctx, rec, nil)
 		wantKind(t, "Claim", err, fault.Unavailable)
 		s.wantNoRow(t, rec.Key)
@@ -636,7 +636,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/entry timed out: an error, no row", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtEnqueue, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultTimeout, 1)
 		_, _, err := s.Store.Claim(s.ctx, rec, nil)
 		// The claim was never sent: for the request, definitely not applied.
 		wantKind(t, "Claim", err, fault.Unavailable)
@@ -661,7 +661,7 @@ var claimCases = []testCase{
 	{"Claim/check fails and the entry is refused: the check's error wins", func(t *testing.T, s *suite) {
 		rec := s.record()
 		stop := errors.New("check: the outcome is recorded")
-		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		_, _, err := s.Store.Claim(s.ctx, rec, func(context.Context) error { return stop })
 		if !errors.Is(err, stop) {
 			t.Fatalf("Claim = %v; want the check's error", err)
@@ -670,7 +670,7 @@ var claimCases = []testCase{
 	}},
 	{"Claim/check passes, the entry is refused: Unavailable, no row", func(t *testing.T, s *suite) {
 		rec := s.record()
-		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		_, _, err := s.Store.Claim(s.ctx, rec, func(context.Context) error { return nil })
 		wantKind(t, "Claim", err, fault.Unavailable)
 		s.wantNoRow(t, rec.Key)
@@ -698,10 +698,10 @@ var getCases = []testCase{
 	}},
 	{"Get/unavailable: Unavailable from Get and Peek", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtGet, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtGet, cassandra.FaultUnavailable, 1)
 		_, err := s.Store.Get(s.ctx, rec.Key)
 		wantKind(t, "Get", err, fault.Unavailable)
-		s.arm(StmtGet, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtGet, cassandra.FaultTimeout, 1)
 		_, err = s.Store.Peek(s.ctx, rec.Key)
 		wantKind(t, "Peek", err, fault.Unavailable)
 	}},
@@ -747,7 +747,7 @@ var getCases = []testCase{
 		for range 16 {
 			recs = append(recs, s.claimed(t))
 		}
-		s.arm(StmtGet, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtGet, cassandra.FaultTimeout, 1)
 		got := make([]ledger.Record, len(recs))
 		errs := make([]error, len(recs))
 		var wg sync.WaitGroup
@@ -789,7 +789,7 @@ var releaseCases = []testCase{
 	}},
 	{"Release/unavailable: Unavailable, the entry kept for the reconciler", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtRemove, cassandra.FaultUnavailable, 1)
 		wantKind(t, "Release", s.Store.Release(s.ctx, rec), fault.Unavailable)
 		s.wantEntry(t, s.Store.ClaimEntry(rec))
 		s.wantRow(t, pending(rec))
@@ -807,7 +807,7 @@ var releaseCases = []testCase{
 	}},
 	{"Release/concurrent, refused: a Release that fails keeps its entry, one that returns nil removed it", func(t *testing.T, s *suite) {
 		recs := s.claimedInOneShard(t, 6)
-		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtRemove, cassandra.FaultUnavailable, 1)
 		errs := s.releaseAll(recs)
 		failed := 0
 		for i, rec := range recs {
@@ -826,7 +826,7 @@ var releaseCases = []testCase{
 	}},
 	{"Release/unknown: OutcomeUnknown; either way a retry settles it", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtRemove, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtRemove, cassandra.FaultTimeout, 1)
 		wantKind(t, "Release", s.Store.Release(s.ctx, rec), fault.OutcomeUnknown)
 		if err := s.Store.Release(s.ctx, rec); err != nil {
 			t.Fatalf("Release again: %v", err)
@@ -883,7 +883,7 @@ var attemptCases = []testCase{
 	}},
 	{"RecordAttempt/unknown, lose-response: settled, noted once", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtAttempt, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtAttempt, cassandra.FaultLoseResponse, 1)
 		if err := s.Store.RecordAttempt(s.ctx, rec, "R"); err != nil {
 			t.Fatalf("RecordAttempt: %v", err)
 		}
@@ -893,7 +893,7 @@ var attemptCases = []testCase{
 	}},
 	{"RecordAttempt/unknown, timeout: re-sent, noted once", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtAttempt, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtAttempt, cassandra.FaultTimeout, 1)
 		if err := s.Store.RecordAttempt(s.ctx, rec, "R"); err != nil {
 			t.Fatalf("RecordAttempt: %v", err)
 		}
@@ -903,20 +903,20 @@ var attemptCases = []testCase{
 	}},
 	{"RecordAttempt/unknown, timeout on every try: Unavailable, nothing noted", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtAttempt, cassandra.FaultTimeout, s.SettleAttempts)
+		s.arm(ledger.StmtAttempt, cassandra.FaultTimeout, s.SettleAttempts)
 		wantKind(t, "RecordAttempt", s.Store.RecordAttempt(s.ctx, rec, "R"), fault.Unavailable)
 		s.wantRow(t, pending(rec))
 	}},
 	{"RecordAttempt/unknown, unsettled: OutcomeUnknown", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtAttempt, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtAttempt, cassandra.FaultTimeout, 1)
 		s.unsettled()
 		wantKind(t, "RecordAttempt", s.Store.RecordAttempt(s.ctx, rec, "R"), fault.OutcomeUnknown)
 		s.wantRow(t, pending(rec))
 	}},
 	{"RecordAttempt/unavailable: Unavailable, nothing noted", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtAttempt, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtAttempt, cassandra.FaultUnavailable, 1)
 		wantKind(t, "RecordAttempt", s.Store.RecordAttempt(s.ctx, rec, "R"), fault.Unavailable)
 		s.wantRow(t, pending(rec))
 	}},
@@ -988,7 +988,7 @@ var completeCases = []testCase{
 	}},
 	{"Complete/unknown, lose-response: settled, COMPLETE", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtComplete, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtComplete, cassandra.FaultLoseResponse, 1)
 		lo := s.Now()
 		got, err := s.Store.Complete(s.ctx, rec, receipt)
 		if err != nil {
@@ -998,7 +998,7 @@ var completeCases = []testCase{
 	}},
 	{"Complete/unknown, timeout: re-sent, COMPLETE", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtComplete, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtComplete, cassandra.FaultTimeout, 1)
 		lo := s.Now()
 		got, err := s.Store.Complete(s.ctx, rec, receipt)
 		if err != nil {
@@ -1008,7 +1008,7 @@ var completeCases = []testCase{
 	}},
 	{"Complete/unknown and unsettled: OutcomeUnknown, never a record", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtComplete, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtComplete, cassandra.FaultTimeout, 1)
 		s.unsettled()
 		got, err := s.Store.Complete(s.ctx, rec, receipt)
 		wantKind(t, "Complete", err, fault.OutcomeUnknown)
@@ -1081,7 +1081,7 @@ var failCases = []testCase{
 	}},
 	{"MarkFailed/unknown, lose-response: settled, FAILED", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtFail, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtFail, cassandra.FaultLoseResponse, 1)
 		lo := s.Now()
 		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
 		if err != nil {
@@ -1091,7 +1091,7 @@ var failCases = []testCase{
 	}},
 	{"MarkFailed/unknown, timeout: re-sent, FAILED", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtFail, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtFail, cassandra.FaultTimeout, 1)
 		lo := s.Now()
 		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
 		if err != nil {
@@ -1101,7 +1101,7 @@ var failCases = []testCase{
 	}},
 	{"MarkFailed/unknown, timeout on every try: Unavailable, still PENDING", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtFail, cassandra.FaultTimeout, s.SettleAttempts)
+		s.arm(ledger.StmtFail, cassandra.FaultTimeout, s.SettleAttempts)
 		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
 		wantKind(t, "MarkFailed", err, fault.Unavailable)
 		if got.State != "" {
@@ -1113,7 +1113,7 @@ var failCases = []testCase{
 	// record with a nil error made the reconciler drop the request's entry.
 	{"MarkFailed/unknown, not applied and unsettled: an error, never a PENDING record", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtFail, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtFail, cassandra.FaultTimeout, 1)
 		s.unsettled()
 		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
 		if err == nil {
@@ -1127,7 +1127,7 @@ var failCases = []testCase{
 	}},
 	{"MarkFailed/unknown, applied and unsettled: an error; the row is FAILED", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtFail, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtFail, cassandra.FaultLoseResponse, 1)
 		s.unsettled()
 		got, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
 		wantKind(t, "MarkFailed", err, fault.OutcomeUnknown)
@@ -1138,7 +1138,7 @@ var failCases = []testCase{
 	}},
 	{"MarkFailed/unavailable: Unavailable, still PENDING", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtFail, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtFail, cassandra.FaultUnavailable, 1)
 		_, err := s.Store.MarkFailed(s.ctx, rec, "COMMAND_UNREADABLE")
 		wantKind(t, "MarkFailed", err, fault.Unavailable)
 		s.wantRow(t, pending(rec))
@@ -1188,7 +1188,7 @@ var withdrawCases = []testCase{
 	}},
 	{"Withdraw/unknown, lose-response: settled, gone", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtWithdraw, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtWithdraw, cassandra.FaultLoseResponse, 1)
 		_, err := s.Store.Withdraw(s.ctx, rec)
 		wantNotFound(t, "Withdraw", err)
 		s.wantNoRow(t, rec.Key)
@@ -1196,7 +1196,7 @@ var withdrawCases = []testCase{
 	}},
 	{"Withdraw/unknown, timeout: re-sent, gone", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtWithdraw, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtWithdraw, cassandra.FaultTimeout, 1)
 		_, err := s.Store.Withdraw(s.ctx, rec)
 		wantNotFound(t, "Withdraw", err)
 		s.wantNoRow(t, rec.Key)
@@ -1204,7 +1204,7 @@ var withdrawCases = []testCase{
 	}},
 	{"Withdraw/unknown, timeout on every try: Unavailable, still PENDING", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtWithdraw, cassandra.FaultTimeout, s.SettleAttempts)
+		s.arm(ledger.StmtWithdraw, cassandra.FaultTimeout, s.SettleAttempts)
 		_, err := s.Store.Withdraw(s.ctx, rec)
 		wantKind(t, "Withdraw", err, fault.Unavailable)
 		s.wantRow(t, pending(rec))
@@ -1212,7 +1212,7 @@ var withdrawCases = []testCase{
 	}},
 	{"Withdraw/unknown, unsettled: OutcomeUnknown", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtWithdraw, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtWithdraw, cassandra.FaultTimeout, 1)
 		s.unsettled()
 		_, err := s.Store.Withdraw(s.ctx, rec)
 		wantKind(t, "Withdraw", err, fault.OutcomeUnknown)
@@ -1220,7 +1220,7 @@ var withdrawCases = []testCase{
 	}},
 	{"Withdraw/unavailable: Unavailable, still PENDING with its entry", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
-		s.arm(StmtWithdraw, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtWithdraw, cassandra.FaultUnavailable, 1)
 		_, err := s.Store.Withdraw(s.ctx, rec)
 		wantKind(t, "Withdraw", err, fault.Unavailable)
 		s.wantRow(t, pending(rec))
@@ -1304,15 +1304,15 @@ var requeueCases = []testCase{
 			other    ledger.Record
 			otherErr error
 		)
-		s.Before(StmtRequeue, func() { other, otherErr = s.Store.Requeue(s.ctx, failed.Key) })
-		s.arm(StmtRequeue, cassandra.FaultPass, 2) // counts both LWTs
+		s.Before(ledger.StmtRequeue, func() { other, otherErr = s.Store.Requeue(s.ctx, failed.Key) })
+		s.arm(ledger.StmtRequeue, cassandra.FaultPass, 2) // counts both LWTs
 		lo := s.Now()
 		got, err := s.Store.Requeue(s.ctx, failed.Key)
 		hi := s.Now()
 		if otherErr != nil || err != nil {
 			t.Fatalf("Requeue: %v; the one in between: %v", err, otherErr)
 		}
-		if n := s.Pending(StmtRequeue); n != 0 {
+		if n := s.Pending(ledger.StmtRequeue); n != 0 {
 			t.Fatalf("%d of the two requeue LWTs were not sent", n)
 		}
 		want := requeued(failed)
@@ -1331,7 +1331,7 @@ var requeueCases = []testCase{
 	}},
 	{"Requeue/unavailable: Unavailable, still FAILED, the entry already written", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
-		s.arm(StmtRequeue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtRequeue, cassandra.FaultUnavailable, 1)
 		lo := s.Now()
 		_, err := s.Store.Requeue(s.ctx, failed.Key)
 		hi := s.Now()
@@ -1344,8 +1344,8 @@ var requeueCases = []testCase{
 		// row was FAILED removes it, possibly after the LWT; the second
 		// entry is one it cannot have decided on.
 		failed := s.failedClaim(t)
-		s.arm(StmtEnqueue, cassandra.FaultPass, 1)
-		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultPass, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		lo := s.Now()
 		_, err := s.Store.Requeue(s.ctx, failed.Key)
 		hi := s.Now()
@@ -1366,14 +1366,14 @@ var requeueCases = []testCase{
 	}},
 	{"Requeue/entry refused: an error, still FAILED", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
-		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		_, err := s.Store.Requeue(s.ctx, failed.Key)
 		wantKind(t, "Requeue", err, fault.Unavailable)
 		s.wantRow(t, failed)
 	}},
 	{"Requeue/cluster clock unreadable: Unavailable, nothing written", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
-		s.arm(StmtClusterNow, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtClusterNow, cassandra.FaultUnavailable, 1)
 		lo := s.Now()
 		_, err := s.Store.Requeue(s.ctx, failed.Key)
 		hi := s.Now()
@@ -1383,7 +1383,7 @@ var requeueCases = []testCase{
 	}},
 	{"Requeue/unknown, lose-response: settled, PENDING", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
-		s.arm(StmtRequeue, cassandra.FaultLoseResponse, 1)
+		s.arm(ledger.StmtRequeue, cassandra.FaultLoseResponse, 1)
 		got, err := s.Store.Requeue(s.ctx, failed.Key)
 		if err != nil {
 			t.Fatalf("Requeue: %v", err)
@@ -1395,7 +1395,7 @@ var requeueCases = []testCase{
 	}},
 	{"Requeue/unknown, timeout: re-sent, PENDING", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
-		s.arm(StmtRequeue, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtRequeue, cassandra.FaultTimeout, 1)
 		got, err := s.Store.Requeue(s.ctx, failed.Key)
 		if err != nil {
 			t.Fatalf("Requeue: %v", err)
@@ -1407,9 +1407,9 @@ var requeueCases = []testCase{
 	}},
 	{"Requeue/unknown, unsettled: OutcomeUnknown, still FAILED, the entry already written", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
-		s.arm(StmtGet, cassandra.FaultPass, 1) // Requeue's own read of the request
-		s.arm(StmtRequeue, cassandra.FaultTimeout, 1)
-		s.arm(StmtGet, cassandra.FaultUnavailable, s.SettleAttempts)
+		s.arm(ledger.StmtGet, cassandra.FaultPass, 1) // Requeue's own read of the request
+		s.arm(ledger.StmtRequeue, cassandra.FaultTimeout, 1)
+		s.arm(ledger.StmtGet, cassandra.FaultUnavailable, s.SettleAttempts)
 		lo := s.Now()
 		_, err := s.Store.Requeue(s.ctx, failed.Key)
 		hi := s.Now()
@@ -1419,7 +1419,7 @@ var requeueCases = []testCase{
 	}},
 	{"Requeue/unknown, timeout on every try: Unavailable, still FAILED", func(t *testing.T, s *suite) {
 		failed := s.failedClaim(t)
-		s.arm(StmtRequeue, cassandra.FaultTimeout, s.SettleAttempts)
+		s.arm(ledger.StmtRequeue, cassandra.FaultTimeout, s.SettleAttempts)
 		_, err := s.Store.Requeue(s.ctx, failed.Key)
 		wantKind(t, "Requeue", err, fault.Unavailable)
 		s.wantRow(t, failed)
@@ -1482,7 +1482,7 @@ var queueCases = []testCase{
 	{"Queue/DueEntries unavailable: Unavailable", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
 		e := s.Store.ClaimEntry(rec)
-		s.arm(StmtDue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtDue, cassandra.FaultUnavailable, 1)
 		_, err := s.Store.DueEntries(s.ctx, e.Shard, e.Due, time.Time{}, e.NotBefore)
 		wantKind(t, "DueEntries", err, fault.Unavailable)
 	}},
@@ -1565,7 +1565,7 @@ var queueCases = []testCase{
 		rec := s.claimed(t)
 		e := s.Store.ClaimEntry(rec)
 		due := e.NotBefore.Add(3 * time.Minute).Truncate(time.Millisecond)
-		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtRemove, cassandra.FaultUnavailable, 1)
 		wantKind(t, "Reschedule", s.Store.Reschedule(s.ctx, e, due), fault.Unavailable)
 		moved := e
 		moved.Due, moved.NotBefore = ledger.BucketOf(due), due
@@ -1576,7 +1576,7 @@ var queueCases = []testCase{
 		rec := s.claimed(t)
 		e := s.Store.ClaimEntry(rec)
 		due := e.NotBefore.Add(3 * time.Minute).Truncate(time.Millisecond)
-		s.arm(StmtEnqueue, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		wantKind(t, "Reschedule", s.Store.Reschedule(s.ctx, e, due), fault.Unavailable)
 		s.wantEntry(t, e)
 		moved := e
@@ -1621,14 +1621,14 @@ var queueCases = []testCase{
 	{"Queue/DropBucket unavailable: Unavailable, the entries stay", func(t *testing.T, s *suite) {
 		rec := s.claimedAlone(t)
 		e := s.Store.ClaimEntry(rec)
-		s.arm(StmtDropBucket, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtDropBucket, cassandra.FaultUnavailable, 1)
 		wantKind(t, "DropBucket", s.Store.DropBucket(s.ctx, e.Shard, e.Due), fault.Unavailable)
 		s.wantEntry(t, e)
 	}},
 	{"Queue/RemoveEntry unavailable: Unavailable, the entry stays", func(t *testing.T, s *suite) {
 		rec := s.claimed(t)
 		e := s.Store.ClaimEntry(rec)
-		s.arm(StmtRemove, cassandra.FaultUnavailable, 1)
+		s.arm(ledger.StmtRemove, cassandra.FaultUnavailable, 1)
 		wantKind(t, "RemoveEntry", s.Store.RemoveEntry(s.ctx, e), fault.Unavailable)
 		s.wantEntry(t, e)
 	}},

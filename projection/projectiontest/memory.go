@@ -19,17 +19,6 @@ import (
 	"github.com/atlasmart/orderd/projection"
 )
 
-// The names projection.Store's statements give themselves (see
-// cassandra.StatementName): what Arm and a cassandra.FaultSession take.
-const (
-	StmtOrdersByID           = "projection." + projection.OrdersByID
-	StmtOrdersByCustomerTime = "projection." + projection.OrdersByCustomerTime
-	StmtEventsByOrder        = "projection." + projection.EventsByOrder
-	StmtGetOrder             = "projection.get_order"
-	StmtCustomerOrders       = "projection.customer_orders"
-	StmtEvents               = "projection.order_events"
-)
-
 // Store is what the contract covers: the methods of projection.Store that
 // its callers use. (Declared here, not taken from workflow, so that
 // workflow's tests can import this package.)
@@ -158,7 +147,7 @@ func noteTie(cur, row string) string { return max(cur, row) }
 // semantics (see the package doc). Safe for concurrent use; the zero value
 // is not usable: call NewMemory.
 type Memory struct {
-	// Faults armed by statement name (StmtOrdersByID, ...), served as a
+	// Faults armed by statement name (projection.StmtOrdersByID, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
 
@@ -191,8 +180,8 @@ func NewMemory() *Memory {
 
 // FailNext makes the next n Write calls fail as refused (kind Unavailable)
 // at their last step, before the order's recorded outcome (orders_by_id) is
-// written: Arm(StmtOrdersByID, cassandra.FaultUnavailable, n).
-func (m *Memory) FailNext(n int) { m.Arm(StmtOrdersByID, cassandra.FaultUnavailable, n) }
+// written: Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, n).
+func (m *Memory) FailNext(n int) { m.Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, n) }
 
 // Calls is how many times method ("Write", "Order", "CustomerOrders") was
 // called, failed calls included.
@@ -283,9 +272,6 @@ func (m *Memory) write(ctx context.Context, statement, op string, do func()) err
 	return err
 }
 
-// StmtChangePrefix names a change's write to a table: StmtChangePrefix + table.
-const StmtChangePrefix = "projection.change."
-
 // WriteChange implements Store, as projection.Store.WriteChange: the
 // customer's row and the event first (both attempted), then orders_by_id,
 // each cell at projection.ChangeTimestamp.
@@ -294,12 +280,12 @@ func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change)
 	ts := projection.ChangeTimestamp(o.CreatedAt, c)
 	id := idKey{o.Tenant, o.ID}
 	st := state{Version: c.Version, Status: c.Status, UpdatedAt: c.At.UTC().Truncate(time.Millisecond)}
-	first := m.write(ctx, StmtChangePrefix+projection.OrdersByCustomerTime, "write a change to "+projection.OrdersByCustomerTime, func() {
+	first := m.write(ctx, projection.StmtChangePrefix+projection.OrdersByCustomerTime, "write a change to "+projection.OrdersByCustomerTime, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		upsert(m.customerState, customerRow{customerKey{o.Tenant, o.CustomerID, o.Month}, listingKeyOf(o)}, ts, st, stateTie)
 	})
-	err := m.write(ctx, StmtChangePrefix+projection.EventsByOrder, "write a change to "+projection.EventsByOrder, func() {
+	err := m.write(ctx, projection.StmtChangePrefix+projection.EventsByOrder, "write a change to "+projection.EventsByOrder, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if m.events[id] == nil {
@@ -313,7 +299,7 @@ func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change)
 	if first != nil {
 		return first
 	}
-	return m.write(ctx, StmtChangePrefix+projection.OrdersByID, "write a change to "+projection.OrdersByID, func() {
+	return m.write(ctx, projection.StmtChangePrefix+projection.OrdersByID, "write a change to "+projection.OrdersByID, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		upsert(m.idState, id, ts, st, stateTie)
@@ -369,7 +355,7 @@ func (m *Memory) apply(o order.Order, table string, ts int64) {
 // Order implements Store.
 func (m *Memory) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
 	m.enter("Order")
-	if err := m.read(ctx, StmtGetOrder, "read order"); err != nil {
+	if err := m.read(ctx, projection.StmtGetOrder, "read order"); err != nil {
 		return order.Order{}, err
 	}
 	m.mu.Lock()
@@ -405,7 +391,7 @@ const memoryState = "projectiontest.Memory/"
 // with an empty page, as on Cassandra.
 func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error) {
 	m.enter("CustomerOrders")
-	if err := m.read(ctx, StmtCustomerOrders, "read customer orders"); err != nil {
+	if err := m.read(ctx, projection.StmtCustomerOrders, "read customer orders"); err != nil {
 		return projection.Page{}, err
 	}
 	var after *listingKey
@@ -456,7 +442,7 @@ func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, 
 
 // ChangeEvents implements projection.Store.ChangeEvents.
 func (m *Memory) ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]projection.ChangeEvent, error) {
-	if err := m.read(ctx, StmtEvents, "read an order's events"); err != nil {
+	if err := m.read(ctx, projection.StmtEvents, "read an order's events"); err != nil {
 		return nil, err
 	}
 	rows, _ := m.Events(ctx, tenant, id)

@@ -409,7 +409,7 @@ var cases = []struct {
 			}
 			customer := "cust-" + wf.fault.String()
 			o := s.order(customer, base, "42.50")
-			s.Arm(StmtOrdersByID, wf.fault, 1)
+			s.Arm(projection.StmtOrdersByID, wf.fault, 1)
 			wantKind(t, "Write with orders_by_id "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
 			s.wantNoOrder(t, o.ID)
 			s.wantListed(t, customer, base, o)
@@ -422,7 +422,7 @@ var cases = []struct {
 
 	{"a lost orders_by_id response: the whole order is there", func(t *testing.T, s *suite) {
 		o := s.order("cust-1", base, "42.50")
-		s.Arm(StmtOrdersByID, cassandra.FaultLoseResponse, 1)
+		s.Arm(projection.StmtOrdersByID, cassandra.FaultLoseResponse, 1)
 		wantKind(t, "Write with orders_by_id lose-response", s.Store.Write(s.ctx, o), fault.OutcomeUnknown)
 		s.wantOrder(t, o)
 		s.wantListed(t, "cust-1", base, o)
@@ -436,7 +436,7 @@ var cases = []struct {
 		for _, wf := range writeFaults {
 			customer := "cust-" + wf.fault.String()
 			o := s.order(customer, base, "42.50")
-			s.Arm(StmtOrdersByCustomerTime, wf.fault, 1)
+			s.Arm(projection.StmtOrdersByCustomerTime, wf.fault, 1)
 			wantKind(t, "Write with orders_by_customer_time "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
 			s.wantNoOrder(t, o.ID) // written only after the other two
 			if wf.applied {
@@ -455,7 +455,7 @@ var cases = []struct {
 	{"a failed order_events_by_order write: no orders_by_id row", func(t *testing.T, s *suite) {
 		for _, wf := range writeFaults {
 			o := s.order("cust-1", base, "42.50")
-			s.Arm(StmtEventsByOrder, wf.fault, 1)
+			s.Arm(projection.StmtEventsByOrder, wf.fault, 1)
 			wantKind(t, "Write with order_events_by_order "+wf.fault.String(), s.Store.Write(s.ctx, o), wf.kind)
 			s.wantNoOrder(t, o.ID)
 			if wf.applied {
@@ -512,7 +512,7 @@ var cases = []struct {
 		for i := range 16 {
 			orders = append(orders, s.order(fmt.Sprintf("cust-%d", i), base, "42.50"))
 		}
-		s.Arm(StmtOrdersByID, cassandra.FaultUnavailable, 1)
+		s.Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, 1)
 		errs := s.writeAll(orders)
 		failed := 0
 		for i, err := range errs {
@@ -580,7 +580,7 @@ var cases = []struct {
 			s.write(t, o)
 			written = append(written, o)
 		}
-		s.Arm(StmtGetOrder, cassandra.FaultTimeout, 1)
+		s.Arm(projection.StmtGetOrder, cassandra.FaultTimeout, 1)
 		got := make([]order.Order, len(written))
 		errs := make([]error, len(written))
 		var wg sync.WaitGroup
@@ -622,10 +622,10 @@ var cases = []struct {
 		o := s.order("cust-1", base, "42.50")
 		s.write(t, o)
 		for _, wf := range writeFaults {
-			s.Arm(StmtGetOrder, wf.fault, 1)
+			s.Arm(projection.StmtGetOrder, wf.fault, 1)
 			_, err := s.Store.Order(s.ctx, s.tenant, o.ID)
 			wantKind(t, "Order with get_order "+wf.fault.String(), err, fault.Unavailable)
-			s.Arm(StmtCustomerOrders, wf.fault, 1)
+			s.Arm(projection.StmtCustomerOrders, wf.fault, 1)
 			_, err = s.Store.CustomerOrders(s.ctx, s.tenant, "cust-1", base, 10, nil)
 			wantKind(t, "CustomerOrders with customer_orders "+wf.fault.String(), err, fault.Unavailable)
 		}
@@ -719,7 +719,7 @@ var cases = []struct {
 		if !slices.Equal(got, want) {
 			t.Errorf("ChangeEvents =\n%+v\nwant\n%+v", got, want)
 		}
-		s.Arm(StmtEvents, cassandra.FaultUnavailable, 1)
+		s.Arm(projection.StmtEvents, cassandra.FaultUnavailable, 1)
 		if _, err := s.Store.ChangeEvents(s.ctx, o.Tenant, o.ID); fault.KindOf(err) != fault.Unavailable {
 			t.Errorf("ChangeEvents with the read failing = %v, want Unavailable", err)
 		}

@@ -146,13 +146,9 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no sources match %s (%v)", pattern, err)
 		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			for name, cql := range statementConsts(t, f) {
-				found[name] = cql
-			}
+		files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+		for name, cql := range statementConsts(t, files) {
+			found[name] = cql
 		}
 	}
 	for name, cql := range found {
@@ -175,29 +171,20 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 	}
 }
 
-// statementConsts returns the string constants of a Go file that hold a CQL
-// statement, by "package.name", evaluating concatenations of literals and
-// other constants of the file.
-func statementConsts(t *testing.T, path string) map[string]string {
+// statementConsts returns the string constants of one package's files
+// (paths) that hold a CQL statement, by "package.name", evaluating
+// concatenations of literals and other constants of the package.
+func statementConsts(t *testing.T, paths []string) map[string]string {
 	t.Helper()
-	file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	exprs := map[string]ast.Expr{}
-	for _, decl := range file.Decls {
-		gd, ok := decl.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
+	pkg := ""
+	for _, path := range paths {
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, spec := range gd.Specs {
-			vs := spec.(*ast.ValueSpec)
-			for i, n := range vs.Names {
-				if i < len(vs.Values) {
-					exprs[n.Name] = vs.Values[i]
-				}
-			}
-		}
+		pkg = file.Name.Name
+		addConsts(exprs, file)
 	}
 	var eval func(e ast.Expr) (string, bool)
 	eval = func(e ast.Expr) (string, bool) {
@@ -230,10 +217,28 @@ func statementConsts(t *testing.T, path string) map[string]string {
 		}
 		// A statement may start with its name comment: the verb follows.
 		if toks := tokens(s, 1); len(toks) == 1 && slices.Contains(verbs, strings.ToUpper(toks[0])) {
-			out[file.Name.Name+"."+name] = s
+			out[pkg+"."+name] = s
 		}
 	}
 	return out
+}
+
+// addConsts adds the constants file declares to exprs, by name.
+func addConsts(exprs map[string]ast.Expr, file *ast.File) {
+	for _, decl := range file.Decls {
+		gd, ok := decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if i < len(vs.Values) {
+					exprs[n.Name] = vs.Values[i]
+				}
+			}
+		}
+	}
 }
 
 func TestCQLObserverTimesStatements(t *testing.T) {

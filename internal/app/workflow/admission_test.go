@@ -6,7 +6,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/adapters/limit"
 	"github.com/atlasmart/orderd/internal/domain/fault"
-	"github.com/atlasmart/orderd/ledger/ledgertest"
+	"github.com/atlasmart/orderd/ledger"
 )
 
 // Over its rate, a tenant's new request is refused RATE_LIMITED before
@@ -21,7 +21,7 @@ func TestAdmissionRefusesBeforeAnythingIsWritten(t *testing.T) {
 		t.Fatalf("first request: %v", err)
 	}
 	f.svc.Wait()
-	enqueued, claims := len(f.led.Statements(ledgertest.StmtEnqueue)), len(f.led.Statements(ledgertest.StmtClaim))
+	enqueued, claims := len(f.led.Statements(ledger.StmtEnqueue)), len(f.led.Statements(ledger.StmtClaim))
 
 	other := baseInput()
 	other.RequestID = "17000000-0000-0000-0000-000000000777"
@@ -29,7 +29,7 @@ func TestAdmissionRefusesBeforeAnythingIsWritten(t *testing.T) {
 	if fe := wantFault(t, err, fault.Limited); fe.Reason != fault.ReasonRateLimited || fe.RetryAfter <= 0 {
 		t.Fatalf("second new request in the same second = %v, want RATE_LIMITED with a retry delay", err)
 	}
-	if n, m := len(f.led.Statements(ledgertest.StmtEnqueue)), len(f.led.Statements(ledgertest.StmtClaim)); n != enqueued || m != claims {
+	if n, m := len(f.led.Statements(ledger.StmtEnqueue)), len(f.led.Statements(ledger.StmtClaim)); n != enqueued || m != claims {
 		t.Errorf("a refused request wrote: entries %d → %d, claims %d → %d", enqueued, n, claims, m)
 	}
 

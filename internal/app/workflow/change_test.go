@@ -20,7 +20,7 @@ import (
 	"github.com/atlasmart/orderd/internal/stores/versions/versionstest"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
-	"github.com/atlasmart/orderd/projection/projectiontest"
+	"github.com/atlasmart/orderd/projection"
 )
 
 // changeFixture is a fixture with the version store and a publisher, and
@@ -113,12 +113,12 @@ func TestChangeAcceptedOnceThenReplayedFromItsReceipt(t *testing.T) {
 		t.Errorf("order after the change = version %d note %q", cur.Version, cur.ShippingNote)
 	}
 	// A lost response, then the retry: replayed from the receipt without a claim.
-	claims := len(f.led.Statements(ledgertest.StmtClaim))
+	claims := len(f.led.Statements(ledger.StmtClaim))
 	again := f.change(t, in)
 	if again.Outcome != OutcomeReplayed || !again.Replayed || again.Change != res.Change || again.Order.Version != 8 {
 		t.Errorf("retry = %+v, want the recorded change", again)
 	}
-	if n := len(f.led.Statements(ledgertest.StmtClaim)); n != claims {
+	if n := len(f.led.Statements(ledger.StmtClaim)); n != claims {
 		t.Errorf("the retry sent %d claims, want none (receipt first)", n-claims)
 	}
 	// Even after later changes, the retry replays (not stale).
@@ -192,7 +192,7 @@ func TestRequestViewOfAPendingChange(t *testing.T) {
 		}, ledger.Pending, 0},
 		{"the order cannot be read", func(t *testing.T, f *changeFixture) ledger.Record {
 			rec := changeClaim(t, f.amend(1, "x"), f.clock.Now())
-			f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+			f.proj.Arm(projection.StmtGetOrder, cassandra.FaultUnavailable, 1)
 			return rec
 		}, "", fault.Unavailable},
 	} {
@@ -237,7 +237,7 @@ func TestChangeDuplicateAnswersTheChangeRecordedWhileItWaits(t *testing.T) {
 	peeked := make(chan struct{})
 	var once sync.Once
 	f.led.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
-		if st.Name == ledgertest.StmtGet {
+		if st.Name == ledger.StmtGet {
 			once.Do(func() { close(peeked) })
 		}
 		return 0
@@ -455,8 +455,8 @@ func TestVersionCheckUnknownOutcomes(t *testing.T) {
 	t.Run("conflict receipt unknown and unsettled: OUTCOME_UNKNOWN; a retry answers the conflict", func(t *testing.T) {
 		f := newChangeFixture(t, nil)
 		f.upTo(t, 2)
-		f.led.Arm(ledgertest.StmtComplete, cassandra.FaultTimeout, 1)
-		f.led.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+		f.led.Arm(ledger.StmtComplete, cassandra.FaultTimeout, 1)
+		f.led.Arm(ledger.StmtGet, cassandra.FaultUnavailable, 3)
 		in := f.amend(1, "stale")
 		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
 		wantFault(t, err, fault.OutcomeUnknown)
@@ -595,11 +595,11 @@ func TestConflictWhoseClaimChangedBeforeItsReceiptIsStillTheAnswer(t *testing.T)
 			// order, before any claim; the reconciler settles a newer claim
 			// still PENDING to the same conflict receipt.
 			f.clock.Advance(time.Minute)
-			claims := len(f.led.Statements(ledgertest.StmtClaim))
+			claims := len(f.led.Statements(ledger.StmtClaim))
 			_, err = f.svc.ChangeOrder(context.Background(), testTenant, in)
 			f.svc.Wait()
 			wantConflict(t, err, fault.Stale, "3")
-			if n := len(f.led.Statements(ledgertest.StmtClaim)) - claims; n != 0 {
+			if n := len(f.led.Statements(ledger.StmtClaim)) - claims; n != 0 {
 				t.Errorf("the retry sent %d claims, want none (the recorded refusal first)", n)
 			}
 			if !tc.kept {

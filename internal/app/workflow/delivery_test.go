@@ -20,7 +20,7 @@ import (
 	"github.com/atlasmart/orderd/internal/platform/lograte"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
-	"github.com/atlasmart/orderd/projection/projectiontest"
+	"github.com/atlasmart/orderd/projection"
 )
 
 // deliveryFixture is a fixture whose service publishes to an in-memory
@@ -217,7 +217,7 @@ func TestSettleWhoseOrderRowReadFailsWritesNothing(t *testing.T) {
 	if err := f.proj.Write(context.Background(), first); err != nil {
 		t.Fatal(err)
 	}
-	f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+	f.proj.Arm(projection.StmtGetOrder, cassandra.FaultUnavailable, 1)
 
 	wantFault(t, f.svc.Settle(context.Background(), rec), fault.Unavailable)
 	if n := f.proj.Calls("Write"); n != 1 {
@@ -261,7 +261,7 @@ func TestLedgerWritesThatFailAroundTheAnswerAreLoggedAndLeaveState(t *testing.T)
 	}
 	t.Run("release of the due entry", func(t *testing.T) {
 		f := newFixture(t, Config{}, nil)
-		log := failing(f, ledgertest.StmtRemove)
+		log := failing(f, ledger.StmtRemove)
 		res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 		if err != nil || res.Outcome != OutcomeNew {
 			t.Fatalf("CreateOrder = %+v, %v; want the new order", res, err)
@@ -276,7 +276,7 @@ func TestLedgerWritesThatFailAroundTheAnswerAreLoggedAndLeaveState(t *testing.T)
 	})
 	t.Run("note of a failed attempt", func(t *testing.T) {
 		f := newFixture(t, Config{}, nil)
-		log := failing(f, ledgertest.StmtAttempt)
+		log := failing(f, ledger.StmtAttempt)
 		f.proj.FailNext(1)
 		_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 		wantFault(t, err, fault.Unavailable)

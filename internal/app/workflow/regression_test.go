@@ -100,7 +100,7 @@ func TestLateClaimAfterExpiryKeepsTheFirstOrder(t *testing.T) {
 	if !reflect.DeepEqual(again.Order, first.Order) {
 		t.Errorf("late retry answered\n  %+v\nwant the first order\n  %+v", again.Order, first.Order)
 	}
-	if recs, claims := f.led.Records(), f.led.Statements(ledgertest.StmtClaim); len(recs) != 0 || len(claims) != 1 {
+	if recs, claims := f.led.Records(), f.led.Statements(ledger.StmtClaim); len(recs) != 0 || len(claims) != 1 {
 		t.Errorf("late retries claimed: %d claims sent, ledger rows %+v; want only the first claim", len(claims), recs)
 	}
 	if got, _ := f.proj.Order(context.Background(), first.Order.Tenant, first.Order.ID); !reflect.DeepEqual(got, first.Order) {
@@ -192,9 +192,9 @@ func TestFinishWhoseWithdrawalFailsKeepsTheClaim(t *testing.T) {
 		faults map[string]cassandra.Fault
 		kind   fault.Kind
 	}{
-		{"unavailable", map[string]cassandra.Fault{ledgertest.StmtWithdraw: cassandra.FaultUnavailable}, fault.Unavailable},
-		{"timed out, unsettled", map[string]cassandra.Fault{ledgertest.StmtWithdraw: cassandra.FaultTimeout,
-			ledgertest.StmtGet: cassandra.FaultUnavailable}, fault.OutcomeUnknown},
+		{"unavailable", map[string]cassandra.Fault{ledger.StmtWithdraw: cassandra.FaultUnavailable}, fault.Unavailable},
+		{"timed out, unsettled", map[string]cassandra.Fault{ledger.StmtWithdraw: cassandra.FaultTimeout,
+			ledger.StmtGet: cassandra.FaultUnavailable}, fault.OutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, Config{}, nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
+	"github.com/atlasmart/orderd/projection"
 	"github.com/atlasmart/orderd/projection/projectiontest"
 )
 
@@ -378,7 +379,7 @@ func TestTakeoverThatFailsIsNotedAndTheNextCompletesIt(t *testing.T) {
 	seeded := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
 	f.led.Put(seeded)
 	f.clock.Advance(f.svc.cfg.TakeoverAfter + time.Millisecond)
-	f.proj.Arm(projectiontest.StmtOrdersByID, cassandra.FaultUnavailable, 1) // the recorded outcome's write
+	f.proj.Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, 1) // the recorded outcome's write
 
 	_, err := f.svc.CreateOrder(context.Background(), testTenant, sameInputOtherSpelling())
 	wantFault(t, err, fault.Unavailable)
@@ -646,7 +647,7 @@ func TestDuplicateReturnsOrderCompletedWhileWaiting(t *testing.T) {
 	peeked := make(chan struct{})
 	var once sync.Once
 	f.led.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {
-		if st.Name == ledgertest.StmtGet { // the duplicate's first Peek
+		if st.Name == ledger.StmtGet { // the duplicate's first Peek
 			once.Do(func() { close(peeked) })
 		}
 		return 0
@@ -755,12 +756,12 @@ func TestCreateOrderClaimErrorIsReturned(t *testing.T) {
 	}{
 		// The claim's entry is refused: definitely nothing written.
 		{fault.Unavailable, fault.ReasonClusterUnavailable, func(l *ledgertest.Memory) {
-			l.Arm(ledgertest.StmtEnqueue, cassandra.FaultUnavailable, 1)
+			l.Arm(ledger.StmtEnqueue, cassandra.FaultUnavailable, 1)
 		}},
 		// The claim times out and no read can settle it.
 		{fault.OutcomeUnknown, fault.ReasonOutcomeUnknown, func(l *ledgertest.Memory) {
-			l.Arm(ledgertest.StmtClaim, cassandra.FaultTimeout, 1)
-			l.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 3)
+			l.Arm(ledger.StmtClaim, cassandra.FaultTimeout, 1)
+			l.Arm(ledger.StmtGet, cassandra.FaultUnavailable, 3)
 		}},
 	} {
 		t.Run(tc.kind.String(), func(t *testing.T) {
@@ -788,7 +789,7 @@ func TestCreateOrderPeekErrorWhileWaitingIsReturned(t *testing.T) {
 	f := newFixture(t, Config{TakeoverAfter: time.Minute, PollInterval: time.Millisecond}, nil)
 	f.svc.now = time.Now
 	f.led.Put(recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending))
-	f.led.Arm(ledgertest.StmtGet, cassandra.FaultUnavailable, 1) // the claim reads nothing: the first read is the Peek
+	f.led.Arm(ledger.StmtGet, cassandra.FaultUnavailable, 1) // the claim reads nothing: the first read is the Peek
 	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	wantFault(t, err, fault.Unavailable)
 	if got := f.proj.Calls("Write"); got != 0 {
@@ -932,7 +933,7 @@ func TestRequestViewOfAPendingRow(t *testing.T) {
 		{"the order row cannot be read", func(t *testing.T, f *fixture) ledger.Record {
 			rec := recordFor(t, f.svc, baseInput(), f.clock.Now(), ledger.Pending)
 			f.led.Put(rec)
-			f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+			f.proj.Arm(projection.StmtGetOrder, cassandra.FaultUnavailable, 1)
 			return rec
 		}, fault.Unavailable},
 	} {
@@ -1019,7 +1020,7 @@ func TestRecordedOutcomeReadEndsTheAttemptBeforeItsClaim(t *testing.T) {
 		{"another command: REQUEST_ID_REUSED", func() order.Input { in := baseInput(); in.Total = "1.00"; in.Lines = nil; return in },
 			func(*fixture) {}, func(t *testing.T, _ Result, err error) { wantFault(t, err, fault.Conflict) }},
 		{"read fails: UNAVAILABLE", baseInput, func(f *fixture) {
-			f.proj.Arm(projectiontest.StmtGetOrder, cassandra.FaultUnavailable, 1)
+			f.proj.Arm(projection.StmtGetOrder, cassandra.FaultUnavailable, 1)
 		}, func(t *testing.T, _ Result, err error) { wantFault(t, err, fault.Unavailable) }},
 	}
 	for _, c := range cases {
@@ -1029,17 +1030,17 @@ func TestRecordedOutcomeReadEndsTheAttemptBeforeItsClaim(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.svc.Wait()
-			claims := len(f.led.Statements(ledgertest.StmtClaim))
-			enqueued := len(f.led.Statements(ledgertest.StmtEnqueue))
+			claims := len(f.led.Statements(ledger.StmtClaim))
+			enqueued := len(f.led.Statements(ledger.StmtEnqueue))
 			c.arm(f)
 
 			res, err := f.svc.CreateOrder(context.Background(), testTenant, c.in())
 			c.want(t, res, err)
 			f.svc.Wait()
-			if n := len(f.led.Statements(ledgertest.StmtClaim)); n != claims {
+			if n := len(f.led.Statements(ledger.StmtClaim)); n != claims {
 				t.Errorf("%d claims sent by the second attempt, want none", n-claims)
 			}
-			if n := len(f.led.Statements(ledgertest.StmtEnqueue)); n != enqueued+1 {
+			if n := len(f.led.Statements(ledger.StmtEnqueue)); n != enqueued+1 {
 				t.Errorf("%d entries written by the second attempt, want 1 (alongside the read)", n-enqueued)
 			}
 			if live := f.led.AllEntries(); len(live) != 0 {

@@ -20,13 +20,13 @@ func TestLeaseSerialConsistency(t *testing.T) {
 		t.Run(serial.String(), func(t *testing.T) {
 			rec := cassandratest.NewRecorder(serial)
 			fs := cassandra.NewFaultSession(rec)
-			fs.Arm("coord.acquire", cassandra.FaultLoseResponse, 1)
+			fs.Arm(StmtAcquire, cassandra.FaultLoseResponse, 1)
 			c := NewCassandraCoordinator(fs)
 			ctx, me := context.Background(), uuid.New()
 			_, _ = c.Acquire(ctx, 3, me, 15*time.Second) // settled by coord.lease
 			_, _ = c.Renew(ctx, 3, me, 15*time.Second)
 			_ = c.Release(ctx, 3, me)
-			cas, reads := cassandratest.CheckSerial(t, rec.Runs(), serial, "coord.lease")
+			cas, reads := cassandratest.CheckSerial(t, rec.Runs(), serial, StmtLease)
 			if cas != 3 || reads != 1 {
 				t.Errorf("%d lease LWTs and %d settling reads, want 3 and 1: %+v", cas, reads, rec.Runs())
 			}

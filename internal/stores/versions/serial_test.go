@@ -20,11 +20,11 @@ func TestSerialConsistency(t *testing.T) {
 		t.Run(serial.String(), func(t *testing.T) {
 			rec := cassandratest.NewRecorder(serial)
 			fs := cassandra.NewFaultSession(rec)
-			fs.Arm("versions.apply", cassandra.FaultLoseResponse, 1)
+			fs.Arm(StmtApply, cassandra.FaultLoseResponse, 1)
 			ch := order.Change{ID: uuid.New(), Tenant: "t", OrderID: uuid.New(), Operation: "CANCEL_ORDER",
 				RequestID: uuid.New(), Fingerprint: "sha256:v1:00", Version: 2, Status: "CANCELLED", At: time.Now().UTC()}
 			_, _ = NewCassandraStore(fs).Apply(context.Background(), ch, 0)
-			cas, reads := cassandratest.CheckSerial(t, rec.Runs(), serial, "versions.state")
+			cas, reads := cassandratest.CheckSerial(t, rec.Runs(), serial, StmtState)
 			if cas == 0 || reads == 0 {
 				t.Errorf("%d LWTs and %d settling reads, want both: %+v", cas, reads, rec.Runs())
 			}
