@@ -418,7 +418,7 @@ func TestChangeForcedFailureBeforeCompletionThenRetrySucceeds(t *testing.T) {
 	waitNoDueEntries(t, req.RequestId, 30*time.Second)
 }
 
-// Design doc 003's worker cases for a change: the process dies before it
+// The worker's crash cases for a change: the process dies before it
 // sent the change's event, or after the broker acknowledged it. A fresh
 // orderd's reconciler publishes it (same event id), and the reference
 // consumer applies it once: its view holds the order at version 8.

@@ -324,7 +324,7 @@ func TestCreateOrderProjectionFailureStaysPendingThenRetryCompletes(t *testing.T
 	assertExactlyOneOrder(t, req, resp.Order, "33.30")
 }
 
-// TestDesignDoc000WorkedExample replays design doc 000 §2: request
+// TestDesignDoc000WorkedExample replays the worked example of a duplicate: request
 // 17000000-...-500 for cust-safe, 77.70, submitted twice; the second
 // INSERT ... IF NOT EXISTS is not applied and returns the existing row.
 func TestDesignDoc000WorkedExample(t *testing.T) {

@@ -120,7 +120,7 @@ func TestAcceptedOrdersArePublishedOnceEach(t *testing.T) {
 	}
 }
 
-// Design doc 003's worker cases: the process dies before it sent the event
+// The worker's crash cases for an event: the process dies before it sent the event
 // (after the client's order was recorded), or after the broker acknowledged
 // it but before the delivery was recorded (the due entry released). Either
 // way a fresh orderd's reconciler publishes it: at least once, every copy

@@ -123,7 +123,7 @@ func TestReconcilerFinishesEveryCrashPoint(t *testing.T) {
 	}
 }
 
-// TestDesignDoc000ReconcileDrill is design doc 000 §3: request ...501 is
+// TestDesignDoc000ReconcileDrill is the reconcile drill: request ...501 is
 // claimed, the worker crashes before the projections, the reconciler finishes
 // it to total 88.80, and replaying every statement again changes nothing.
 func TestDesignDoc000ReconcileDrill(t *testing.T) {
@@ -147,7 +147,7 @@ func TestDesignDoc000ReconcileDrill(t *testing.T) {
 	before := assertExactlyOneOrder(t, req, got.Order, "88.80")
 	beforeState := snapshot(t, got.Order)
 
-	// Replay all the statements once more, as design doc 000 does.
+	// Replay all the statements once more: every write is idempotent.
 	s := cassandra.Wrap(freshSession(t))
 	store, err := ledger.NewCassandraStore(s, ledger.Config{})
 	if err != nil {

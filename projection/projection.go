@@ -169,8 +169,8 @@ func New(cfg Config, s cassandra.Session, failpoints *failpoint.Set) *Store {
 	return p
 }
 
-// Tables lists the projection tables in the order design doc 000 §2 writes
-// them one after another.
+// Tables lists the projection tables in the order a request's rows are
+// written, orders_by_id last (it is the recorded outcome).
 var Tables = []string{OrdersByCustomerTime, EventsByOrder, OrdersByID}
 
 // Write projects o into every table: orders_by_customer_time and

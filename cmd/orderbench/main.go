@@ -32,8 +32,8 @@
 //	                    the background after the answer; no COMPLETE LWT
 //	           floor    the three projection upserts concurrently, nothing
 //	                    else (no ledger, no idempotency)
-//	           naive    two-lwt's statements one after another (design doc
-//	                    000 §2 order)
+//	           naive    two-lwt's statements one after another, in the
+//	                    order a request's rows are written
 //	storm    a replay storm through orderd: one request created, then sent
 //	         again -requests times from 64 streams, every answer a replay;
 //	         new requests at 64 streams take turns with it

@@ -511,7 +511,8 @@ func (b *bench) floor(ctx context.Context, i int) error {
 	return b.writeConcurrently(ctx, o, projection.Tables...)
 }
 
-// naive issues twoLWT's statements one after another (design doc 000 §2).
+// naive issues twoLWT's statements one after another, in the order a
+// request's rows are written.
 func (b *bench) naive(ctx context.Context, i int) error {
 	rec, err := claim(ctx, b.legacy, claimRecord(i), nil)
 	if err != nil {

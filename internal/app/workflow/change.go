@@ -166,7 +166,7 @@ func receipt(err error) bool {
 }
 
 // changeRecorded looks up a change request's recorded outcome before
-// anything is claimed (design doc 003: the receipt before the version, so
+// anything is claimed (the receipt before the version, so
 // a retry of an accepted change replays instead of failing as stale). It
 // reads the order (NOT_FOUND ends the call: no receipt for a change of no
 // order) and the outcome recorded with it under the request's change id,

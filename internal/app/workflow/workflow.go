@@ -1,5 +1,4 @@
-// Package workflow is the retry-safe CreateOrder workflow of design doc 000
-// §4: validate and fingerprint the command, claim the request in the ledger,
+// Package workflow is the retry-safe CreateOrder workflow: validate and fingerprint the command, claim the request in the ledger,
 // project the order with deterministic writes, mark the request COMPLETE with
 // its recorded outcome, and answer duplicates from that record.
 //

@@ -16,8 +16,7 @@ import (
 
 // The change operations, as the request ledger names them. A
 // request id is scoped by its operation: the same id used for a cancel and
-// an amendment is two requests (design doc 003, "Give the key a precise
-// scope").
+// an amendment is two requests (the key's scope is its operation).
 const (
 	OperationCancel = "CANCEL_ORDER"
 	OperationAmend  = "AMEND_ORDER"

@@ -1,5 +1,5 @@
 // Package invariant checks, from the rows of a keyspace, the promises orderd
-// makes (design doc 000): every COMPLETE request has exactly one order in
+// makes (docs/architecture.md): every COMPLETE request has exactly one order in
 // each projection and one event, matching its stored command; every order
 // has its request (unless the request has expired); no request stays PENDING
 // past the grace period; no two requests map to one order; and, given the
