@@ -134,8 +134,9 @@ type app struct {
 	ledger      *ledger.Ledger
 	projections *projection.Store
 	workflow    *workflow.Service
-	publisher   *outbox.Kafka    // nil when delivery is off
-	metrics     *metrics.Metrics // nil when not exported
+	requests    *workflow.Requests // the requests' use cases: GetRequest, ListRequests, requeue (gRPC and CLI)
+	publisher   *outbox.Kafka      // nil when delivery is off
+	metrics     *metrics.Metrics   // nil when not exported
 	clock       *clockskew.Monitor
 	now         func() time.Time // this process's clock (ORDERD_CLOCK_LEAD shifts it in test builds)
 	coord       *reconciler.CassandraCoordinator
@@ -242,7 +243,8 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		wcfg.Publisher, wcfg.PublishTimeout = publisher, cfg.publishTimeout
 	}
 	wf := workflow.New(wcfg, store, projections, failpoints, log)
-	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, publisher: publisher, metrics: m,
+	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf,
+		requests: workflow.NewRequests(wf, store), publisher: publisher, metrics: m,
 		clock: clock, now: now, coord: coord}, nil
 }
 
@@ -528,13 +530,14 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	}
 	defer a.close()
 	a.measureClock(ctx, cfg, log)
-	wf, projections := a.workflow, a.projections
+	wf := a.workflow
 
 	key, err := pageTokenKey(cfg.pageTokenKey.key, log)
 	if err != nil {
 		return err
 	}
-	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requeuer: a.ledger, Scanner: a.ledger}, wf, projections, log)
+	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requests: a.requests}, wf,
+		workflow.NewOrders(a.projections), log)
 	if err != nil {
 		return err
 	}
