@@ -396,7 +396,20 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 		return err
 	}
 	defer a.close()
-	rec, err := a.ledger.Requeue(ctx, ledger.Key{Tenant: cfg.tenant, Operation: order.OperationCreate, RequestID: id})
+	return requeueOne(ctx, a.requests, cfg.tenant, id, log)
+}
+
+// requeuer is the one requeue (workflow.Requests.Requeue), which the gRPC
+// RequeueRequest runs too: the command and the call answer alike.
+type requeuer interface {
+	Requeue(ctx context.Context, tenant string, requestID uuid.UUID) (workflow.Request, error)
+}
+
+// requeueOne requeues tenant's request id and logs the request as it then
+// is: its state as GetRequest shows it (COMPLETE for a finished create,
+// whose ledger row says PENDING).
+func requeueOne(ctx context.Context, r requeuer, tenant string, id uuid.UUID, log *slog.Logger) error {
+	rec, err := r.Requeue(ctx, tenant, id)
 	if err != nil {
 		return fmt.Errorf("requeue %s: %w", id, err)
 	}
