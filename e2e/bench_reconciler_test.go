@@ -57,7 +57,10 @@ func BenchmarkReconcilerFindPending(b *testing.B) {
 
 			var finished atomic.Int64
 			loop := reconciler.New(reconciler.Config{Margin: time.Nanosecond},
-				store, func(context.Context, ledger.Record) error { finished.Add(1); return nil },
+				store, func(context.Context, ledger.Record) (ledger.Settled, error) {
+					finished.Add(1)
+					return ledger.Finished, nil
+				},
 				leases.NewCassandraCoordinator(cassandra.Wrap(s)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 			all := make([]int, ledger.PendingShards)
 			for i := range all {

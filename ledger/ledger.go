@@ -80,6 +80,39 @@ var ErrUnfinishable = errors.New("the stored command cannot be finished")
 // entry is kept for a release that knows the operation.
 var ErrUnknownOperation = errors.New("operation unknown to this release")
 
+// Settled is what a finisher made of a due request (workflow.Service.Settle,
+// which the reconciler runs for each due entry): whether the obligations
+// the entry stands for — the request's work, then the delivery of its
+// event — are met. It is declared here, with the due queue it decides
+// about, because the reconciler (a store) runs the use case's Settle
+// without importing it.
+type Settled int
+
+const (
+	// Unfinished: the work may not be recorded; the finisher's error says
+	// why, and by its kind what became of the request (withdrawn, set
+	// aside, ErrUnfinishable, ErrUnknownOperation, or retry later).
+	Unfinished Settled = iota
+	// Finished: the work is recorded and its event acknowledged by the
+	// broker, or none is owed. The entry can go; the error is nil.
+	Finished
+	// EventOwed: the work is recorded and only its event is owed: the
+	// broker did not acknowledge it (the error says why). The entry stays,
+	// and from then on stands for the event's delivery (DueEntry.Owed).
+	EventOwed
+)
+
+// String names s for logs and test failures.
+func (s Settled) String() string {
+	switch s {
+	case Finished:
+		return "finished"
+	case EventOwed:
+		return "event owed"
+	}
+	return "unfinished"
+}
+
 // Store is the request ledger. Errors other than ErrNotFound are
 // *fault.Error values of kind Unavailable (definitely not applied),
 // OutcomeUnknown (may have applied and could not be settled) or Internal.

@@ -155,8 +155,9 @@ func nextDue(t *testing.T, l *ledgertest.Memory, key ledger.Key) time.Time {
 
 // fakeFinisher mimics workflow.Service.Settle: it records the request's
 // order (once: a later call finds it recorded), or, for each request's
-// first failN calls, fails with err (the loop notes the failed attempt).
-// Like Settle it leaves the due entry to the loop.
+// first failN calls, fails with err (the loop notes the failed attempt):
+// unfinished, or, after SetUndelivered, as a delivery that failed once
+// the order was recorded (only its event owed). Like Settle it leaves the due entry to the loop.
 type fakeFinisher struct {
 	l   *ledgertest.Memory
 	now func() time.Time
@@ -164,6 +165,7 @@ type fakeFinisher struct {
 	mu     sync.Mutex
 	failN  int // failures per request before it succeeds; <0: always fail
 	err    error
+	owed   bool // a failure says the order is recorded and its event owed (ledger.EventOwed)
 	calls  map[uuid.UUID]int
 	orders map[ledger.Key]int // times the order was recorded (at most 1)
 	// before, if set, runs at the start of every call (outside the lock).
@@ -179,29 +181,32 @@ func newFakeFinisher(l *ledgertest.Memory, now func() time.Time) *fakeFinisher {
 }
 
 // Finish is the Finisher.
-func (f *fakeFinisher) Finish(ctx context.Context, rec ledger.Record) error {
+func (f *fakeFinisher) Finish(ctx context.Context, rec ledger.Record) (ledger.Settled, error) {
 	if f.before != nil {
 		f.before(rec)
 	}
 	f.mu.Lock()
 	f.calls[rec.RequestID]++
-	n, failN, ferr, another := f.calls[rec.RequestID], f.failN, f.err, f.another
+	n, failN, ferr, owed, another := f.calls[rec.RequestID], f.failN, f.err, f.owed, f.another
 	if another && !(failN < 0 || n <= failN) {
 		f.mu.Unlock()
 		if _, err := f.l.Withdraw(ctx, rec); !errors.Is(err, ledger.ErrNotFound) {
-			return fmt.Errorf("withdraw: %v", err)
+			return ledger.Unfinished, fmt.Errorf("withdraw: %v", err)
 		}
-		return fault.New(fault.ReasonRequestIDReused, nil)
+		return ledger.Unfinished, fault.New(fault.ReasonRequestIDReused, nil)
 	}
 	if failN < 0 || n <= failN {
 		f.mu.Unlock()
-		return fmt.Errorf("request %s: %w", rec.RequestID, ferr)
+		if owed {
+			return ledger.EventOwed, fmt.Errorf("request %s: %w", rec.RequestID, ferr)
+		}
+		return ledger.Unfinished, fmt.Errorf("request %s: %w", rec.RequestID, ferr)
 	}
 	if f.orders[rec.Key] == 0 {
 		f.orders[rec.Key]++
 	}
 	f.mu.Unlock()
-	return nil
+	return ledger.Finished, nil
 }
 
 // Recorded is how many times the request's order was recorded (0 or 1).
@@ -219,11 +224,20 @@ func (f *fakeFinisher) SetAnother() {
 	f.another = true
 }
 
-// SetErr makes failing calls return err.
+// SetErr makes failing calls return err, the request unfinished.
 func (f *fakeFinisher) SetErr(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.err = err
+	f.err, f.owed = err, false
+}
+
+// SetUndelivered makes failing calls fail to deliver the order's event
+// with err (ledger.EventOwed), as Settle does when the broker does not
+// acknowledge it.
+func (f *fakeFinisher) SetUndelivered(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err, f.owed = err, true
 }
 
 // SetFail makes every request's first n calls fail (n < 0: all of them).

@@ -472,7 +472,7 @@ func TestASkewedClockGivesItsShardsToTheOthers(t *testing.T) {
 func TestBacklogGaugesHoldBetweenPassesAndGoWithTheShard(t *testing.T) {
 	h := newHarness(t0.Add(30 * time.Second))
 	h.fin.SetFail(-1)
-	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
+	h.fin.SetUndelivered(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
 	cfg := Config{LeaseTTL: time.Hour, MaxAttempts: 1, BackoffBase: 10 * time.Minute, BackoffMax: 10 * time.Minute}
 	member := func() *Loop { c := cfg; c.Instance = uuid.New(); return h.loop(c) }
 	pass := func(l *Loop) {

@@ -36,15 +36,19 @@ type Ledger interface {
 }
 
 // Finisher does a claimed request's work from its ledger row, idempotently,
-// and delivers its order's event (workflow.Service.Settle). nil means the
-// request is settled: the reconciler then removes the due entry. Its errors
-// say what became of the request:
-// kind Conflict (its claim was withdrawn) or Failed (set aside) settle it;
-// one wrapping ledger.ErrUnfinishable means nothing was written and no
-// retry can help; anything else leaves it PENDING for another attempt
-// (reason DELIVERY_FAILED: the order is recorded, its event not yet
-// acknowledged by the broker).
-type Finisher func(ctx context.Context, rec ledger.Record) error
+// and delivers its order's event (workflow.Service.Settle). It says what
+// it made of the request:
+//   - ledger.Finished (nil error): settled; the reconciler removes the
+//     due entry;
+//   - ledger.EventOwed: the order is recorded and only its event is owed
+//     (the broker did not acknowledge it); the entry stays, counted in the
+//     outbox's backlog, and from then on owes the event past the claim;
+//   - ledger.Unfinished: its error says what became of the request: kind
+//     Conflict (its claim was withdrawn) or Failed (set aside) settle it;
+//     one wrapping ledger.ErrUnfinishable means nothing was written and no
+//     retry can help; one wrapping ledger.ErrUnknownOperation leaves it for
+//     a newer release; anything else leaves it PENDING for another attempt.
+type Finisher func(ctx context.Context, rec ledger.Record) (ledger.Settled, error)
 
 // Redeliverer publishes the event that request key made on order orderID
 // from the order's rows alone (workflow.Service.Redeliver): nil once the
@@ -682,19 +686,25 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 	case rec.ClaimToken != e.ClaimToken:
 		return true, l.drop(ctx, e, res) // a losing attempt's entry: the claim's own entry counts the request
 	}
-	ferr := l.finish(ctx, rec)
-	if errors.Is(ferr, ledger.ErrUnknownOperation) {
+	settled, ferr := l.finish(ctx, rec)
+	if settled == ledger.Unfinished && ferr == nil {
+		ferr = fault.New(fault.ReasonInternal, errors.New("the finisher neither finished the request nor said why"))
+	}
+	if settled == ledger.Unfinished && errors.Is(ferr, ledger.ErrUnknownOperation) {
 		open.forget(e.Key) // not this release's backlog: its own counter counts it
 		return l.leaveForNewerRelease(ctx, e, rec, ferr, res)
 	}
-	kind := l.count(rec, ferr, res)
+	kind := l.count(rec, settled, res)
 	switch {
-	case ferr == nil:
+	case settled == ledger.Finished:
 		open.forget(e.Key)
 		res.Finished++
 		l.note(slog.LevelInfo, "reconciled request", slog.Any("request_id", rec.RequestID), slog.String("tenant", rec.Tenant),
 			slog.String("age", now.Sub(rec.CreatedAt).String()))
 		return true, l.ledger.RemoveEntry(ctx, e)
+	case settled == ledger.EventOwed:
+		// The order is recorded: nothing of the request is to be judged,
+		// only its event delivered later.
 	case fault.KindOf(ferr) == fault.Conflict:
 		open.forget(e.Key)
 		l.note(slog.LevelInfo, "withdrew a claim whose request id already has another order", slog.Any("request_id", rec.RequestID))
@@ -707,15 +717,15 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 		return l.deadLetter(ctx, e, rec, ferr, res)
 	}
 	open.note(e.Key, rec.CreatedAt, kind)
-	return l.retryLater(ctx, e, rec, ferr, res)
+	return l.retryLater(ctx, e, rec, settled, ferr, res)
 }
 
-// count counts one attempt to finish rec, which ended with ferr, in res,
+// count counts one attempt to finish rec, which ended settled, in res,
 // and says which backlog the request is in while it stays unsettled. An
 // order whose event alone is owed is the outbox's backlog, not an
 // unfinished request: it has its own gauges and alerts.
-func (l *Loop) count(rec ledger.Record, ferr error, res *PassResult) openKind {
-	if !undelivered(ferr) {
+func (l *Loop) count(rec ledger.Record, settled ledger.Settled, res *PassResult) openKind {
+	if settled != ledger.EventOwed {
 		res.Pending++
 		return openPending
 	}
@@ -746,14 +756,15 @@ func (l *Loop) read(ctx context.Context, key ledger.Key) (ledger.Record, error) 
 // not from the pass's start: an attempt can take longer than the backoff
 // itself (a publish waits up to 10 s for a broker that is down), and an
 // entry dated from the pass's start would be due again at once.
-func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, ferr error, res *PassResult) (bool, error) {
+func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Record, settled ledger.Settled, ferr error, res *PassResult) (bool, error) {
 	if err := l.ledger.RecordAttempt(ctx, rec, string(fault.ReasonOf(ferr))); err != nil {
 		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
 	}
 	attempts := rec.Attempts + 1
 	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
 	due := now.Add(l.backoff(attempts))
-	if undelivered(ferr) {
+	owed := settled == ledger.EventOwed
+	if owed {
 		// The order is recorded and its event owed: from now on the entry
 		// outlives the claim, so that the obligation does not end with the
 		// retention (redeliver).
@@ -765,10 +776,10 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 	res.Retried++
 	retry := []slog.Attr{slog.Any("request_id", rec.RequestID), slog.Int("attempts", attempts), slog.Time("next", due), slog.Any("error", ferr)}
 	switch {
-	case undelivered(ferr) && attempts >= l.cfg.MaxAttempts:
+	case owed && attempts >= l.cfg.MaxAttempts:
 		l.note(slog.LevelWarn, "order event still undelivered after repeated attempts: parked, retried later", retry...)
 		return true, nil
-	case undelivered(ferr):
+	case owed:
 		l.note(slog.LevelInfo, "order event not delivered; retrying later", retry...)
 		return true, nil
 	case attempts >= l.cfg.MaxAttempts:
@@ -884,10 +895,6 @@ func (l *Loop) drop(ctx context.Context, e ledger.DueEntry, res *PassResult) err
 	res.Dropped++
 	return l.ledger.RemoveEntry(ctx, e)
 }
-
-// undelivered reports whether a Finisher's error says the order is
-// recorded and only its event is owed.
-func undelivered(ferr error) bool { return fault.ReasonOf(ferr) == fault.ReasonDeliveryFailed }
 
 // backoff is exponential in the attempts so far, capped, with jitter in
 // [d/2, d) so that many requests failing together spread out.

@@ -828,7 +828,7 @@ func TestRetryWithinTheMinuteWaitsForItsBackoff(t *testing.T) {
 func TestRescheduleAfterASlowAttemptIsDatedWhenMade(t *testing.T) {
 	h := newHarness(t0.Add(30 * time.Second))
 	h.fin.SetFail(-1)
-	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker did not acknowledge in time")))
+	h.fin.SetUndelivered(fault.New(fault.ReasonDeliveryFailed, errors.New("broker did not acknowledge in time")))
 	const (
 		shard       = 3
 		publishWait = 10 * time.Second
@@ -1956,7 +1956,7 @@ func TestUndeliveredEventIsBacklogThenParkedNeverDropped(t *testing.T) {
 	now := t0.Add(30 * time.Second)
 	h := newHarness(now)
 	h.fin.SetFail(-1)
-	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
+	h.fin.SetUndelivered(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
 	const shard = 3
 	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
 	created := rec.CreatedAt
@@ -2006,7 +2006,7 @@ func TestAnEventOwedPastItsClaimsRetentionIsStillDelivered(t *testing.T) {
 	now := t0.Add(30 * time.Second)
 	h := newHarness(now)
 	h.fin.SetFail(-1)
-	h.fin.SetErr(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
+	h.fin.SetUndelivered(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
 	const shard = 5
 	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
 	var (
@@ -2056,5 +2056,64 @@ func TestAnEventOwedPastItsClaimsRetentionIsStillDelivered(t *testing.T) {
 	}
 	if st := l.Stats(); st.Undelivered != 0 || st.Parked != 0 {
 		t.Errorf("Stats once delivered = %+v, want an empty backlog", st)
+	}
+}
+
+// The loop tells an order whose event alone is owed from an unfinished
+// request by what the finisher says it made of it (ledger.Settled), not by
+// the reason of its error: the same error counts in the outbox's backlog,
+// and makes the entry owe the event, only when the finisher said
+// EventOwed.
+func TestOwedOrUnfinishedIsWhatTheFinisherSays(t *testing.T) {
+	deliveryFailed := fault.New(fault.ReasonDeliveryFailed, errors.New("broker down"))
+	for _, tc := range []struct {
+		name        string
+		owed        bool
+		pending     int
+		undelivered int
+	}{
+		{"event owed", true, 0, 1},
+		{"unfinished", false, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t0.Add(30 * time.Second))
+			h.fin.SetFail(-1)
+			if tc.owed {
+				h.fin.SetUndelivered(deliveryFailed)
+			} else {
+				h.fin.SetErr(deliveryFailed)
+			}
+			const shard = 4
+			rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+			res := mustPass(t, h.loop(Config{}), shard)
+			if res.Pending != tc.pending || res.Undelivered != tc.undelivered || res.Retried != 1 {
+				t.Errorf("PassResult = %+v, want pending %d, undelivered %d, retried 1", res, tc.pending, tc.undelivered)
+			}
+			es := h.ledger.Entries(rec.Key)
+			if len(es) != 1 || (es[0].Owed == rec.EntityID) != tc.owed {
+				t.Errorf("entries = %+v, want one, owing order %s: %v", es, rec.EntityID, tc.owed)
+			}
+			got, err := h.ledger.Get(context.Background(), rec.Key)
+			if err != nil || got.Attempts != 1 || got.LastError != string(fault.ReasonDeliveryFailed) {
+				t.Errorf("request after the pass = %+v, %v; want 1 attempt, last error DELIVERY_FAILED", got, err)
+			}
+		})
+	}
+}
+
+// A finisher that neither finished the request nor said why is a failed
+// attempt (the entry is rescheduled), never a settled request.
+func TestUnfinishedWithoutAnErrorIsAFailedAttempt(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	const shard = 6
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	l := New(Config{}, h.ledger, func(context.Context, ledger.Record) (ledger.Settled, error) { return ledger.Unfinished, nil },
+		h.coord, discardLog())
+	l.now = h.clock.Now
+	if res := mustPass(t, l, shard); res.Finished != 0 || res.Retried != 1 {
+		t.Errorf("PassResult = %+v, want no request finished and one retried", res)
+	}
+	if es := h.ledger.Entries(rec.Key); len(es) != 1 {
+		t.Errorf("entries = %+v, want the request's entry kept", es)
 	}
 }

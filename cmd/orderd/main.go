@@ -135,8 +135,9 @@ type app struct {
 	ledger      *ledger.Ledger
 	projections *projection.Store
 	workflow    *workflow.Service
-	publisher   *outbox.Kafka    // nil when delivery is off
-	metrics     *metrics.Metrics // nil when not exported
+	requests    *workflow.Requests // the requests' use cases: GetRequest, ListRequests, requeue (gRPC and CLI)
+	publisher   *outbox.Kafka      // nil when delivery is off
+	metrics     *metrics.Metrics   // nil when not exported
 	clock       *clockskew.Monitor
 	now         func() time.Time // this process's clock (ORDERD_CLOCK_LEAD shifts it in test builds)
 	coord       *leases.CassandraCoordinator
@@ -243,7 +244,8 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 		wcfg.Publisher, wcfg.PublishTimeout = publisher, cfg.publishTimeout
 	}
 	wf := workflow.New(wcfg, store, projections, failpoints, log)
-	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf, publisher: publisher, metrics: m,
+	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf,
+		requests: workflow.NewRequests(wf, store), publisher: publisher, metrics: m,
 		clock: clock, now: now, coord: coord}, nil
 }
 
@@ -395,7 +397,20 @@ func requeue(ctx context.Context, cfg *config, args []string, log *slog.Logger) 
 		return err
 	}
 	defer a.close()
-	rec, err := a.ledger.Requeue(ctx, ledger.Key{Tenant: cfg.tenant, Operation: order.OperationCreate, RequestID: id})
+	return requeueOne(ctx, a.requests, cfg.tenant, id, log)
+}
+
+// requeuer is the one requeue (workflow.Requests.Requeue), which the gRPC
+// RequeueRequest runs too: the command and the call answer alike.
+type requeuer interface {
+	Requeue(ctx context.Context, tenant string, requestID uuid.UUID) (workflow.Request, error)
+}
+
+// requeueOne requeues tenant's request id and logs the request as it then
+// is: its state as GetRequest shows it (COMPLETE for a finished create,
+// whose ledger row says PENDING).
+func requeueOne(ctx context.Context, r requeuer, tenant string, id uuid.UUID, log *slog.Logger) error {
+	rec, err := r.Requeue(ctx, tenant, id)
 	if err != nil {
 		return fmt.Errorf("requeue %s: %w", id, err)
 	}
@@ -529,13 +544,14 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	}
 	defer a.close()
 	a.measureClock(ctx, cfg, log)
-	wf, projections := a.workflow, a.projections
+	wf := a.workflow
 
 	key, err := pageTokenKey(cfg.pageTokenKey.key, log)
 	if err != nil {
 		return err
 	}
-	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requeuer: a.ledger, Scanner: a.ledger}, wf, projections, log)
+	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requests: a.requests}, wf,
+		workflow.NewOrders(a.projections), log)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package grpcapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -170,10 +171,16 @@ func (f *fakeRequeuer) Requeue(_ context.Context, key ledger.Key) (ledger.Record
 	return ledger.Record{Key: key, State: ledger.Pending, Command: f.command, EntityID: order.ID(key.Tenant, key.RequestID)}, nil
 }
 
-func newRequeueAPI(t *testing.T, r Requeuer, proj workflow.Projector) *Server {
+// Scan is not the requeue's: no test here lists through it.
+func (f *fakeRequeuer) Scan(context.Context, ledger.ScanFilter, int, []byte) (ledger.ScanPage, error) {
+	return ledger.ScanPage{}, errors.New("fakeRequeuer: no scans")
+}
+
+func newRequeueAPI(t *testing.T, r workflow.RequestLedger, proj workflow.Projector) *Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Requeuer: r}, workflow.New(workflow.Config{}, &spyLedger{}, proj, nil, log), nil, log)
+	wf := workflow.New(workflow.Config{}, &spyLedger{}, proj, nil, log)
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Requests: workflow.NewRequests(wf, r)}, wf, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

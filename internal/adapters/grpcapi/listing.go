@@ -7,14 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/atlasmart/orderd/internal/adapters/orderpb"
+	"github.com/atlasmart/orderd/internal/app/workflow"
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
-	"github.com/atlasmart/orderd/ledger"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -29,9 +28,10 @@ const (
 	maxListedMonths = 120
 	// defaultListedMonths is the range when start_month is not given.
 	defaultListedMonths = 12
-	// monthsPerCall bounds the month partitions one ListCustomerOrders call
-	// reads, so a call over a range of empty months stays cheap: the page
-	// comes back short with a token that starts at the next month.
+	// monthsPerCall bounds the reads of month partitions one
+	// ListCustomerOrders call makes (workflow.Orders.CustomerOrders), so a
+	// call over a range of empty months stays cheap: the page comes back
+	// short with a token that starts at the next month.
 	monthsPerCall = 12
 )
 
@@ -95,31 +95,27 @@ func listMonths(v *[]fault.Violation, req *ordersv1.ListCustomerOrdersRequest, n
 	return r
 }
 
-// ordersPosition is where the next ListCustomerOrders page starts: the
-// month to read and Cassandra's paging state within it (empty: from the
-// month's first row), plus the range's start as the first page resolved
-// it, so a default that moves between calls cannot change a listing.
-type ordersPosition struct {
-	month, start time.Time
-	state        []byte
+// A ListCustomerOrders position (workflow.MonthPosition) in its page
+// token: the month to read and the range's start as the first page
+// resolved it (so a default that moves between calls cannot change a
+// listing), then Cassandra's paging state within the month (empty: from
+// the month's first row).
+func encodeOrdersPosition(p workflow.MonthPosition) []byte {
+	b := []byte(p.Month.Format(monthLayout) + p.Start.Format(monthLayout))
+	return append(b, p.State...)
 }
 
-func (p ordersPosition) encode() []byte {
-	b := []byte(p.month.Format(monthLayout) + p.start.Format(monthLayout))
-	return append(b, p.state...)
-}
-
-func decodeOrdersPosition(b []byte) (ordersPosition, error) {
+func decodeOrdersPosition(b []byte) (workflow.MonthPosition, error) {
 	n := len(monthLayout)
 	if len(b) < 2*n {
-		return ordersPosition{}, errPageToken
+		return workflow.MonthPosition{}, errPageToken
 	}
 	month, err1 := time.Parse(monthLayout, string(b[:n]))
 	start, err2 := time.Parse(monthLayout, string(b[n:2*n]))
 	if err1 != nil || err2 != nil {
-		return ordersPosition{}, errPageToken
+		return workflow.MonthPosition{}, errPageToken
 	}
-	return ordersPosition{month: month, start: start, state: b[2*n:]}, nil
+	return workflow.MonthPosition{Month: month, Start: start, State: b[2*n:]}, nil
 }
 
 // ListCustomerOrders implements ordersv1.OrderServiceServer: it reads the
@@ -139,39 +135,28 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 	// moves on between calls does not invalidate it) and checked only once
 	// they are valid: nothing unchecked reaches Cassandra.
 	l := customerOrdersListing(who.Tenant, req.GetCustomerId(), req.GetMonth(), req.GetStartMonth(), req.GetEndMonth())
-	pos := ordersPosition{month: months.end, start: months.start}
+	pos := workflow.MonthPosition{Month: months.end, Start: months.start}
 	if raw := s.tokens.openField(&v, l, req.GetPageToken()); raw != nil {
 		var err error
-		if pos, err = decodeOrdersPosition(raw); err != nil || pos.month.After(months.end) || pos.month.Before(pos.start) {
+		if pos, err = decodeOrdersPosition(raw); err != nil || pos.Month.After(months.end) || pos.Month.Before(pos.Start) {
 			v = append(v, badPageToken)
 		}
 	}
 	if len(v) > 0 {
 		return nil, s.Status(ctx, method, fault.InvalidArgs(v))
 	}
-
-	out := &ordersv1.ListCustomerOrdersResponse{}
-	for read := 0; ; read++ {
-		if read == monthsPerCall || len(out.Orders) == size {
-			out.NextPageToken = s.tokens.seal(l, pos.encode())
-			return out, nil
-		}
-		page, err := s.reader.CustomerOrders(ctx, who.Tenant, req.GetCustomerId(), pos.month, size-len(out.Orders), pos.state)
-		if err != nil {
-			return nil, s.Status(ctx, method, err)
-		}
-		for _, o := range page.Orders {
-			out.Orders = append(out.Orders, orderpb.Order(o))
-		}
-		if len(page.NextState) > 0 {
-			pos.state = page.NextState
-			continue
-		}
-		if !pos.month.After(pos.start) {
-			return out, nil // the range's oldest month is done
-		}
-		pos = ordersPosition{month: pos.month.AddDate(0, -1, 0), start: pos.start}
+	page, err := s.orders.CustomerOrders(ctx, who.Tenant, req.GetCustomerId(), pos, size, monthsPerCall)
+	if err != nil {
+		return nil, s.Status(ctx, method, err)
 	}
+	out := &ordersv1.ListCustomerOrdersResponse{}
+	for _, o := range page.Orders {
+		out.Orders = append(out.Orders, orderpb.Order(o))
+	}
+	if page.Next != nil {
+		out.NextPageToken = s.tokens.seal(l, encodeOrdersPosition(*page.Next))
+	}
+	return out, nil
 }
 
 // requestsListing is a ListRequests listing: the tenant and the states.
@@ -208,7 +193,7 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 	if err != nil {
 		return nil, s.Status(ctx, method, err)
 	}
-	if s.scanner == nil {
+	if !s.requests.Operable() {
 		return nil, status.Error(codes.Unimplemented, "listing requests is not available on this server")
 	}
 	var v []fault.Violation
@@ -223,51 +208,25 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 	if len(v) > 0 {
 		return nil, s.Status(ctx, method, fault.InvalidArgs(v))
 	}
-	f := ledger.ScanFilter{Tenant: who.Tenant, Resolve: s.resolveAll,
-		Keep: func(r ledger.Record) bool { return slices.Contains(states, toState(r.State)) }}
-	for _, st := range states {
-		f.States = append(f.States, ledgerState(st))
+	want := make([]workflow.RequestState, len(states))
+	for i, st := range states {
+		want[i] = requestState(st)
 	}
-	page, err := s.scanner.Scan(ctx, f, size, state)
+	page, err := s.requests.List(ctx, who.Tenant, want, size, state)
 	if err != nil {
 		return nil, s.Status(ctx, method, err)
 	}
 	out := &ordersv1.ListRequestsResponse{NextPageToken: s.tokens.seal(l, page.Next)}
-	for _, rec := range page.Records {
+	for _, rec := range page.Requests {
 		out.Requests = append(out.Requests, writeRequest(rec))
 	}
 	return out, nil
 }
 
-// resolveConcurrency bounds the reads one ListRequests call makes at once
-// to resolve PENDING rows.
-const resolveConcurrency = 16
-
-// resolveAll is ListRequests' scan step: a ledger row that says PENDING
-// may be a finished request (a create's completion writes nothing to the
-// ledger), so each is resolved as GetRequest would (workflow.Resolve: one
-// read of the order or of the change's version). FAILED rows are final as
-// they stand.
-func (s *Server) resolveAll(ctx context.Context, recs []ledger.Record) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(resolveConcurrency)
-	for i := range recs {
-		if recs[i].State != ledger.Pending {
-			continue
-		}
-		g.Go(func() error {
-			var err error
-			recs[i], err = s.wf.Resolve(gctx, recs[i])
-			return err
-		})
-	}
-	return g.Wait()
-}
-
-// ledgerState is the ledger's state for one of ListRequests' states.
-func ledgerState(st ordersv1.RequestState) ledger.State {
+// requestState is the workflow's state for one of ListRequests' states.
+func requestState(st ordersv1.RequestState) workflow.RequestState {
 	if st == ordersv1.RequestState_REQUEST_STATE_FAILED {
-		return ledger.Failed
+		return workflow.RequestFailed
 	}
-	return ledger.Pending
+	return workflow.RequestPending
 }

@@ -2,6 +2,7 @@ package grpcapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -65,10 +66,10 @@ func (r *monthReader) add(month string, n int) {
 	}
 }
 
-func newListAPI(t *testing.T, r Reader) *Server {
+func newListAPI(t *testing.T, r workflow.OrderReader) *Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}}, workflow.New(workflow.Config{}, &spyLedger{}, unusedProjector{}, nil, log), r, log)
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}}, workflow.New(workflow.Config{}, &spyLedger{}, unusedProjector{}, nil, log), workflow.NewOrders(r), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,11 +224,17 @@ func (f *fakeScanner) Scan(ctx context.Context, flt ledger.ScanFilter, limit int
 	return page, nil
 }
 
-func newRequestsAPI(t *testing.T, sc Scanner, proj workflow.Projector) *Server {
+// Requeue is not the listing's: no test here requeues through it.
+func (f *fakeScanner) Requeue(context.Context, ledger.Key) (ledger.Record, error) {
+	return ledger.Record{}, errors.New("fakeScanner: no requeues")
+}
+
+func newRequestsAPI(t *testing.T, sc workflow.RequestLedger, proj workflow.Projector) *Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Scanner: sc},
-		workflow.New(workflow.Config{}, &spyLedger{}, proj, nil, log), &monthReader{}, log)
+	wf := workflow.New(workflow.Config{}, &spyLedger{}, proj, nil, log)
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Requests: workflow.NewRequests(wf, sc)},
+		wf, workflow.NewOrders(&monthReader{}), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package grpcapi adapts the workflow and the projections to the
-// atlasmart.orders.v1.OrderService gRPC API. It only converts messages,
-// calls, and maps errors to status codes — all in Status, the one place where
-// that happens.
+// Package grpcapi adapts the use cases (internal/app/workflow) to the
+// atlasmart.orders.v1.OrderService gRPC API. It is transport only: it
+// converts messages, authenticates and authorizes calls, signs and checks
+// page tokens, calls the use cases, and maps errors to status codes — all
+// in Status, the one place where that happens. It knows no store.
 package grpcapi
 
 import (
@@ -11,7 +12,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
@@ -26,24 +26,12 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/lograte"
-	"github.com/atlasmart/orderd/ledger"
-	"github.com/atlasmart/orderd/projection"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
 // ReplayedHeader is the response header that says whether CreateOrder's
 // answer is a recorded outcome.
 const ReplayedHeader = "idempotency-replayed"
-
-// Reader reads the projections.
-type Reader interface {
-	// Order returns projection.ErrNotFound when there is no such order.
-	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
-	// CustomerOrders takes and returns Cassandra's raw paging state (nil for
-	// the first page; Page.NextState nil on the last); the Server signs it
-	// into the client's page token and checks it before passing it back.
-	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error)
-}
 
 // Config is the adapter's settings.
 type Config struct {
@@ -56,44 +44,29 @@ type Config struct {
 	Auth *auth.Authenticator
 	// AuthObserver hears identity decisions; nil hears nothing.
 	AuthObserver AuthObserver
-	// Requeuer requeues FAILED requests (RequeueRequest); nil: the call is
-	// UNIMPLEMENTED.
-	Requeuer Requeuer
-	// Scanner lists unfinished requests (ListRequests); nil: the call is
-	// UNIMPLEMENTED.
-	Scanner Scanner
-}
-
-// Scanner pages through the ledger (the ledger's Scan): at most limit
-// records that pass f, and where the next page starts (nil when the scan
-// is done).
-type Scanner interface {
-	Scan(ctx context.Context, f ledger.ScanFilter, limit int, next []byte) (ledger.ScanPage, error)
-}
-
-// Requeuer gives a FAILED request another round of attempts (the ledger's
-// Requeue).
-type Requeuer interface {
-	Requeue(ctx context.Context, key ledger.Key) (ledger.Record, error)
+	// Requests serves GetRequest, and, if it is operable
+	// (workflow.Requests.Operable), ListRequests and RequeueRequest; nil:
+	// GetRequest alone, and the other two are UNIMPLEMENTED.
+	Requests *workflow.Requests
 }
 
 // Server implements ordersv1.OrderServiceServer.
 type Server struct {
 	ordersv1.UnimplementedOrderServiceServer
 	wf       *workflow.Service
-	reader   Reader
+	orders   *workflow.Orders
+	requests *workflow.Requests
 	tokens   pageTokens
 	guard    guard
-	requeuer Requeuer
-	scanner  Scanner
 	log      *slog.Logger
 	refusals *lograte.Sampler[refusalKind]
 }
 
 var _ ordersv1.OrderServiceServer = (*Server)(nil)
 
-// New returns a Server, or an error if cfg cannot work.
-func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Server, error) {
+// New returns a Server, or an error if cfg cannot work: wf runs the
+// writes, orders serves the order reads.
+func New(cfg Config, wf *workflow.Service, orders *workflow.Orders, log *slog.Logger) (*Server, error) {
 	if len(cfg.PageTokenKey) < MinPageTokenKeyLength {
 		return nil, fmt.Errorf("page token key of %d bytes: need at least %d", len(cfg.PageTokenKey), MinPageTokenKeyLength)
 	}
@@ -103,8 +76,11 @@ func New(cfg Config, wf *workflow.Service, reader Reader, log *slog.Logger) (*Se
 	if cfg.AuthObserver == nil {
 		cfg.AuthObserver = nopAuthObserver{}
 	}
+	if cfg.Requests == nil {
+		cfg.Requests = workflow.NewRequests(wf, nil)
+	}
 	key := append([]byte(nil), cfg.PageTokenKey...)
-	s := &Server{wf: wf, reader: reader, tokens: pageTokens{key: key}, requeuer: cfg.Requeuer, scanner: cfg.Scanner, log: log,
+	s := &Server{wf: wf, orders: orders, requests: cfg.Requests, tokens: pageTokens{key: key}, log: log,
 		refusals: lograte.New[refusalKind](nil)}
 	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, status: s.Status}
 	return s, nil
@@ -209,7 +185,7 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 	if len(v) > 0 {
 		return nil, s.Status(ctx, "GetRequest", fault.InvalidArgs(v))
 	}
-	rec, err := s.wf.Request(ctx, who.Tenant, op, id)
+	rec, err := s.requests.Get(ctx, who.Tenant, op, id)
 	if err != nil {
 		return nil, s.Status(ctx, "GetRequest", err, slog.String("request_id", id.String()))
 	}
@@ -218,7 +194,7 @@ func (s *Server) GetRequest(ctx context.Context, req *ordersv1.GetRequestRequest
 
 // RequeueRequest implements ordersv1.OrderServiceServer.
 func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueRequestRequest) (*ordersv1.RequeueRequestResponse, error) {
-	if s.requeuer == nil {
+	if !s.requests.Operable() {
 		return nil, status.Error(codes.Unimplemented, "requeue is not available on this server")
 	}
 	who, err := caller(ctx)
@@ -229,12 +205,9 @@ func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueReques
 	if len(v) > 0 {
 		return nil, s.Status(ctx, "RequeueRequest", fault.InvalidArgs(v))
 	}
-	rec, err := s.requeuer.Requeue(ctx, ledger.Key{Tenant: who.Tenant, Operation: order.OperationCreate, RequestID: id})
-	if err == nil {
-		// A finished create's ledger row still says PENDING (its completion
-		// writes nothing there): answer as GetRequest would.
-		rec, err = s.wf.Resolve(ctx, rec)
-	}
+	// The one requeue, shared with `orderd requeue`: it answers as
+	// GetRequest would (a finished create's row says PENDING in the ledger).
+	rec, err := s.requests.Requeue(ctx, who.Tenant, id)
 	if err != nil {
 		return nil, s.Status(ctx, "RequeueRequest", err, slog.String("request_id", id.String()))
 	}
@@ -242,14 +215,14 @@ func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueReques
 	return &ordersv1.RequeueRequestResponse{Request: writeRequest(rec)}, nil
 }
 
-// writeRequest is the client's view of a ledger record.
-func writeRequest(rec ledger.Record) *ordersv1.WriteRequest {
+// writeRequest is the client's view of a request.
+func writeRequest(rec workflow.Request) *ordersv1.WriteRequest {
 	out := &ordersv1.WriteRequest{
 		RequestId:          rec.RequestID.String(),
 		Tenant:             rec.Tenant,
 		Operation:          rec.Operation,
 		State:              toState(rec.State),
-		OrderId:            rec.EntityID.String(),
+		OrderId:            rec.OrderID.String(),
 		PayloadFingerprint: rec.Fingerprint,
 		CreatedAt:          timestamppb.New(rec.CreatedAt),
 		Attempts:           int32(rec.Attempts),
@@ -273,7 +246,7 @@ func (s *Server) GetOrder(ctx context.Context, req *ordersv1.GetOrderRequest) (*
 	}
 	// Another tenant's order is looked up under this tenant's key: it is
 	// not found, exactly as an id that never existed.
-	o, err := s.reader.Order(ctx, who.Tenant, id)
+	o, err := s.orders.Get(ctx, who.Tenant, id)
 	if err != nil {
 		return nil, s.Status(ctx, "GetOrder", err, slog.String("order_id", id.String()))
 	}
@@ -315,13 +288,13 @@ func parseUUID(field, s string) (uuid.UUID, []fault.Violation) {
 	return id, nil
 }
 
-func toState(s ledger.State) ordersv1.RequestState {
+func toState(s workflow.RequestState) ordersv1.RequestState {
 	switch s {
-	case ledger.Pending:
+	case workflow.RequestPending:
 		return ordersv1.RequestState_REQUEST_STATE_PENDING
-	case ledger.Complete:
+	case workflow.RequestComplete:
 		return ordersv1.RequestState_REQUEST_STATE_COMPLETE
-	case ledger.Failed:
+	case workflow.RequestFailed:
 		return ordersv1.RequestState_REQUEST_STATE_FAILED
 	}
 	return ordersv1.RequestState_REQUEST_STATE_UNSPECIFIED

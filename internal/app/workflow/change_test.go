@@ -175,7 +175,7 @@ func TestRequestViewOfAPendingChange(t *testing.T) {
 		{"accepted and projected", func(t *testing.T, f *changeFixture) ledger.Record {
 			rec := changeClaim(t, f.amend(1, "x"), f.clock.Now())
 			f.led.Put(rec)
-			if err := f.svc.Settle(context.Background(), rec); err != nil {
+			if err := settleErr(f.svc, rec); err != nil {
 				t.Fatalf("Settle: %v", err)
 			}
 			return rec
@@ -245,7 +245,7 @@ func TestChangeDuplicateAnswersTheChangeRecordedWhileItWaits(t *testing.T) {
 	settled := make(chan error, 1)
 	go func() {
 		<-peeked
-		settled <- f.svc.Settle(context.Background(), first)
+		settled <- settleErr(f.svc, first)
 	}()
 
 	res := f.change(t, in)
@@ -434,7 +434,7 @@ func TestVersionCheckUnknownOutcomes(t *testing.T) {
 			t.Fatalf("ledger = %s attempts %d entries %d; want PENDING, noted, findable", rec.State, rec.Attempts, len(f.led.Entries(key)))
 		}
 		events := len(f.pub.Records())
-		if err := f.svc.Settle(context.Background(), rec); err != nil {
+		if err := settleErr(f.svc, rec); err != nil {
 			t.Fatalf("Settle: %v", err)
 		}
 		if cur := f.current(t); cur.Version != 2 || cur.ShippingNote != "x" {
@@ -473,7 +473,7 @@ func TestVersionCheckUnknownOutcomes(t *testing.T) {
 		key := ledger.Key{Tenant: testTenant, Operation: order.OperationAmend, RequestID: uuid.MustParse(in.RequestID)}
 		rec, _ := f.led.Record(key)
 		events := len(f.pub.Records())
-		if err := f.svc.Settle(context.Background(), rec); err != nil {
+		if err := settleErr(f.svc, rec); err != nil {
 			t.Fatalf("Settle: %v", err)
 		}
 		if n := len(f.pub.Records()) - events; n != 0 {
@@ -509,7 +509,7 @@ func TestSettleOfAnUnknownOperationActsOnNothing(t *testing.T) {
 		ledgerCalls[call] = f.led.Calls(call)
 	}
 	written := len(f.proj.Writes())
-	err := f.svc.Settle(context.Background(), rec)
+	err := settleErr(f.svc, rec)
 	if errors.Is(err, ledger.ErrUnfinishable) || fault.ReasonOf(err) != fault.ReasonOperationUnknown {
 		t.Fatalf("Settle of operation %q = %v, want OPERATION_UNKNOWN and never unfinishable", rec.Operation, err)
 	}
@@ -605,7 +605,7 @@ func TestConflictWhoseClaimChangedBeforeItsReceiptIsStillTheAnswer(t *testing.T)
 			if !tc.kept {
 				return
 			}
-			if err := f.svc.Settle(context.Background(), changed); err != nil {
+			if err := settleErr(f.svc, changed); err != nil {
 				t.Fatalf("Settle of the newer claim: %v", err)
 			}
 			if now, ok := f.led.Record(key); !ok || now.State != ledger.Complete {
@@ -676,7 +676,7 @@ func TestAcceptedChangeWhoseHistoryLagsIsFinishedLater(t *testing.T) {
 				if res.Order.Version != 2 || res.Order.ShippingNote != "late read" {
 					t.Errorf("retry = %+v, want the accepted change at version 2", res)
 				}
-			} else if err := f.svc.Settle(context.Background(), rec); err != nil {
+			} else if err := settleErr(f.svc, rec); err != nil {
 				t.Fatalf("Settle: %v", err)
 			}
 			f.svc.Wait()
@@ -720,7 +720,7 @@ func TestSettleOfAChangeOfNoOrderIsUnfinishableAndWritesNothing(t *testing.T) {
 	rec.Command = cmd.Encode()
 	events := len(f.pub.Records())
 
-	err = f.svc.Settle(context.Background(), rec)
+	err = settleErr(f.svc, rec)
 	if !errors.Is(err, ledger.ErrUnfinishable) || fault.KindOf(err) == fault.NotFound {
 		t.Fatalf("Settle = %v, want ErrUnfinishable (not NotFound, which the reconciler would retry)", err)
 	}
@@ -745,7 +745,7 @@ func TestSettleOfAnUnreadableChangeCommandIsUnfinishableAndWritesNothing(t *test
 	f.led.Put(rec)
 	events := len(f.pub.Records())
 
-	err := f.svc.Settle(context.Background(), rec)
+	err := settleErr(f.svc, rec)
 	if !errors.Is(err, ledger.ErrUnfinishable) || fault.ReasonOf(err) != fault.ReasonCommandUnreadable {
 		t.Fatalf("Settle = %v, want ErrUnfinishable with COMMAND_UNREADABLE", err)
 	}
@@ -851,7 +851,7 @@ func TestSettleKnowsEveryOperationItAdvertises(t *testing.T) {
 	for _, op := range Operations() {
 		rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
 		rec.Operation = op
-		if err := f.svc.Settle(context.Background(), rec); errors.Is(err, ledger.ErrUnknownOperation) {
+		if err := settleErr(f.svc, rec); errors.Is(err, ledger.ErrUnknownOperation) {
 			t.Errorf("Settle of advertised operation %s = %v", op, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/failpoint"
 	"github.com/atlasmart/orderd/internal/platform/lograte"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/ledger/ledgertest"
@@ -98,8 +99,9 @@ func TestTwoTenantsSharingARequestIDPublishTwoEventIDs(t *testing.T) {
 
 // The broker does not answer: the client still gets its order (delivery is
 // not on its path), the due entry stays for the reconciler, and Settle,
-// what the reconciler runs, fails with DELIVERY_FAILED until the broker is
-// back; then it publishes and leaves the entry to its caller.
+// what the reconciler runs, says the event alone is owed (EventOwed, with
+// DELIVERY_FAILED) until the broker is back; then it publishes, says
+// Finished and leaves the entry to its caller.
 func TestUndeliveredEventKeepsTheEntryAndSettleDeliversIt(t *testing.T) {
 	f, pub := deliveryFixture(t)
 	pub.SetDown(true)
@@ -113,18 +115,19 @@ func TestUndeliveredEventKeepsTheEntryAndSettleDeliversIt(t *testing.T) {
 		t.Fatalf("due entries with the event undelivered = %d, want 1 (the delivery obligation)", n)
 	}
 
-	err = f.svc.Settle(context.Background(), rec)
+	settled, err := f.svc.Settle(context.Background(), rec)
 	fe := wantFault(t, err, fault.Unavailable)
-	if fe.Reason != fault.ReasonDeliveryFailed || !errors.Is(err, outboxtest.ErrBrokerDown) {
-		t.Errorf("Settle with the broker down = %v (reason %s), want DELIVERY_FAILED caused by the broker", err, fe.Reason)
+	if settled != ledger.EventOwed || fe.Reason != fault.ReasonDeliveryFailed || !errors.Is(err, outboxtest.ErrBrokerDown) {
+		t.Errorf("Settle with the broker down = %s, %v (reason %s), want the event owed, DELIVERY_FAILED caused by the broker",
+			settled, err, fe.Reason)
 	}
 	if n := len(pub.Records()); n != 0 {
 		t.Errorf("records acknowledged while down = %d", n)
 	}
 
 	pub.SetDown(false)
-	if err := f.svc.Settle(context.Background(), rec); err != nil {
-		t.Fatalf("Settle with the broker back: %v", err)
+	if settled, err := f.svc.Settle(context.Background(), rec); settled != ledger.Finished || err != nil {
+		t.Fatalf("Settle with the broker back = %s, %v; want finished", settled, err)
 	}
 	o := res.Order
 	if recs := pub.Records(); len(recs) != 1 || string(recs[0].Key) != o.ID.String() {
@@ -167,7 +170,7 @@ func TestWithoutPublisherTheEntryGoesOnceRecorded(t *testing.T) {
 	if n := len(f.led.Entries(onlyRecord(t, f.led).Key)); n != 0 {
 		t.Errorf("due entries = %d, want 0", n)
 	}
-	if err := f.svc.Settle(context.Background(), onlyRecord(t, f.led)); err != nil {
+	if err := settleErr(f.svc, onlyRecord(t, f.led)); err != nil {
 		t.Errorf("Settle without a publisher = %v", err)
 	}
 }
@@ -200,6 +203,38 @@ func TestBrokerOutageIsLoggedAtABoundedRate(t *testing.T) {
 	}
 }
 
+// Settle says what it made of a request, so that the reconciler need not
+// read it from an error's reason: a request whose work failed is
+// Unfinished; a failpoint armed around the publication is an unfinished
+// attempt as well (not the broker's refusal: the reconciler always counted
+// it so); only the broker's refusal is EventOwed.
+func TestSettleSaysWhatItMadeOfTheRequest(t *testing.T) {
+	f, _ := deliveryFixture(t)
+	rec := recordFor(t, f.svc, baseInput(), claimTime, ledger.Pending)
+	f.led.Put(rec)
+	f.proj.Arm(projection.StmtGetOrder, cassandra.FaultUnavailable, 1)
+	if settled, err := f.svc.Settle(context.Background(), rec); settled != ledger.Unfinished || fault.KindOf(err) != fault.Unavailable {
+		t.Errorf("Settle whose order read fails = %s, %v; want unfinished, UNAVAILABLE", settled, err)
+	}
+
+	for _, point := range []string{"before-publish", "after-publish"} {
+		fps, err := failpoint.ParseForTest(point + "=error*1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newFixture(t, Config{Publisher: outboxtest.NewMemory(), ReplayCacheSize: -1}, fps)
+		rec := recordFor(t, g.svc, baseInput(), claimTime, ledger.Pending)
+		g.led.Put(rec)
+		settled, err := g.svc.Settle(context.Background(), rec)
+		if settled != ledger.Unfinished || fault.ReasonOf(err) != fault.ReasonClusterUnavailable {
+			t.Errorf("Settle with %s armed = %s, %v; want unfinished, CLUSTER_UNAVAILABLE", point, settled, err)
+		}
+		if settled, err := g.svc.Settle(context.Background(), rec); settled != ledger.Finished || err != nil {
+			t.Errorf("Settle once %s is spent = %s, %v; want finished", point, settled, err)
+		}
+	}
+}
+
 // Settle (the reconciler's step) whose read of the order row fails writes
 // nothing and delivers nothing: the request id may already have an order,
 // here one with another command, and taking the failed read for "no order"
@@ -219,7 +254,7 @@ func TestSettleWhoseOrderRowReadFailsWritesNothing(t *testing.T) {
 	}
 	f.proj.Arm(projection.StmtGetOrder, cassandra.FaultUnavailable, 1)
 
-	wantFault(t, f.svc.Settle(context.Background(), rec), fault.Unavailable)
+	wantFault(t, settleErr(f.svc, rec), fault.Unavailable)
 	if n := f.proj.Calls("Write"); n != 1 {
 		t.Errorf("projection writes = %d, want only the first order's", n)
 	}
@@ -230,7 +265,7 @@ func TestSettleWhoseOrderRowReadFailsWritesNothing(t *testing.T) {
 		t.Errorf("claim changed:\n  %+v\nwas\n  %+v", now, rec)
 	}
 
-	err = f.svc.Settle(context.Background(), rec)
+	err = settleErr(f.svc, rec)
 	if fault.ReasonOf(err) != fault.ReasonRequestIDReused {
 		t.Fatalf("Settle once the read answers = %v, want REQUEST_ID_REUSED", err)
 	}

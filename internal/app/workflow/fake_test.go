@@ -1,8 +1,11 @@
 package workflow
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/atlasmart/orderd/ledger"
 )
 
 // The ledger the tests run on is ledgertest.Memory: it passes the same
@@ -25,4 +28,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// settleErr is Settle's error alone, for the tests that judge a
+// settlement by its error (its result is tested in delivery_test.go).
+func settleErr(s *Service, rec ledger.Record) error {
+	_, err := s.Settle(context.Background(), rec)
+	return err
 }

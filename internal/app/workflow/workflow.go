@@ -597,30 +597,35 @@ func (s *Service) project(ctx context.Context, o order.Order) (order.Order, erro
 }
 
 // Settle finishes rec's request and delivers its event, waiting for the
-// broker's acknowledgement: what the reconciler runs for a due entry, which
-// it removes once Settle returned nil. For a CreateOrder that is Finish and
-// the ORDER_CREATED event; for a change, finishChange and the change's
-// event, or nothing to deliver when its conflict is recorded (the request
-// is done). A delivery that failed is an error with reason
-// DELIVERY_FAILED (kind Unavailable): the work is recorded, the entry
-// must stay. A request of an operation this release does not know is left
-// as it is: an error wrapping ledger.ErrUnknownOperation.
-func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
+// broker's acknowledgement: what the reconciler runs for a due entry. For
+// a CreateOrder that is Finish and the ORDER_CREATED event; for a change,
+// finishChange and the change's event, or nothing to deliver when its
+// conflict is recorded (the request is done). It says what it made of the
+// request:
+//   - ledger.Finished, nil error: the work is recorded and its event
+//     acknowledged (or none is owed); the reconciler removes the entry;
+//   - ledger.EventOwed: the work is recorded, the broker did not take the
+//     event (the error, reason DELIVERY_FAILED, kind Unavailable, says
+//     why); the entry must stay;
+//   - ledger.Unfinished: the error says why, by its kind (Finish's
+//     errors); a request of an operation this release does not know is
+//     left as it is, with an error wrapping ledger.ErrUnknownOperation.
+func (s *Service) Settle(ctx context.Context, rec ledger.Record) (ledger.Settled, error) {
 	var ev order.Event
 	switch rec.Operation {
 	case order.OperationCancel, order.OperationAmend:
 		res, err := s.finishChange(ctx, rec, order.Order{})
 		if receipt(err) {
-			return nil
+			return ledger.Finished, nil
 		}
 		if err != nil {
-			return err
+			return ledger.Unfinished, err
 		}
 		ev = order.ChangedEvent(res.Order, res.Change)
 	case order.OperationCreate:
 		o, err := s.Finish(ctx, rec)
 		if err != nil {
-			return err
+			return ledger.Unfinished, err
 		}
 		ev = order.CreatedEvent(o)
 	default:
@@ -628,10 +633,18 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) error {
 		// written by that release, so acting on it as anything this release
 		// knows (finishing it as a create, withdrawing it, setting it aside
 		// as FAILED) could undo what a client was told succeeded.
-		return fault.New(fault.ReasonOperationUnknown,
+		return ledger.Unfinished, fault.New(fault.ReasonOperationUnknown,
 			fmt.Errorf("request %s: %w: %q", rec.RequestID, ledger.ErrUnknownOperation, rec.Operation))
 	}
-	return s.publish(ctx, ev)
+	switch refused, err := s.deliver(ctx, ev); {
+	case refused:
+		return ledger.EventOwed, err
+	case err != nil:
+		// A failpoint around the publication, not the broker's refusal:
+		// counted, as it always was, as an unfinished attempt.
+		return ledger.Unfinished, err
+	}
+	return ledger.Finished, nil
 }
 
 // Republish publishes every event of o (an order as recorded, at its
@@ -715,18 +728,26 @@ func (s *Service) Redeliver(ctx context.Context, key ledger.Key, orderID uuid.UU
 // publish delivers ev (if a Publisher is configured), bounded by
 // PublishTimeout.
 func (s *Service) publish(ctx context.Context, ev order.Event) error {
+	_, err := s.deliver(ctx, ev)
+	return err
+}
+
+// deliver is publish, and says whether its error is the broker's refusal
+// (refused: the publication was not acknowledged; reason DELIVERY_FAILED)
+// rather than a failpoint armed around it.
+func (s *Service) deliver(ctx context.Context, ev order.Event) (refused bool, err error) {
 	if s.cfg.Publisher == nil {
-		return nil
+		return false, nil
 	}
 	if err := s.failpoints.Eval(failpoint.BeforePublish); err != nil {
-		return err
+		return false, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
 	defer cancel()
 	if err := s.cfg.Publisher.Publish(ctx, ev); err != nil {
-		return fault.New(fault.ReasonDeliveryFailed, err)
+		return true, fault.New(fault.ReasonDeliveryFailed, err)
 	}
-	return s.failpoints.Eval(failpoint.AfterPublish)
+	return false, s.failpoints.Eval(failpoint.AfterPublish)
 }
 
 // releaseTimeout bounds one background release.

@@ -48,7 +48,8 @@ func (f Fault) String() string {
 // Faults is a set of faults armed by statement name, served one per
 // execution in the order armed. A FaultSession serves them to real
 // statements; the stores' in-memory fakes (ledgertest, projectiontest,
-// reconcilertest) serve them the same way, so one test arms either alike.
+// versionstest, leasestest) serve them the same way (Served), so one test
+// arms either alike.
 // Safe for concurrent use.
 type Faults struct {
 	mu     sync.Mutex
