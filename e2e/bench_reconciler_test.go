@@ -160,7 +160,7 @@ func claimMany(b *testing.B, store *ledger.Ledger, n int, complete bool) {
 // PENDING (nothing projected), finished by the real workflow (projections
 // and COMPLETE) at two bounds of per-bucket concurrency, and a sequential
 // reference on 1,000; and, side by side at 64, the same with every read
-// and every projection row its own request (ledger.Config.ReadsAlone,
+// and every projection row its own request (ledger.Alone.Reads,
 // projection.Config.Batch 1), the reconciler before its reads and writes
 // were grouped. Goal: 10,000 healed in ≤ 20 s. Run it with
 //
@@ -186,7 +186,7 @@ func BenchmarkReconcilerHeal(b *testing.B) {
 			batch := projection.DefaultBatch
 			if c.alone {
 				var err error
-				if store, err = ledger.NewCassandraStore(driver, ledger.Config{DueAfter: time.Second, ReadsAlone: true}); err != nil {
+				if store, err = ledger.NewBaseline(ledger.NewCQLTable(driver), ledger.Config{DueAfter: time.Second}, ledger.Alone{Reads: true}); err != nil {
 					b.Fatal(err)
 				}
 				batch = 1

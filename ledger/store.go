@@ -41,15 +41,6 @@ type Config struct {
 	// its due-queue partition to share one write with (groupcommit.go);
 	// default 1 s, negative for none (every Release writes at once).
 	ReleaseWindow time.Duration
-	// EntriesAlone: every claim's due entry, and every RemoveEntry, is a
-	// request of its own instead of sharing a write with the concurrent
-	// ones of its partition (groupcommit.go). Only orderbench's baseline,
-	// the plan before the one-LWT claim, sets it.
-	EntriesAlone bool
-	// ReadsAlone: every Peek is a query of its own instead of sharing one
-	// with the concurrent Peeks of its tenant and operation
-	// (groupcommit.go). Only benchmarks' baselines set it.
-	ReadsAlone bool
 	// ClaimCommitAny: the claim's Paxos commit runs at ANY instead of
 	// LOCAL_QUORUM. The claim is answered once its proposal is accepted by a
 	// quorum, and the commit is sent without waiting for it: one round trip
@@ -95,7 +86,31 @@ func NewCassandraStore(s cassandra.Session, cfg Config) (*Ledger, error) {
 }
 
 // New validates cfg and returns the ledger on t.
-func New(t Table, cfg Config) (*Ledger, error) {
+func New(t Table, cfg Config) (*Ledger, error) { return newLedger(t, cfg, maxBatch, maxReads) }
+
+// Alone names the writes and reads a baseline ledger (NewBaseline) sends
+// each as a request of its own, instead of sharing one with the concurrent
+// ones of its partition (groupcommit.go).
+type Alone struct {
+	Entries bool // every claim's due entry and every RemoveEntry
+	Reads   bool // every Peek
+}
+
+// NewBaseline is New with the grouping that alone turns off: the plans
+// before grouped writes and reads, which orderbench and the reconciler's
+// benchmark measure the service against. orderd never runs one.
+func NewBaseline(t Table, cfg Config, alone Alone) (*Ledger, error) {
+	perBatch, perRead := maxBatch, maxReads
+	if alone.Entries {
+		perBatch = 1
+	}
+	if alone.Reads {
+		perRead = 1
+	}
+	return newLedger(t, cfg, perBatch, perRead)
+}
+
+func newLedger(t Table, cfg Config, perBatch, perRead int) (*Ledger, error) {
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
@@ -121,17 +136,9 @@ func New(t Table, cfg Config) (*Ledger, error) {
 		cfg.ReleaseWindow = 0
 	}
 	c := &Ledger{t: t, cfg: cfg, now: cfg.Now}
-	perBatch := maxBatch
-	if cfg.EntriesAlone {
-		perBatch = 1
-	}
 	c.entries = newGroupCommit(0, perBatch, c.enqueueEntries)
 	c.removals = newGroupCommit(0, perBatch, c.removeEntries)
 	c.releases = newGroupCommit(cfg.ReleaseWindow, maxBatch, c.removeEntries)
-	perRead := maxReads
-	if cfg.ReadsAlone {
-		perRead = 1
-	}
 	c.peeks = newGroupRead(perRead, c.peekMany)
 	return c, nil
 }

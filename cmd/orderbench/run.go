@@ -156,7 +156,7 @@ func runCmd(args []string) error {
 	}
 	// The baselines issue the two-LWT protocol orderd ran before, whose
 	// claims wrote their due entries one request each.
-	legacyStore, err := ledger.NewCassandraStore(cassandra.Wrap(session), ledger.Config{EntriesAlone: true, ReadsAlone: true})
+	legacyStore, err := ledger.NewBaseline(ledger.NewCQLTable(cassandra.Wrap(session)), ledger.Config{}, ledger.Alone{Entries: true, Reads: true})
 	if err != nil {
 		return err
 	}
