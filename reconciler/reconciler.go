@@ -51,9 +51,11 @@ type Ledger interface {
 type Finisher func(ctx context.Context, rec ledger.Record) (ledger.Settled, error)
 
 // Redeliverer publishes the event that request key made on order orderID
-// from the order's rows alone (workflow.Service.Redeliver): nil once the
-// broker acknowledged it.
-type Redeliverer func(ctx context.Context, key ledger.Key, orderID uuid.UUID) error
+// from the order's rows alone, writing nothing (workflow.Service.Redeliver):
+// ledger.Finished once the broker acknowledged it; ledger.EventOwed when
+// the broker did not take it; ledger.Unfinished, with the error, when the
+// event could not be made from the rows.
+type Redeliverer func(ctx context.Context, key ledger.Key, orderID uuid.UUID) (ledger.Settled, error)
 
 // Config tunes the loop. Zero fields take defaults.
 type Config struct {
@@ -88,9 +90,12 @@ type Config struct {
 	Clock func() error
 	// Now is this instance's clock; default time.Now.
 	Now func() time.Time
-	// Redeliver publishes an event a due entry still owes once its
-	// request's claim is gone (DueEntry.Owed). Nil: such an entry is kept,
-	// a backoff maximum on each time, and counted parked.
+	// Redeliver publishes an event a due entry still owes (DueEntry.Owed):
+	// while its claim lives, instead of running the finisher again (an
+	// earlier attempt recorded the work and every row of it); once its
+	// claim is gone, as the only way left. Nil: the finisher runs while the
+	// claim lives; after, such an entry is kept, a backoff maximum on each
+	// time, and counted parked.
 	Redeliver Redeliverer
 	// BackoffBase and BackoffMax bound the exponential backoff between
 	// attempts of one request; defaults 5 s and 5 min.
@@ -686,7 +691,7 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 	case rec.ClaimToken != e.ClaimToken:
 		return true, l.drop(ctx, e, res) // a losing attempt's entry: the claim's own entry counts the request
 	}
-	settled, ferr := l.finish(ctx, rec)
+	settled, ferr := l.settle(ctx, e, rec)
 	if settled == ledger.Unfinished && ferr == nil {
 		ferr = fault.New(fault.ReasonInternal, errors.New("the finisher neither finished the request nor said why"))
 	}
@@ -718,6 +723,24 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 	}
 	open.note(e.Key, rec.CreatedAt, kind)
 	return l.retryLater(ctx, e, rec, settled, ferr, res)
+}
+
+// settle runs one attempt at e's request, whose claim rec is live. An
+// entry that owes its order's event (an earlier attempt recorded the work,
+// every row of it, orders_by_id last, and the broker did not take the
+// event) gets only the event, made from the order's rows: nothing is
+// rewritten. If the event cannot be made from them (the rows are not as
+// recorded: a restore), the finisher runs, as for any claim.
+func (l *Loop) settle(ctx context.Context, e ledger.DueEntry, rec ledger.Record) (ledger.Settled, error) {
+	if e.Owed != uuid.Nil && l.cfg.Redeliver != nil {
+		settled, err := l.cfg.Redeliver(ctx, e.Key, e.Owed)
+		if settled != ledger.Unfinished {
+			return settled, err
+		}
+		l.note(slog.LevelWarn, "owed order event could not be made from the order's rows: finishing the request again",
+			slog.Any("request_id", e.RequestID), slog.Any("order_id", e.Owed), slog.Any("error", err))
+	}
+	return l.finish(ctx, rec)
 }
 
 // count counts one attempt to finish rec, which ended settled, in res,
@@ -801,7 +824,7 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, res *PassResult) (bool, error) {
 	err := errors.New("this reconciler cannot publish events (no Redeliver configured)")
 	if l.cfg.Redeliver != nil {
-		err = l.cfg.Redeliver(ctx, e.Key, e.Owed)
+		_, err = l.cfg.Redeliver(ctx, e.Key, e.Owed)
 	}
 	if err == nil {
 		open.forget(e.Key)

@@ -2014,15 +2014,15 @@ func TestAnEventOwedPastItsClaimsRetentionIsStillDelivered(t *testing.T) {
 		brokerDown  = true
 	)
 	cfg := Config{MaxAttempts: 2, BackoffBase: time.Minute, BackoffMax: time.Hour,
-		Redeliver: func(_ context.Context, key ledger.Key, orderID uuid.UUID) error {
+		Redeliver: func(_ context.Context, key ledger.Key, orderID uuid.UUID) (ledger.Settled, error) {
 			if orderID != rec.EntityID {
 				t.Errorf("Redeliver of order %s, want %s", orderID, rec.EntityID)
 			}
 			if brokerDown {
-				return fault.New(fault.ReasonDeliveryFailed, errors.New("broker down"))
+				return ledger.EventOwed, fault.New(fault.ReasonDeliveryFailed, errors.New("broker down"))
 			}
 			redelivered = append(redelivered, key)
-			return nil
+			return ledger.Finished, nil
 		}}
 	l := h.loop(cfg)
 	mustPass(t, l, shard)
@@ -2115,5 +2115,86 @@ func TestUnfinishedWithoutAnErrorIsAFailedAttempt(t *testing.T) {
 	}
 	if es := h.ledger.Entries(rec.Key); len(es) != 1 {
 		t.Errorf("entries = %+v, want the request's entry kept", es)
+	}
+}
+
+// An entry that owes its order's event while its claim lives gets only the
+// event, made from the order's rows (Config.Redeliver): the finisher, which
+// rewrites every row of the order, runs once, for the attempt that recorded
+// it. The broker's refusal is counted as before (an attempt noted, the
+// event undelivered, parked after MaxAttempts); an event that cannot be
+// made from the rows sends the request to the finisher again.
+func TestAnOwedEventIsDeliveredWithoutFinishingTheRequestAgain(t *testing.T) {
+	now := t0.Add(30 * time.Second)
+	h := newHarness(now)
+	h.fin.SetFail(-1)
+	h.fin.SetUndelivered(fault.New(fault.ReasonDeliveryFailed, errors.New("broker down")))
+	const shard = 6
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	var (
+		answer      = ledger.EventOwed
+		redelivered int
+	)
+	cfg := Config{MaxAttempts: 3, BackoffBase: time.Minute, BackoffMax: time.Hour,
+		Redeliver: func(_ context.Context, key ledger.Key, orderID uuid.UUID) (ledger.Settled, error) {
+			if key != rec.Key || orderID != rec.EntityID {
+				t.Errorf("Redeliver(%v, %s), want request %s's order %s", key, orderID, rec.RequestID, rec.EntityID)
+			}
+			redelivered++
+			switch answer {
+			case ledger.EventOwed:
+				return answer, fault.New(fault.ReasonDeliveryFailed, errors.New("broker down"))
+			case ledger.Unfinished:
+				return answer, fault.New(fault.ReasonInternal, errors.New("the order has no such event"))
+			}
+			return answer, nil
+		}}
+	l := h.loop(cfg)
+	attempts := func() int {
+		got, err := h.ledger.Get(context.Background(), rec.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Attempts
+	}
+
+	// The first attempt finishes the request; the broker refuses its event.
+	if res := mustPass(t, l, shard); res.Undelivered != 1 || h.fin.Calls(rec.RequestID) != 1 || redelivered != 0 {
+		t.Fatalf("first pass = %+v, finisher calls %d, redelivered %d; want the finisher once, the event undelivered",
+			res, h.fin.Calls(rec.RequestID), redelivered)
+	}
+	// The next: only the event, refused again, counted as before.
+	h.clock.Advance(2 * time.Hour)
+	res := mustPass(t, l, shard)
+	if h.fin.Calls(rec.RequestID) != 1 || redelivered != 1 {
+		t.Errorf("second pass: finisher calls %d, redelivered %d; want 1 and 1", h.fin.Calls(rec.RequestID), redelivered)
+	}
+	if res.Undelivered != 1 || res.Retried != 1 || attempts() != 2 {
+		t.Errorf("second pass = %+v, attempts %d; want it undelivered, retried, the attempt noted (2)", res, attempts())
+	}
+	h.clock.Advance(2 * time.Hour)
+	if res := mustPass(t, l, shard); res.Parked != 1 || h.fin.Calls(rec.RequestID) != 1 {
+		t.Errorf("third pass = %+v, finisher calls %d; want it parked (3 attempts), the finisher not run", res, h.fin.Calls(rec.RequestID))
+	}
+
+	// An event that cannot be made from the rows: the finisher decides.
+	answer = ledger.Unfinished
+	h.clock.Advance(2 * time.Hour)
+	mustPass(t, l, shard)
+	if h.fin.Calls(rec.RequestID) != 2 {
+		t.Errorf("finisher calls after an unmakeable event = %d, want 2", h.fin.Calls(rec.RequestID))
+	}
+
+	// The broker takes it: the entry goes.
+	answer = ledger.Finished
+	h.clock.Advance(2 * time.Hour)
+	if res := mustPass(t, l, shard); res.Finished != 1 {
+		t.Errorf("pass once the broker takes it = %+v, want it finished", res)
+	}
+	if es := h.ledger.Entries(rec.Key); len(es) != 0 {
+		t.Errorf("entries once delivered = %+v, want none", es)
+	}
+	if h.fin.Calls(rec.RequestID) != 2 {
+		t.Errorf("finisher calls = %d, want 2 (the delivery wrote nothing)", h.fin.Calls(rec.RequestID))
 	}
 }

@@ -947,7 +947,7 @@ func TestRedeliverPublishesTheEventAsItWasFirstPublished(t *testing.T) {
 		{Tenant: testTenant, Operation: order.OperationCreate, RequestID: f.order.RequestID},
 		{Tenant: testTenant, Operation: in.Operation, RequestID: uuid.MustParse(in.RequestID)},
 	} {
-		if err := f.svc.Redeliver(context.Background(), key, f.order.ID); err != nil {
+		if settled, err := f.svc.Redeliver(context.Background(), key, f.order.ID); err != nil || settled != ledger.Finished {
 			t.Fatalf("Redeliver(%s): %v", key.Operation, err)
 		}
 		recs := f.pub.Records()
@@ -957,7 +957,7 @@ func TestRedeliverPublishesTheEventAsItWasFirstPublished(t *testing.T) {
 		}
 	}
 	other := ledger.Key{Tenant: testTenant, Operation: order.OperationCancel, RequestID: uuid.New()}
-	if err := f.svc.Redeliver(context.Background(), other, f.order.ID); err == nil {
+	if settled, err := f.svc.Redeliver(context.Background(), other, f.order.ID); err == nil || settled != ledger.Unfinished {
 		t.Error("Redeliver of a request that made no event of the order = nil, want an error")
 	}
 }

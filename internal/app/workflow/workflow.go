@@ -694,34 +694,54 @@ func (s *Service) orderEvents(ctx context.Context, o order.Order) ([]order.Event
 }
 
 // Redeliver publishes the event that request key made on order orderID,
-// from the order's rows alone: the reconciler calls it for a due entry
-// that still owes the event once the request's claim is gone (the
-// retention ended before the broker took it). The event is the one every
-// earlier attempt published (same id, same bytes). Nil only once the
-// broker acknowledged it; with delivery off, nothing is owed.
-func (s *Service) Redeliver(ctx context.Context, key ledger.Key, orderID uuid.UUID) error {
+// from the order's rows alone, writing nothing: the reconciler calls it
+// for a due entry that owes the event (an earlier attempt recorded the
+// order and the broker did not take it), and once the request's claim is
+// gone (the retention ended before the broker took it) it is the only way
+// left. The event is the one every earlier attempt published (same id,
+// same bytes). It says what became of it: ledger.Finished once the broker
+// acknowledged it (or, with delivery off, nothing is owed);
+// ledger.EventOwed when the broker did not take it; ledger.Unfinished when
+// the event could not be made from the rows.
+func (s *Service) Redeliver(ctx context.Context, key ledger.Key, orderID uuid.UUID) (ledger.Settled, error) {
 	if s.cfg.Publisher == nil {
-		return nil
+		return ledger.Finished, nil
 	}
+	ev, err := s.owedEvent(ctx, key, orderID)
+	if err != nil {
+		return ledger.Unfinished, err
+	}
+	switch refused, err := s.deliver(ctx, ev); {
+	case refused:
+		return ledger.EventOwed, err
+	case err != nil:
+		return ledger.Unfinished, err
+	}
+	return ledger.Finished, nil
+}
+
+// owedEvent is the event request key made on order orderID, made from the
+// order's rows and its history.
+func (s *Service) owedEvent(ctx context.Context, key ledger.Key, orderID uuid.UUID) (order.Event, error) {
 	if !slices.Contains(Operations(), key.Operation) {
-		return fault.New(fault.ReasonOperationUnknown,
+		return order.Event{}, fault.New(fault.ReasonOperationUnknown,
 			fmt.Errorf("request %s: %w: %q", key.RequestID, ledger.ErrUnknownOperation, key.Operation))
 	}
 	o, err := s.projector.Order(ctx, key.Tenant, orderID)
 	if err != nil {
-		return fmt.Errorf("read order %s, owed the event of request %s: %w", orderID, key.RequestID, err)
+		return order.Event{}, fmt.Errorf("read order %s, owed the event of request %s: %w", orderID, key.RequestID, err)
 	}
 	events, err := s.orderEvents(ctx, o)
 	if err != nil {
-		return err
+		return order.Event{}, err
 	}
 	id := order.EventID(key.Tenant, key.Operation, key.RequestID)
 	for _, ev := range events {
 		if ev.ID == id {
-			return s.publish(ctx, ev)
+			return ev, nil
 		}
 	}
-	return fault.New(fault.ReasonInternal, fmt.Errorf("order %s at version %d has no event %s of request %s (%s)",
+	return order.Event{}, fault.New(fault.ReasonInternal, fmt.Errorf("order %s at version %d has no event %s of request %s (%s)",
 		orderID, o.Version, id, key.RequestID, key.Operation))
 }
 
