@@ -39,7 +39,7 @@ func TestLedgerContract(t *testing.T) {
 	runLedgerContract(t, ledger.Config{})
 }
 
-// runLedgerContract runs the ledger contract on a CassandraStore with cfg
+// runLedgerContract runs the ledger contract on the ledger with cfg, on its CQL table
 // on the real cluster, its statements through a FaultSession.
 func runLedgerContract(t *testing.T, cfg ledger.Config) {
 	s := ledgerSession(t)

@@ -48,7 +48,7 @@ func (c *fakeClock) Set(t time.Time) {
 // ---------------------------------------------------------------- ledger
 
 // The ledger the tests use is ledgertest.Memory, which passes the same
-// contract as CassandraStore (ledger/memory_test.go,
+// contract as the ledger on Cassandra (ledger/memory_test.go,
 // e2e/contract_ledger_test.go). What follows are small helpers on it.
 var _ Ledger = (*ledgertest.Memory)(nil)
 
