@@ -192,7 +192,7 @@ func (t cqlTable) ReadMany(ctx context.Context, tenant, operation string, ids []
 		rec, err := fromMap(row)
 		if err != nil {
 			_ = iter.Close()
-			return nil, err
+			return nil, fault.New(fault.ReasonInternal, err)
 		}
 		if !Remnant(rec) {
 			out = append(out, rec)

@@ -265,8 +265,14 @@ func (c *Ledger) Get(ctx context.Context, key Key) (Record, error) {
 // at once) share one query; each gets its own row or ErrNotFound.
 func (c *Ledger) Peek(ctx context.Context, key Key) (Record, error) {
 	p := &peek{key: key}
-	if err := c.peeks.Add(ctx, p); err != nil {
-		return Record{}, cassandra.ReadError("read request", err)
+	err := c.peeks.Add(ctx, p)
+	if _, converted := fault.As(err); err != nil && !converted {
+		// The table's errors come converted; this is the caller's own
+		// context, ended while the read was under way.
+		err = cassandra.ReadError("read request", err)
+	}
+	if err != nil {
+		return Record{}, err
 	}
 	return p.rec, p.err
 }
@@ -298,13 +304,15 @@ func (c *Ledger) peekMany(ctx context.Context, peeks []*peek) error {
 	return err
 }
 
-// update is one conditional update of a claim, with what tells from a row
-// read afterwards whether it applied.
+// update is one conditional update of rec's claim, with what tells from a
+// row read afterwards whether it applied.
 type update struct {
-	// make builds the update, anew for every send: a resend carries the
-	// TTL left at its own time, not at the first send's.
-	make func() Update
-	key  Key
+	kind UpdateKind
+	rec  Record
+	// from is the state the condition wants the row in.
+	from State
+	// set makes, from rec, the row as the update leaves it.
+	set func(*Record)
 	// applied: the row shows the update (or an identical one) applied.
 	applied func(Record) bool
 	// awaits: the row is still as the update's condition wants it, so the
@@ -312,16 +320,23 @@ type update struct {
 	awaits func(Record) bool
 }
 
-// run sends u and returns whether it applied and, when it did not, the row
-// as it now is (ErrNotFound if there is none). An unknown outcome is never
+// run sends u and returns whether it applied and the row as it now is:
+// the one a settling read showed, or the row as u makes it when its own
+// response said it applied (ErrNotFound if there is none). An unknown outcome is never
 // taken as settled (lwt.Do): a serial read decides; a row still awaiting
 // the update gets it again (bounded; then Unavailable, definitely not
 // applied); a read that fails leaves the error OutcomeUnknown.
 func (c *Ledger) run(ctx context.Context, u update) (bool, Record, error) {
+	made := u.rec
+	u.set(&made)
+	key := u.rec.Key
 	res, err := lwt.Do(ctx, lwt.Write[row]{
-		Op: string(u.make().Kind),
+		Op: string(u.kind),
 		Send: func(ctx context.Context) (bool, row, error) {
-			applied, err := c.t.Update(ctx, u.make())
+			// Built anew for every send: a resend carries the TTL left at
+			// its own time, not at the first send's.
+			applied, err := c.t.Update(ctx, Update{Kind: u.kind, Row: made, TTL: c.ttl(u.rec),
+				IfState: u.from, IfToken: u.rec.ClaimToken, IfAttempts: u.rec.Attempts})
 			if err != nil || applied {
 				return applied, row{}, err
 			}
@@ -330,13 +345,13 @@ func (c *Ledger) run(ctx context.Context, u update) (bool, Record, error) {
 			// condition false first committed any round in flight at
 			// quorum, and a serial read would only queue behind the
 			// finishers racing on this row (contention timeouts).
-			cur, err := c.Peek(ctx, u.key)
+			cur, err := c.Peek(ctx, key)
 			if errors.Is(err, ErrNotFound) {
 				return false, row{}, nil
 			}
 			return false, row{cur, err == nil}, err
 		},
-		Read:    func(ctx context.Context) (row, error) { return c.settle(ctx, u.key) },
+		Read:    func(ctx context.Context) (row, error) { return c.settle(ctx, key) },
 		Applied: func(r row) bool { return r.found && u.applied(r.rec) },
 		Awaits:  func(r row) bool { return r.found && u.awaits(r.rec) },
 		Sends:   c.cfg.SettleAttempts,
@@ -345,23 +360,14 @@ func (c *Ledger) run(ctx context.Context, u update) (bool, Record, error) {
 	switch {
 	case err != nil:
 		return false, Record{}, err
-	case res.Applied:
+	case res.Applied && res.Settled:
 		return true, res.State.rec, nil
+	case res.Applied:
+		return true, made, nil
 	case !res.State.found:
 		return false, Record{}, ErrNotFound
 	}
 	return false, res.State.rec, nil
-}
-
-// update returns the update of kind to rec's claim, conditional on its
-// state from (and, for an attempt, its attempts), that leaves the row as
-// set makes it from rec.
-func (c *Ledger) update(kind UpdateKind, from State, rec Record, set func(*Record)) func() Update {
-	return func() Update {
-		after := rec
-		set(&after)
-		return Update{Kind: kind, Row: after, TTL: c.ttl(rec), IfState: from, IfToken: rec.ClaimToken, IfAttempts: rec.Attempts}
-	}
 }
 
 // pendingClaim: the row is rec's claim, still PENDING.
@@ -378,10 +384,8 @@ func (c *Ledger) Release(ctx context.Context, rec Record) error {
 // RecordAttempt implements Store.
 func (c *Ledger) RecordAttempt(ctx context.Context, rec Record, reason string) error {
 	_, _, err := c.run(ctx, update{
-		make: c.update(UpdateAttempt, Pending, rec, func(r *Record) {
-			r.State, r.Attempts, r.LastError = Pending, rec.Attempts+1, reason
-		}),
-		key: rec.Key,
+		kind: UpdateAttempt, rec: rec, from: Pending,
+		set: func(r *Record) { r.State, r.Attempts, r.LastError = Pending, rec.Attempts+1, reason },
 		applied: func(cur Record) bool {
 			return cur.ClaimToken == rec.ClaimToken && cur.Attempts > rec.Attempts
 		},
@@ -399,42 +403,31 @@ func (c *Ledger) RecordAttempt(ctx context.Context, rec Record, reason string) e
 // ErrUnfinishable). An outcome it cannot settle is an error, never a record.
 func (c *Ledger) MarkFailed(ctx context.Context, rec Record, reason string) (Record, error) {
 	at := c.now().UTC().Truncate(time.Millisecond)
-	failed := rec
-	failed.State, failed.LastError, failed.CompletedAt, failed.Attempts = Failed, reason, at, rec.Attempts+1
-	applied, cur, err := c.run(ctx, update{
-		make:    c.update(UpdateFail, Pending, rec, func(r *Record) { *r = failed }),
-		key:     rec.Key,
+	_, cur, err := c.run(ctx, update{
+		kind: UpdateFail, rec: rec, from: Pending,
+		set: func(r *Record) {
+			r.State, r.LastError, r.CompletedAt, r.Attempts = Failed, reason, at, rec.Attempts+1
+		},
 		applied: func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },
 		awaits:  pendingClaim(rec),
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return Record{}, err
-	case applied && cur.State == Failed:
-		return cur, nil
-	case applied:
-		return failed, nil
 	}
 	return cur, nil
 }
 
 // Complete implements Store.
 func (c *Ledger) Complete(ctx context.Context, rec Record, outcome []byte) (Record, error) {
-	done := rec
-	done.State, done.Outcome, done.CompletedAt = Complete, outcome, c.now().UTC().Truncate(time.Millisecond)
-	applied, cur, err := c.run(ctx, update{
-		make:    c.update(UpdateComplete, Pending, rec, func(r *Record) { *r = done }),
-		key:     rec.Key,
+	at := c.now().UTC().Truncate(time.Millisecond)
+	_, cur, err := c.run(ctx, update{
+		kind: UpdateComplete, rec: rec, from: Pending,
+		set:     func(r *Record) { r.State, r.Outcome, r.CompletedAt = Complete, outcome, at },
 		applied: func(cur Record) bool { return cur.State == Complete && cur.ClaimToken == rec.ClaimToken },
 		awaits:  pendingClaim(rec),
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return Record{}, err
-	case applied && cur.State == Complete:
-		return cur, nil
-	case applied:
-		return done, nil
 	}
 	return cur, nil
 }
@@ -442,8 +435,8 @@ func (c *Ledger) Complete(ctx context.Context, rec Record, outcome []byte) (Reco
 // Withdraw implements Store.
 func (c *Ledger) Withdraw(ctx context.Context, rec Record) (Record, error) {
 	applied, cur, err := c.run(ctx, update{
-		make:    c.update(UpdateWithdraw, Pending, rec, func(*Record) {}),
-		key:     rec.Key,
+		kind: UpdateWithdraw, rec: rec, from: Pending,
+		set:     func(*Record) {},
 		applied: func(Record) bool { return false }, // a row read back is never our delete
 		awaits:  pendingClaim(rec),
 	})
@@ -511,22 +504,14 @@ func RequeueEntries(claim DueEntry, now time.Time) (before, after DueEntry) {
 
 // requeue is Requeue's LWT: FAILED → PENDING, attempts 0.
 func (c *Ledger) requeue(ctx context.Context, rec Record) (Record, error) {
-	applied, cur, err := c.run(ctx, update{
-		make: c.update(UpdateRequeue, Failed, rec, func(r *Record) {
-			r.State, r.Attempts, r.CompletedAt = Pending, 0, time.Time{}
-		}),
-		key:     rec.Key,
+	_, cur, err := c.run(ctx, update{
+		kind: UpdateRequeue, rec: rec, from: Failed,
+		set:     func(r *Record) { r.State, r.Attempts, r.CompletedAt = Pending, 0, time.Time{} },
 		applied: func(cur Record) bool { return cur.State == Pending && cur.ClaimToken == rec.ClaimToken },
 		awaits:  func(cur Record) bool { return cur.State == Failed && cur.ClaimToken == rec.ClaimToken },
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return Record{}, err
-	case applied && cur.State == Pending:
-		return cur, nil
-	case applied:
-		rec.State, rec.Attempts, rec.CompletedAt = Pending, 0, time.Time{}
-		return rec, nil
 	}
 	return cur, nil
 }
