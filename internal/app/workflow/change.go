@@ -119,7 +119,7 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		return checkErr
 	})
 	if done || checkErr != nil {
-		s.releaseLater(claim)
+		s.delivery.releaseLater(claim)
 	}
 	switch {
 	case done:
@@ -149,12 +149,12 @@ func (s *Service) settleChange(ctx context.Context, rec ledger.Record, res Chang
 	s.note(ctx, rec, err)
 	switch {
 	case receipt(err):
-		s.releaseLater(rec)
+		s.delivery.releaseLater(rec)
 		return ChangeResult{}, err
 	case err != nil:
 		return ChangeResult{}, err
 	}
-	s.settleLater(rec, order.ChangedEvent(res.Order, res.Change))
+	s.delivery.settleLater(rec, order.ChangedEvent(res.Order, res.Change))
 	res.Outcome, res.Replayed = outcome, outcome != OutcomeNew
 	return res, nil
 }

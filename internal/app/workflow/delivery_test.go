@@ -357,7 +357,7 @@ func TestRepublishPublishesEveryEventOfAnOrderAsFirstPublished(t *testing.T) {
 	}
 
 	f.pub.SetDown(true)
-	f.svc.cfg.PublishTimeout = 50 * time.Millisecond
+	f.svc.delivery.timeout = 50 * time.Millisecond
 	if n, err := f.svc.Republish(context.Background(), f.current(t)); err == nil || n != 0 {
 		t.Errorf("Republish with the broker down = %d, %v; want the failure of the first event", n, err)
 	}

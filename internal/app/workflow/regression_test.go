@@ -239,7 +239,7 @@ func (u unreadableClaims) Claim(ctx context.Context, rec ledger.Record, check fu
 
 func TestWinnerWritesNothingFinishersCannotRead(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
-	f.svc.ledger = unreadableClaims{f.led}
+	f.useLedger(unreadableClaims{f.led})
 	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if e := wantFault(t, err, fault.Internal); e.Reason != fault.ReasonCommandUnreadable {
 		t.Fatalf("CreateOrder reason = %s, want %s", e.Reason, fault.ReasonCommandUnreadable)

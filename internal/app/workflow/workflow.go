@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -224,14 +223,16 @@ type Service struct {
 	log        *slog.Logger
 	warns      *lograte.Sampler[string] // per-request WARN lines, by message
 	now        func() time.Time
-	settling   sync.WaitGroup // deliveries and due-entry releases under way (settleLater, releaseLater)
+	delivery   *delivery // every event's publication and the release of the entry that owes it
 }
 
 // New returns a Service. failpoints may be nil.
 func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log *slog.Logger) *Service {
 	cfg = cfg.withDefaults()
-	return &Service{cfg: cfg, ledger: l, projector: p, failpoints: failpoints, replays: newReplayCache(cfg.ReplayCacheSize),
+	s := &Service{cfg: cfg, ledger: l, projector: p, failpoints: failpoints, replays: newReplayCache(cfg.ReplayCacheSize),
 		log: log, warns: lograte.New[string](nil), now: cfg.Now}
+	s.delivery = &delivery{publisher: cfg.Publisher, timeout: cfg.PublishTimeout, ledger: l, failpoints: failpoints, warn: s.warn}
+	return s
 }
 
 // Result is the answer to one CreateOrder attempt.
@@ -367,7 +368,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		return checkErr
 	})
 	if done || checkErr != nil {
-		s.releaseLater(claim) // the claim was never sent; its entry may exist
+		s.delivery.releaseLater(claim) // the claim was never sent; its entry may exist
 	}
 	switch {
 	case done:
@@ -394,7 +395,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		if err != nil {
 			return Result{}, err
 		}
-		s.settleLater(cur, order.CreatedEvent(o))
+		s.delivery.settleLater(cur, order.CreatedEvent(o))
 		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
 	if cur.Fingerprint != claim.Fingerprint {
@@ -450,7 +451,7 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Co
 			if err != nil {
 				return err
 			}
-			s.settleLater(rec, order.CreatedEvent(o))
+			s.delivery.settleLater(rec, order.CreatedEvent(o))
 			res = Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}
 			return nil
 		},
@@ -525,7 +526,7 @@ func (s *Service) await(ctx context.Context, cur ledger.Record, p pendingRequest
 // returns its recorded outcome, the order. It is safe to run any number of
 // times, concurrently, by anyone. It does not note failures on the ledger,
 // publish the order's event or release the request's due entry: its
-// caller does (settleLater, Settle).
+// caller does (the delivery component, through settleLater or Settle).
 //
 // It first reads the order row. If there is one, an earlier attempt
 // recorded the outcome (or the claim that wrote it has expired since): that
@@ -636,15 +637,7 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) (ledger.Settled
 		return ledger.Unfinished, fault.New(fault.ReasonOperationUnknown,
 			fmt.Errorf("request %s: %w: %q", rec.RequestID, ledger.ErrUnknownOperation, rec.Operation))
 	}
-	switch refused, err := s.deliver(ctx, ev); {
-	case refused:
-		return ledger.EventOwed, err
-	case err != nil:
-		// A failpoint around the publication, not the broker's refusal:
-		// counted, as it always was, as an unfinished attempt.
-		return ledger.Unfinished, err
-	}
-	return ledger.Finished, nil
+	return s.delivery.deliver(ctx, ev)
 }
 
 // Republish publishes every event of o (an order as recorded, at its
@@ -663,7 +656,7 @@ func (s *Service) Republish(ctx context.Context, o order.Order) (int, error) {
 		return 0, err
 	}
 	for i, ev := range events {
-		if err := s.publish(ctx, ev); err != nil {
+		if err := s.delivery.publish(ctx, ev); err != nil {
 			return i, fmt.Errorf("order %s: %s event of version %d: %w", o.ID, ev.Type, ev.Order.Version, err)
 		}
 	}
@@ -711,13 +704,7 @@ func (s *Service) Redeliver(ctx context.Context, key ledger.Key, orderID uuid.UU
 	if err != nil {
 		return ledger.Unfinished, err
 	}
-	switch refused, err := s.deliver(ctx, ev); {
-	case refused:
-		return ledger.EventOwed, err
-	case err != nil:
-		return ledger.Unfinished, err
-	}
-	return ledger.Finished, nil
+	return s.delivery.deliver(ctx, ev)
 }
 
 // owedEvent is the event request key made on order orderID, made from the
@@ -745,66 +732,6 @@ func (s *Service) owedEvent(ctx context.Context, key ledger.Key, orderID uuid.UU
 		orderID, o.Version, id, key.RequestID, key.Operation))
 }
 
-// publish delivers ev (if a Publisher is configured), bounded by
-// PublishTimeout.
-func (s *Service) publish(ctx context.Context, ev order.Event) error {
-	_, err := s.deliver(ctx, ev)
-	return err
-}
-
-// deliver is publish, and says whether its error is the broker's refusal
-// (refused: the publication was not acknowledged; reason DELIVERY_FAILED)
-// rather than a failpoint armed around it.
-func (s *Service) deliver(ctx context.Context, ev order.Event) (refused bool, err error) {
-	if s.cfg.Publisher == nil {
-		return false, nil
-	}
-	if err := s.failpoints.Eval(failpoint.BeforePublish); err != nil {
-		return false, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
-	defer cancel()
-	if err := s.cfg.Publisher.Publish(ctx, ev); err != nil {
-		return true, fault.New(fault.ReasonDeliveryFailed, err)
-	}
-	return false, s.failpoints.Eval(failpoint.AfterPublish)
-}
-
-// releaseTimeout bounds one background release.
-const releaseTimeout = 5 * time.Second
-
-// settleLater delivers ev and then releases rec's due entry,
-// without making the client wait: the request is done once its order is
-// recorded. Only an acknowledged event lets the entry go; anything else (a
-// crash, the broker down, a timeout) leaves it, and the reconciler
-// publishes again when it falls due (docs/outbox.md).
-func (s *Service) settleLater(rec ledger.Record, ev order.Event) {
-	s.settling.Go(func() {
-		if err := s.publish(context.Background(), ev); err != nil {
-			s.warn("order event not delivered yet; the reconciler will publish it", slog.Any("request_id", rec.RequestID),
-				slog.Any("order_id", ev.Order.ID), slog.String("event", ev.Type), slog.Any("error", err))
-			return
-		}
-		s.release(rec)
-	})
-}
-
-// releaseLater removes rec's due entry in the background: for an attempt
-// whose claim was never sent (its order was recorded by another). Best
-// effort: an entry left behind costs the reconciler one look when it falls
-// due.
-func (s *Service) releaseLater(rec ledger.Record) {
-	s.settling.Go(func() { s.release(rec) })
-}
-
-func (s *Service) release(rec ledger.Record) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	if err := s.ledger.Release(ctx, rec); err != nil {
-		s.warn("could not release a settled request's due entry; the reconciler will", slog.Any("request_id", rec.RequestID), slog.Any("error", err))
-	}
-}
-
 // warn logs one of the per-request WARN lines, at a bounded rate per
 // message (lograte): an outage (the broker down, the cluster refusing
 // writes) would otherwise write one per order, while the metrics (outbox
@@ -816,7 +743,7 @@ func (s *Service) warn(msg string, attrs ...slog.Attr) {
 // Wait blocks until every background delivery and release has ended (each
 // is bounded by a timeout). Call it on shutdown, after the last request,
 // before the session closes.
-func (s *Service) Wait() { s.settling.Wait() }
+func (s *Service) Wait() { s.delivery.wait() }
 
 // withdraw removes a claim whose command differs from the order its request
 // id already has, and answers REQUEST_ID_REUSED. Not applied, the claim

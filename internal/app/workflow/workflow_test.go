@@ -39,6 +39,13 @@ type fixture struct {
 	clock *fakeClock
 }
 
+// useLedger puts l in front of the fixture's ledger: for the requests and
+// for the delivery component's releases alike.
+func (f *fixture) useLedger(l ledger.Store) {
+	f.svc.ledger = l
+	f.svc.delivery.ledger = l
+}
+
 // newFixture builds a Service on fresh fakes with a fake clock at claimTime
 // (the ledger's clock too).
 func newFixture(t *testing.T, cfg Config, fps *failpoint.Set) *fixture {
@@ -595,7 +602,7 @@ func TestDuplicateWaitingOnAClaimAQuorumReadMisses(t *testing.T) {
 	f := newFixture(t, Config{TakeoverAfter: time.Minute, PollInterval: 5 * time.Millisecond, MaxWait: 200 * time.Millisecond}, nil)
 	f.svc.now = time.Now
 	misses := &quorumMisses{Memory: f.led}
-	f.svc.ledger = misses
+	f.useLedger(misses)
 	seeded := recordFor(t, f.svc, baseInput(), time.Now(), ledger.Pending)
 	f.led.Put(seeded)
 
@@ -977,7 +984,7 @@ func (b blockedRelease) Release(ctx context.Context, rec ledger.Record) error {
 func TestAnswerDoesNotWaitForTheRelease(t *testing.T) {
 	f := newFixture(t, Config{}, nil)
 	led := blockedRelease{Memory: f.led, open: make(chan struct{}), started: make(chan struct{})}
-	f.svc.ledger = led
+	f.useLedger(led)
 	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	if err != nil || res.Outcome != OutcomeNew {
 		t.Fatalf("CreateOrder = %+v, %v; want a new order while the release is held", res, err)

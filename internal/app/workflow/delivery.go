@@ -1,0 +1,96 @@
+package workflow
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/failpoint"
+	"github.com/atlasmart/orderd/ledger"
+)
+
+// releaseTimeout bounds one background release.
+const releaseTimeout = 5 * time.Second
+
+// delivery owns "publish, then release": an order's event is published, and
+// only the broker's acknowledgement lets the due entry that owes it go.
+// Every path that delivers runs through it: the handler's background
+// delivery after answering (settleLater, which releases the claim's
+// entries itself), and the reconciler's (Settle and Redeliver, through
+// deliver, whose answer tells the reconciler whether it may remove the
+// entry it holds). Anything short of an acknowledgement (a crash, the
+// broker down, a timeout) leaves the entry, and the reconciler publishes
+// again when it falls due (docs/outbox.md).
+type delivery struct {
+	publisher  Publisher // nil: delivery is off, nothing is owed
+	timeout    time.Duration
+	ledger     ledger.Store
+	failpoints *failpoint.Set
+	warn       func(msg string, attrs ...slog.Attr)
+	pending    sync.WaitGroup // background deliveries and releases under way
+}
+
+// deliver publishes ev and says what that settles:
+//   - ledger.Finished: acknowledged (or delivery is off): the entry may go;
+//   - ledger.EventOwed: the broker did not take it (the error, reason
+//     DELIVERY_FAILED, says why): the entry must stay;
+//   - ledger.Unfinished: a failpoint armed around the publication failed
+//     the attempt (counted, as any unfinished attempt).
+func (o *delivery) deliver(ctx context.Context, ev order.Event) (ledger.Settled, error) {
+	if o.publisher == nil {
+		return ledger.Finished, nil
+	}
+	if err := o.failpoints.Eval(failpoint.BeforePublish); err != nil {
+		return ledger.Unfinished, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := o.publisher.Publish(ctx, ev); err != nil {
+		return ledger.EventOwed, fault.New(fault.ReasonDeliveryFailed, err)
+	}
+	if err := o.failpoints.Eval(failpoint.AfterPublish); err != nil {
+		return ledger.Unfinished, err
+	}
+	return ledger.Finished, nil
+}
+
+// publish is deliver for a caller that owns no entry (Republish).
+func (o *delivery) publish(ctx context.Context, ev order.Event) error {
+	_, err := o.deliver(ctx, ev)
+	return err
+}
+
+// settleLater delivers ev and then releases rec's due entry, without
+// making the client wait: the request is done once its order is recorded.
+func (o *delivery) settleLater(rec ledger.Record, ev order.Event) {
+	o.pending.Go(func() {
+		if settled, err := o.deliver(context.Background(), ev); settled != ledger.Finished {
+			o.warn("order event not delivered yet; the reconciler will publish it", slog.Any("request_id", rec.RequestID),
+				slog.Any("order_id", ev.Order.ID), slog.String("event", ev.Type), slog.Any("error", err))
+			return
+		}
+		o.release(rec)
+	})
+}
+
+// releaseLater removes rec's due entry in the background: for an attempt
+// whose claim was never sent (its order was recorded by another), or a
+// change whose refusal is recorded (no event is owed). Best effort: an
+// entry left behind costs the reconciler one look when it falls due.
+func (o *delivery) releaseLater(rec ledger.Record) {
+	o.pending.Go(func() { o.release(rec) })
+}
+
+func (o *delivery) release(rec ledger.Record) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := o.ledger.Release(ctx, rec); err != nil {
+		o.warn("could not release a settled request's due entry; the reconciler will", slog.Any("request_id", rec.RequestID), slog.Any("error", err))
+	}
+}
+
+// wait blocks until every background delivery and release has ended.
+func (o *delivery) wait() { o.pending.Wait() }
