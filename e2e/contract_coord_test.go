@@ -12,9 +12,10 @@ import (
 	"github.com/atlasmart/orderd/internal/stores/leases/leasestest"
 )
 
-// The lease coordinator's contract on the real cluster:
-// leases.CassandraCoordinator through a FaultSession, the same suite
-// leasestest.MemoryCoordinator passes. It runs in a keyspace of its
+// The lease coordinator's contract on the real cluster: leases.Leases on
+// the CQL table through a FaultSession, the same suite
+// leasestest.MemoryCoordinator (the same protocol on an in-memory table)
+// passes. It runs in a keyspace of its
 // own: its members say they finish no operation (as an older release's
 // would), which in the run's keyspace would hold back every other test's
 // CancelOrder and AmendOrder while they live.

@@ -148,8 +148,9 @@ func nextDue(t *testing.T, l *ledgertest.Memory, key ledger.Key) time.Time {
 
 // ---------------------------------------------------------------- coordinator
 
-// The coordinator the tests use is leasestest.MemoryCoordinator, which
-// passes the same contract as CassandraCoordinator.
+// The coordinator the tests use is leasestest.MemoryCoordinator:
+// leases.Leases on an in-memory table that passes the same contract as the
+// CQL one.
 
 // ---------------------------------------------------------------- finisher
 

@@ -140,7 +140,7 @@ type app struct {
 	metrics     *metrics.Metrics   // nil when not exported
 	clock       *clockskew.Monitor
 	now         func() time.Time // this process's clock (ORDERD_CLOCK_LEAD shifts it in test builds)
-	coord       *leases.CassandraCoordinator
+	coord       *leases.Leases
 }
 
 // fleetReadTTL is how long a read of which operations the live reconcilers

@@ -2,7 +2,7 @@ package leasestest
 
 import (
 	"context"
-	"math"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -10,42 +10,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
-	"github.com/atlasmart/orderd/internal/platform/lwt"
 	"github.com/atlasmart/orderd/internal/stores/leases"
 )
 
-type lease struct {
-	owner    uuid.UUID
-	acquired time.Time
-	expires  time.Time
-}
-
-// MemoryCoordinator is an in-memory Coordinator with CassandraCoordinator's
-// semantics (see the package doc) whose TTLs follow an injectable clock.
-// Safe for concurrent use.
+// MemoryCoordinator is leases.Leases, the coordinator's own protocol, on an
+// in-memory table (see the package doc) whose TTLs follow an injectable
+// clock. Safe for concurrent use.
 type MemoryCoordinator struct {
-	*memoryTables
-	operations []string // what this coordinator's heartbeats say its instance finishes
-}
-
-// memoryTables are the tables every MemoryCoordinator of one store shares
-// (Advertising).
-type memoryTables struct {
+	*leases.Leases
 	// Faults armed by statement name (leases.StmtAcquire, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
-	now func() time.Time
-
-	mu      sync.Mutex
-	members map[uuid.UUID]member
-	leases  map[int]lease
-	cursors map[int]time.Time
-	saves   map[int][]time.Time // applied SaveCursor calls per shard
-}
-
-type member struct {
-	expires    time.Time
-	operations []string
+	t *table
 }
 
 var _ leases.Coordinator = (*MemoryCoordinator)(nil)
@@ -56,233 +32,237 @@ func NewMemoryCoordinator(now func() time.Time) *MemoryCoordinator {
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryCoordinator{memoryTables: &memoryTables{now: now, members: map[uuid.UUID]member{}, leases: map[int]lease{},
-		cursors: map[int]time.Time{}, saves: map[int][]time.Time{},
-		Faults: cassandra.NewFaults()}}
+	t := &table{faults: cassandra.NewFaults(), now: now, members: map[uuid.UUID]member{}, leases: map[int]lease{},
+		cursors: map[int]time.Time{}, saves: map[int][]time.Time{}}
+	return t.coordinator()
 }
 
-// Advertising is a coordinator on the same tables whose heartbeats say its
-// instance finishes operations (leases.NewCassandraCoordinator's
-// operations).
+// Advertising is a coordinator on the same table whose heartbeats say its
+// instance finishes operations (leases.Config.Operations).
 func (c *MemoryCoordinator) Advertising(operations ...string) *MemoryCoordinator {
-	return &MemoryCoordinator{memoryTables: c.memoryTables, operations: slices.Clone(operations)}
+	return c.t.coordinator(operations...)
 }
 
-// ttlOf is a TTL as Cassandra keeps it: whole seconds, at least one
-// (leases.CassandraCoordinator rounds up).
-func ttlOf(d time.Duration) time.Duration {
-	return time.Duration(max(1, int(math.Ceil(d.Seconds())))) * time.Second
+func (t *table) coordinator(operations ...string) *MemoryCoordinator {
+	l := leases.New(t, leases.Config{Operations: operations, Now: t.now})
+	return &MemoryCoordinator{Leases: l, Faults: t.faults, t: t}
 }
 
-// writeLocked runs a plain write of statement under the fault armed for
-// it (cassandra.Served, as every fake serves faults): the error a
-// CassandraCoordinator write returns.
-func (c *MemoryCoordinator) writeLocked(ctx context.Context, statement, op string, apply func()) error {
-	f, _ := c.Take(statement)
-	_, err := cassandra.Served(ctx, statement, op, true, f, func() bool { apply(); return true })
-	return err
+// table is leases.Table in memory: rows with their TTLs, each statement
+// atomic, conditions evaluated as Cassandra evaluates them. It knows
+// nothing of the protocol (leases.Leases runs that on it).
+type table struct {
+	faults *cassandra.Faults
+	now    func() time.Time
+
+	mu      sync.Mutex
+	members map[uuid.UUID]member
+	leases  map[int]lease
+	cursors map[int]time.Time
+	saves   map[int][]time.Time // the cursors WriteCursor wrote, per shard
 }
 
-// readLocked fails as a read of statement would: any fault is Unavailable.
-func (c *MemoryCoordinator) readLocked(ctx context.Context, statement, op string) error {
-	f, _ := c.Take(statement)
-	_, err := cassandra.Served(ctx, statement, op, false, f, func() bool { return false })
-	return err
+type member struct {
+	operations []string
+	expires    time.Time
 }
 
-func (c *MemoryCoordinator) liveLocked(shard int) (lease, bool) {
-	l, ok := c.leases[shard]
-	if !ok {
-		return lease{}, false
-	}
-	if !c.now().Before(l.expires) {
-		delete(c.leases, shard) // expired, as a TTL would
-		return lease{}, false
-	}
-	return l, true
+type lease struct {
+	owner    uuid.UUID
+	acquired time.Time
+	expires  time.Time
 }
 
-// lwtLocked runs a lease LWT as CassandraCoordinator.cas does, settled by
-// the same leases.LeaseWrite: apply (dated at, which it reports
-// whether its condition held) under the fault armed for statement; an
-// unknown outcome is settled by reading the lease (leases.StmtLease).
-func (c *MemoryCoordinator) lwtLocked(ctx context.Context, statement, op string, shard int, instance uuid.UUID, take bool, apply func(at time.Time) bool) (bool, error) {
-	at := c.now().UTC().Truncate(time.Millisecond)
-	send := func(ctx context.Context) (bool, error) {
-		f, _ := c.Take(statement)
-		return cassandra.Served(ctx, statement, op, true, f, func() bool { return apply(at) })
-	}
-	read := func(ctx context.Context) (leases.Lease, error) {
-		if err := c.readLocked(ctx, leases.StmtLease, "read shard lease"); err != nil {
-			return leases.Lease{}, err
-		}
-		l, ok := c.liveLocked(shard)
-		return leases.Lease{Owner: l.owner, Acquired: l.acquired, Found: ok}, nil
-	}
-	res, err := lwt.Do(ctx, leases.LeaseWrite(op, instance, at, take, send, read))
-	return res.Applied, err
+var _ leases.Table = (*table)(nil)
+
+// exec runs one statement as the CQL table's session would, under the
+// fault armed for it (cassandra.Served, as every fake serves faults): do
+// runs under the lock, with the table's time, and reports whether it
+// applied.
+func (t *table) exec(ctx context.Context, stmt, op string, write bool, do func(now time.Time) bool) (bool, error) {
+	f, _ := t.faults.Take(stmt)
+	return cassandra.Served(ctx, stmt, op, write, f, func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return do(t.now())
+	})
 }
 
-// Heartbeat implements Coordinator.
-func (c *MemoryCoordinator) Heartbeat(ctx context.Context, instance uuid.UUID, ttl time.Duration) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if err := c.writeLocked(ctx, leases.StmtHeartbeat, "reconciler heartbeat", func() {
-		c.members[instance] = member{expires: now.Add(ttlOf(ttl)), operations: slices.Sorted(slices.Values(c.operations))}
-	}); err != nil {
-		return 0, err
+// read runs a read statement: what do read, or the statement's error.
+func read[T any](ctx context.Context, t *table, stmt, op string, do func(now time.Time) T) (T, error) {
+	var out T
+	_, err := t.exec(ctx, stmt, op, false, func(now time.Time) bool { out = do(now); return false })
+	if err != nil {
+		var none T
+		return none, err
 	}
-	if err := c.readLocked(ctx, leases.StmtMembers, "count reconcilers"); err != nil {
-		return 0, err
-	}
-	return len(c.liveMembersLocked()), nil
+	return out, nil
 }
+
+// expiresAt is when a row written at now with ttl seconds expires.
+func expiresAt(now time.Time, ttl int) time.Time { return now.Add(time.Duration(ttl) * time.Second) }
+
+// ms is t as a Cassandra timestamp reads back: UTC, milliseconds.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // liveMembersLocked drops the members whose TTL ran out and returns the rest.
-func (c *memoryTables) liveMembersLocked() map[uuid.UUID]member {
-	now := c.now()
-	for id, m := range c.members {
+func (t *table) liveMembersLocked(now time.Time) map[uuid.UUID]member {
+	for id, m := range t.members {
 		if !now.Before(m.expires) {
-			delete(c.members, id)
+			delete(t.members, id)
 		}
 	}
-	return c.members
+	return t.members
 }
 
-// Members implements Coordinator.
-func (c *MemoryCoordinator) Members(ctx context.Context) (map[uuid.UUID][]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.readLocked(ctx, leases.StmtMemberOps, "read reconcilers' operations"); err != nil {
-		return nil, err
+// liveLeaseLocked is shard's lease, unless its TTL ran out.
+func (t *table) liveLeaseLocked(shard int, now time.Time) (lease, bool) {
+	l, ok := t.leases[shard]
+	if ok && !now.Before(l.expires) {
+		delete(t.leases, shard)
+		return lease{}, false
 	}
-	out := map[uuid.UUID][]string{}
-	for id, m := range c.liveMembersLocked() {
-		out[id] = slices.Clone(m.operations)
-	}
-	return out, nil
+	return l, ok
 }
 
-// Leave implements Coordinator.
-func (c *MemoryCoordinator) Leave(ctx context.Context, instance uuid.UUID) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.writeLocked(ctx, leases.StmtLeave, "leave reconcilers", func() { delete(c.members, instance) })
-}
-
-// Owners implements Coordinator.
-func (c *MemoryCoordinator) Owners(ctx context.Context) (map[int]uuid.UUID, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[int]uuid.UUID{}
-	if err := c.readLocked(ctx, leases.StmtOwners, "read shard leases"); err != nil {
-		return out, err
-	}
-	for s := range c.leases {
-		if l, ok := c.liveLocked(s); ok {
-			out[s] = l.owner
-		}
-	}
-	return out, nil
-}
-
-// Acquire implements Coordinator: only if nobody holds a live lease.
-func (c *MemoryCoordinator) Acquire(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lwtLocked(ctx, leases.StmtAcquire, "acquire shard lease", shard, instance, true, func(at time.Time) bool {
-		if _, held := c.liveLocked(shard); held {
-			return false
-		}
-		c.leases[shard] = lease{owner: instance, acquired: at, expires: c.now().Add(ttlOf(ttl))}
-		return true
-	})
-}
-
-// Renew implements Coordinator: only if instance holds a live lease.
-func (c *MemoryCoordinator) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lwtLocked(ctx, leases.StmtRenew, "renew shard lease", shard, instance, true, func(at time.Time) bool {
-		if l, held := c.liveLocked(shard); !held || l.owner != instance {
-			return false
-		}
-		c.leases[shard] = lease{owner: instance, acquired: at, expires: c.now().Add(ttlOf(ttl))}
-		return true
-	})
-}
-
-// Release implements Coordinator: only if instance holds it; releasing a
-// lease instance does not hold is not an error.
-func (c *MemoryCoordinator) Release(ctx context.Context, shard int, instance uuid.UUID) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, err := c.lwtLocked(ctx, leases.StmtRelease, "release shard lease", shard, instance, false, func(time.Time) bool {
-		if l, held := c.liveLocked(shard); !held || l.owner != instance {
-			return false
-		}
-		delete(c.leases, shard)
+func (t *table) WriteMember(ctx context.Context, instance uuid.UUID, operations []string, _ time.Time, ttl int) error {
+	_, err := t.exec(ctx, leases.StmtHeartbeat, "reconciler heartbeat", true, func(now time.Time) bool {
+		t.members[instance] = member{operations: slices.Clone(operations), expires: expiresAt(now, ttl)}
 		return true
 	})
 	return err
 }
 
-// Cursor implements Coordinator.
-func (c *MemoryCoordinator) Cursor(ctx context.Context, shard int) (time.Time, bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.readLocked(ctx, leases.StmtCursor, "read reconciler cursor"); err != nil {
-		return time.Time{}, false, err
-	}
-	t, ok := c.cursors[shard]
-	return t, ok, nil
-}
-
-// SaveCursor implements Coordinator.
-func (c *MemoryCoordinator) SaveCursor(ctx context.Context, shard int, bucket time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.writeLocked(ctx, leases.StmtSaveCursor, "save reconciler cursor", func() {
-		c.cursors[shard] = stored(bucket)
-		c.saves[shard] = append(c.saves[shard], stored(bucket))
+func (t *table) ReadMembers(ctx context.Context) ([]uuid.UUID, error) {
+	return read(ctx, t, leases.StmtMembers, "count reconcilers", func(now time.Time) []uuid.UUID {
+		return slices.Collect(maps.Keys(t.liveMembersLocked(now)))
 	})
 }
 
-// stored is t as a Cassandra timestamp reads back: UTC, milliseconds.
-func stored(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+func (t *table) ReadMemberOps(ctx context.Context) (map[uuid.UUID][]string, error) {
+	return read(ctx, t, leases.StmtMemberOps, "read reconcilers' operations", func(now time.Time) map[uuid.UUID][]string {
+		out := map[uuid.UUID][]string{}
+		for id, m := range t.liveMembersLocked(now) {
+			out[id] = slices.Clone(m.operations)
+		}
+		return out
+	})
+}
+
+func (t *table) DeleteMember(ctx context.Context, instance uuid.UUID) error {
+	_, err := t.exec(ctx, leases.StmtLeave, "leave reconcilers", true, func(time.Time) bool {
+		delete(t.members, instance)
+		return true
+	})
+	return err
+}
+
+func (t *table) ReadOwners(ctx context.Context) (map[int]uuid.UUID, error) {
+	return read(ctx, t, leases.StmtOwners, "read shard leases", func(now time.Time) map[int]uuid.UUID {
+		out := map[int]uuid.UUID{}
+		for s := range t.leases {
+			if l, ok := t.liveLeaseLocked(s, now); ok {
+				out[s] = l.owner
+			}
+		}
+		return out
+	})
+}
+
+func (t *table) ReadLease(ctx context.Context, shard int) (leases.Lease, error) {
+	return read(ctx, t, leases.StmtLease, "read shard lease", func(now time.Time) leases.Lease {
+		l, ok := t.liveLeaseLocked(shard, now)
+		return leases.Lease{Owner: l.owner, Acquired: l.acquired, Found: ok}
+	})
+}
+
+// InsertLease implements leases.Table: IF NOT EXISTS.
+func (t *table) InsertLease(ctx context.Context, shard int, owner uuid.UUID, at time.Time, ttl int) (bool, error) {
+	return t.exec(ctx, leases.StmtAcquire, "acquire shard lease", true, func(now time.Time) bool {
+		if _, held := t.liveLeaseLocked(shard, now); held {
+			return false
+		}
+		t.leases[shard] = lease{owner: owner, acquired: ms(at), expires: expiresAt(now, ttl)}
+		return true
+	})
+}
+
+// UpdateLease implements leases.Table: IF owner = owner.
+func (t *table) UpdateLease(ctx context.Context, shard int, owner uuid.UUID, at time.Time, ttl int) (bool, error) {
+	return t.exec(ctx, leases.StmtRenew, "renew shard lease", true, func(now time.Time) bool {
+		if l, held := t.liveLeaseLocked(shard, now); !held || l.owner != owner {
+			return false
+		}
+		t.leases[shard] = lease{owner: owner, acquired: ms(at), expires: expiresAt(now, ttl)}
+		return true
+	})
+}
+
+// DeleteLease implements leases.Table: IF owner = owner.
+func (t *table) DeleteLease(ctx context.Context, shard int, owner uuid.UUID) (bool, error) {
+	return t.exec(ctx, leases.StmtRelease, "release shard lease", true, func(now time.Time) bool {
+		if l, held := t.liveLeaseLocked(shard, now); !held || l.owner != owner {
+			return false
+		}
+		delete(t.leases, shard)
+		return true
+	})
+}
+
+type cursor struct {
+	at  time.Time
+	set bool
+}
+
+func (t *table) ReadCursor(ctx context.Context, shard int) (time.Time, bool, error) {
+	c, err := read(ctx, t, leases.StmtCursor, "read reconciler cursor", func(time.Time) cursor {
+		at, ok := t.cursors[shard]
+		return cursor{at, ok}
+	})
+	return c.at, c.set, err
+}
+
+func (t *table) WriteCursor(ctx context.Context, shard int, bucket, _ time.Time) error {
+	_, err := t.exec(ctx, leases.StmtSaveCursor, "save reconciler cursor", true, func(time.Time) bool {
+		t.cursors[shard] = ms(bucket)
+		t.saves[shard] = append(t.saves[shard], ms(bucket))
+		return true
+	})
+	return err
+}
 
 // ---- test helpers
 
 // SetCursor sets shard's cursor directly.
-func (c *MemoryCoordinator) SetCursor(shard int, t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cursors[shard] = stored(t)
+func (c *MemoryCoordinator) SetCursor(shard int, at time.Time) {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	c.t.cursors[shard] = ms(at)
 }
 
 // CursorOf is shard's cursor (false if unset), without faults.
 func (c *MemoryCoordinator) CursorOf(shard int) (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.cursors[shard]
-	return t, ok
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	at, ok := c.t.cursors[shard]
+	return at, ok
 }
 
 // Saves lists the cursors SaveCursor stored for shard, in order.
 func (c *MemoryCoordinator) Saves(shard int) []time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.saves[shard])
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	return slices.Clone(c.t.saves[shard])
 }
 
 // LeasesOf lists the shards instance holds a live lease on, sorted.
 func (c *MemoryCoordinator) LeasesOf(instance uuid.UUID) []int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
 	var out []int
-	for s := range c.leases {
-		if l, ok := c.liveLocked(s); ok && l.owner == instance {
+	now := c.t.now()
+	for s := range c.t.leases {
+		if l, ok := c.t.liveLeaseLocked(s, now); ok && l.owner == instance {
 			out = append(out, s)
 		}
 	}
@@ -292,8 +272,8 @@ func (c *MemoryCoordinator) LeasesOf(instance uuid.UUID) []int {
 
 // IsMember reports whether instance is a live member.
 func (c *MemoryCoordinator) IsMember(instance uuid.UUID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m, ok := c.members[instance]
-	return ok && c.now().Before(m.expires)
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	_, ok := c.t.liveMembersLocked(c.t.now())[instance]
+	return ok
 }

@@ -20,8 +20,8 @@ import (
 type CoordinatorSubject struct {
 	Coord leases.Coordinator
 	// Arm makes the next times executions of a named statement fail
-	// (MemoryCoordinator.Arm, or cassandra.FaultSession.Arm under a
-	// leases.CassandraCoordinator).
+	// (MemoryCoordinator.Arm, or cassandra.FaultSession.Arm under
+	// leases.NewCassandraCoordinator).
 	Arm func(statement string, f cassandra.Fault, times int)
 	// Wait lets d pass on the coordinator's clock: it advances a fake clock,
 	// or sleeps for a real store.
