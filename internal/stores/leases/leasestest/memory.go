@@ -32,8 +32,8 @@ func NewMemoryCoordinator(now func() time.Time) *MemoryCoordinator {
 	if now == nil {
 		now = time.Now
 	}
-	t := &table{faults: cassandra.NewFaults(), now: now, members: map[uuid.UUID]member{}, leases: map[int]lease{},
-		cursors: map[int]time.Time{}, saves: map[int][]time.Time{}}
+	t := &table{faults: cassandra.NewFaults(), now: now, members: map[uuid.UUID]expiring[[]string]{},
+		leases: map[int]expiring[leases.Lease]{}, cursors: map[int]time.Time{}, saves: map[int][]time.Time{}}
 	return t.coordinator()
 }
 
@@ -56,24 +56,31 @@ type table struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
-	members map[uuid.UUID]member
-	leases  map[int]lease
+	members map[uuid.UUID]expiring[[]string] // each member's operations
+	leases  map[int]expiring[leases.Lease]
 	cursors map[int]time.Time
-	saves   map[int][]time.Time // the cursors WriteCursor wrote, per shard
+	saves   map[int][]time.Time // the cursors written, per shard, in order
 }
 
-type member struct {
-	operations []string
-	expires    time.Time
+// expiring is a row written with a TTL.
+type expiring[V any] struct {
+	v       V
+	expires time.Time
 }
 
-type lease struct {
-	owner    uuid.UUID
-	acquired time.Time
-	expires  time.Time
+func expire[V any](v V, now time.Time, ttl int) expiring[V] {
+	return expiring[V]{v: v, expires: now.Add(time.Duration(ttl) * time.Second)}
 }
 
-var _ leases.Table = (*table)(nil)
+// live drops the rows whose TTL ran out at now, as Cassandra would, and
+// returns the rest.
+func live[K comparable, V any](rows map[K]expiring[V], now time.Time) map[K]expiring[V] {
+	maps.DeleteFunc(rows, func(_ K, r expiring[V]) bool { return !now.Before(r.expires) })
+	return rows
+}
+
+// ms is t as a Cassandra timestamp reads back: UTC, milliseconds.
+func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
 // exec runs one statement as the CQL table's session would, under the
 // fault armed for it (cassandra.Served, as every fake serves faults): do
@@ -88,120 +95,78 @@ func (t *table) exec(ctx context.Context, stmt, op string, write bool, do func(n
 	})
 }
 
-// read runs a read statement: what do read, or the statement's error.
-func read[T any](ctx context.Context, t *table, stmt, op string, do func(now time.Time) T) (T, error) {
-	var out T
-	_, err := t.exec(ctx, stmt, op, false, func(now time.Time) bool { out = do(now); return false })
-	if err != nil {
-		var none T
-		return none, err
-	}
-	return out, nil
+// read runs a read; what do read counts only without an error.
+func (t *table) read(ctx context.Context, stmt, op string, do func(now time.Time)) error {
+	_, err := t.exec(ctx, stmt, op, false, func(now time.Time) bool { do(now); return false })
+	return err
 }
 
-// expiresAt is when a row written at now with ttl seconds expires.
-func expiresAt(now time.Time, ttl int) time.Time { return now.Add(time.Duration(ttl) * time.Second) }
-
-// ms is t as a Cassandra timestamp reads back: UTC, milliseconds.
-func ms(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
-
-// liveMembersLocked drops the members whose TTL ran out and returns the rest.
-func (t *table) liveMembersLocked(now time.Time) map[uuid.UUID]member {
-	for id, m := range t.members {
-		if !now.Before(m.expires) {
-			delete(t.members, id)
-		}
-	}
-	return t.members
-}
-
-// liveLeaseLocked is shard's lease, unless its TTL ran out.
-func (t *table) liveLeaseLocked(shard int, now time.Time) (lease, bool) {
-	l, ok := t.leases[shard]
-	if ok && !now.Before(l.expires) {
-		delete(t.leases, shard)
-		return lease{}, false
-	}
-	return l, ok
+// write runs a plain write.
+func (t *table) write(ctx context.Context, stmt, op string, do func(now time.Time)) error {
+	_, err := t.exec(ctx, stmt, op, true, func(now time.Time) bool { do(now); return true })
+	return err
 }
 
 func (t *table) WriteMember(ctx context.Context, instance uuid.UUID, operations []string, _ time.Time, ttl int) error {
-	_, err := t.exec(ctx, leases.StmtHeartbeat, "reconciler heartbeat", true, func(now time.Time) bool {
-		t.members[instance] = member{operations: slices.Clone(operations), expires: expiresAt(now, ttl)}
-		return true
+	return t.write(ctx, leases.StmtHeartbeat, "reconciler heartbeat", func(now time.Time) {
+		t.members[instance] = expire(slices.Clone(operations), now, ttl)
 	})
-	return err
 }
 
-func (t *table) ReadMembers(ctx context.Context) ([]uuid.UUID, error) {
-	return read(ctx, t, leases.StmtMembers, "count reconcilers", func(now time.Time) []uuid.UUID {
-		return slices.Collect(maps.Keys(t.liveMembersLocked(now)))
+func (t *table) ReadMembers(ctx context.Context) (out []uuid.UUID, err error) {
+	err = t.read(ctx, leases.StmtMembers, "count reconcilers", func(now time.Time) {
+		out = slices.Collect(maps.Keys(live(t.members, now)))
 	})
+	return out, err
 }
 
 func (t *table) ReadMemberOps(ctx context.Context) (map[uuid.UUID][]string, error) {
-	return read(ctx, t, leases.StmtMemberOps, "read reconcilers' operations", func(now time.Time) map[uuid.UUID][]string {
-		out := map[uuid.UUID][]string{}
-		for id, m := range t.liveMembersLocked(now) {
-			out[id] = slices.Clone(m.operations)
+	out := map[uuid.UUID][]string{}
+	err := t.read(ctx, leases.StmtMemberOps, "read reconcilers' operations", func(now time.Time) {
+		for id, m := range live(t.members, now) {
+			out[id] = slices.Clone(m.v)
 		}
-		return out
 	})
+	return out, err
 }
 
 func (t *table) DeleteMember(ctx context.Context, instance uuid.UUID) error {
-	_, err := t.exec(ctx, leases.StmtLeave, "leave reconcilers", true, func(time.Time) bool {
-		delete(t.members, instance)
-		return true
-	})
-	return err
+	return t.write(ctx, leases.StmtLeave, "leave reconcilers", func(time.Time) { delete(t.members, instance) })
 }
 
 func (t *table) ReadOwners(ctx context.Context) (map[int]uuid.UUID, error) {
-	return read(ctx, t, leases.StmtOwners, "read shard leases", func(now time.Time) map[int]uuid.UUID {
-		out := map[int]uuid.UUID{}
-		for s := range t.leases {
-			if l, ok := t.liveLeaseLocked(s, now); ok {
-				out[s] = l.owner
-			}
+	out := map[int]uuid.UUID{}
+	err := t.read(ctx, leases.StmtOwners, "read shard leases", func(now time.Time) {
+		for s, l := range live(t.leases, now) {
+			out[s] = l.v.Owner
 		}
-		return out
 	})
+	return out, err
 }
 
-func (t *table) ReadLease(ctx context.Context, shard int) (leases.Lease, error) {
-	return read(ctx, t, leases.StmtLease, "read shard lease", func(now time.Time) leases.Lease {
-		l, ok := t.liveLeaseLocked(shard, now)
-		return leases.Lease{Owner: l.owner, Acquired: l.acquired, Found: ok}
-	})
+func (t *table) ReadLease(ctx context.Context, shard int) (l leases.Lease, err error) {
+	err = t.read(ctx, leases.StmtLease, "read shard lease", func(now time.Time) { l = live(t.leases, now)[shard].v })
+	return l, err
 }
 
 // InsertLease implements leases.Table: IF NOT EXISTS.
 func (t *table) InsertLease(ctx context.Context, shard int, owner uuid.UUID, at time.Time, ttl int) (bool, error) {
 	return t.exec(ctx, leases.StmtAcquire, "acquire shard lease", true, func(now time.Time) bool {
-		if _, held := t.liveLeaseLocked(shard, now); held {
-			return false
-		}
-		t.leases[shard] = lease{owner: owner, acquired: ms(at), expires: expiresAt(now, ttl)}
-		return true
+		return !live(t.leases, now)[shard].v.Found && t.put(shard, owner, at, now, ttl)
 	})
 }
 
 // UpdateLease implements leases.Table: IF owner = owner.
 func (t *table) UpdateLease(ctx context.Context, shard int, owner uuid.UUID, at time.Time, ttl int) (bool, error) {
 	return t.exec(ctx, leases.StmtRenew, "renew shard lease", true, func(now time.Time) bool {
-		if l, held := t.liveLeaseLocked(shard, now); !held || l.owner != owner {
-			return false
-		}
-		t.leases[shard] = lease{owner: owner, acquired: ms(at), expires: expiresAt(now, ttl)}
-		return true
+		return t.heldBy(shard, owner, now) && t.put(shard, owner, at, now, ttl)
 	})
 }
 
 // DeleteLease implements leases.Table: IF owner = owner.
 func (t *table) DeleteLease(ctx context.Context, shard int, owner uuid.UUID) (bool, error) {
 	return t.exec(ctx, leases.StmtRelease, "release shard lease", true, func(now time.Time) bool {
-		if l, held := t.liveLeaseLocked(shard, now); !held || l.owner != owner {
+		if !t.heldBy(shard, owner, now) {
 			return false
 		}
 		delete(t.leases, shard)
@@ -209,71 +174,70 @@ func (t *table) DeleteLease(ctx context.Context, shard int, owner uuid.UUID) (bo
 	})
 }
 
-type cursor struct {
-	at  time.Time
-	set bool
+func (t *table) heldBy(shard int, owner uuid.UUID, now time.Time) bool {
+	l := live(t.leases, now)[shard].v
+	return l.Found && l.Owner == owner
 }
 
-func (t *table) ReadCursor(ctx context.Context, shard int) (time.Time, bool, error) {
-	c, err := read(ctx, t, leases.StmtCursor, "read reconciler cursor", func(time.Time) cursor {
-		at, ok := t.cursors[shard]
-		return cursor{at, ok}
-	})
-	return c.at, c.set, err
+// put writes shard's lease (a lease LWT whose condition held).
+func (t *table) put(shard int, owner uuid.UUID, at, now time.Time, ttl int) bool {
+	t.leases[shard] = expire(leases.Lease{Owner: owner, Acquired: ms(at), Found: true}, now, ttl)
+	return true
+}
+
+func (t *table) ReadCursor(ctx context.Context, shard int) (at time.Time, ok bool, err error) {
+	err = t.read(ctx, leases.StmtCursor, "read reconciler cursor", func(time.Time) { at, ok = t.cursors[shard] })
+	return at, ok && err == nil, err
 }
 
 func (t *table) WriteCursor(ctx context.Context, shard int, bucket, _ time.Time) error {
-	_, err := t.exec(ctx, leases.StmtSaveCursor, "save reconciler cursor", true, func(time.Time) bool {
+	return t.write(ctx, leases.StmtSaveCursor, "save reconciler cursor", func(time.Time) {
 		t.cursors[shard] = ms(bucket)
 		t.saves[shard] = append(t.saves[shard], ms(bucket))
-		return true
 	})
-	return err
 }
 
-// ---- test helpers
+// ---- test helpers: no statement runs, no fault is served
 
-// SetCursor sets shard's cursor directly.
+// locked runs do under the table's lock, with its time.
+func (c *MemoryCoordinator) locked(do func(now time.Time)) {
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	do(c.t.now())
+}
+
+// SetCursor sets shard's cursor.
 func (c *MemoryCoordinator) SetCursor(shard int, at time.Time) {
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	c.t.cursors[shard] = ms(at)
+	c.locked(func(time.Time) { c.t.cursors[shard] = ms(at) })
 }
 
-// CursorOf is shard's cursor (false if unset), without faults.
-func (c *MemoryCoordinator) CursorOf(shard int) (time.Time, bool) {
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	at, ok := c.t.cursors[shard]
+// CursorOf is shard's cursor (false if unset).
+func (c *MemoryCoordinator) CursorOf(shard int) (at time.Time, ok bool) {
+	c.locked(func(time.Time) { at, ok = c.t.cursors[shard] })
 	return at, ok
 }
 
 // Saves lists the cursors SaveCursor stored for shard, in order.
-func (c *MemoryCoordinator) Saves(shard int) []time.Time {
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	return slices.Clone(c.t.saves[shard])
+func (c *MemoryCoordinator) Saves(shard int) (out []time.Time) {
+	c.locked(func(time.Time) { out = slices.Clone(c.t.saves[shard]) })
+	return out
 }
 
 // LeasesOf lists the shards instance holds a live lease on, sorted.
-func (c *MemoryCoordinator) LeasesOf(instance uuid.UUID) []int {
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	var out []int
-	now := c.t.now()
-	for s := range c.t.leases {
-		if l, ok := c.t.liveLeaseLocked(s, now); ok && l.owner == instance {
-			out = append(out, s)
+func (c *MemoryCoordinator) LeasesOf(instance uuid.UUID) (out []int) {
+	c.locked(func(now time.Time) {
+		for s, l := range live(c.t.leases, now) {
+			if l.v.Owner == instance {
+				out = append(out, s)
+			}
 		}
-	}
+	})
 	slices.Sort(out)
 	return out
 }
 
 // IsMember reports whether instance is a live member.
-func (c *MemoryCoordinator) IsMember(instance uuid.UUID) bool {
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	_, ok := c.t.liveMembersLocked(c.t.now())[instance]
+func (c *MemoryCoordinator) IsMember(instance uuid.UUID) (ok bool) {
+	c.locked(func(now time.Time) { _, ok = live(c.t.members, now)[instance] })
 	return ok
 }
