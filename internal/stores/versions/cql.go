@@ -38,25 +38,18 @@ const (
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
 )
 
-// CassandraStore is the Store on a session whose keyspace holds
-// order_versions (migrations 0004 and 0006).
-type CassandraStore struct{ s cassandra.Session }
+// cqlTable is the Table on a session whose keyspace holds order_versions
+// (migrations 0004 and 0006) and change_requests (0009).
+type cqlTable struct{ s cassandra.Session }
 
-var (
-	_ Store      = (*CassandraStore)(nil)
-	_ Statements = (*CassandraStore)(nil)
-)
+// NewCQLTable is the store's Table on s.
+func NewCQLTable(s cassandra.Session) Table { return cqlTable{s: s} }
 
-// NewCassandraStore returns the store on s.
-func NewCassandraStore(s cassandra.Session) *CassandraStore { return &CassandraStore{s: s} }
+// NewCassandraStore returns the Store on s.
+func NewCassandraStore(s cassandra.Session) *Versions { return New(NewCQLTable(s)) }
 
-// Apply implements Store (Check on the store's statements).
-func (c *CassandraStore) Apply(ctx context.Context, ch order.Change, shown int64) (Decision, error) {
-	return Check(ctx, c, ch, shown)
-}
-
-// ApplyOnce implements Statements.
-func (c *CassandraStore) ApplyOnce(ctx context.Context, ch order.Change) (State, bool, error) {
+// ApplyOnce implements Table.
+func (t cqlTable) ApplyOnce(ctx context.Context, ch order.Change) (State, bool, error) {
 	var note any // a cancel leaves the note as it was
 	if ch.SetsNote() {
 		note = ch.ShippingNote
@@ -68,21 +61,21 @@ func (c *CassandraStore) ApplyOnce(ctx context.Context, ch order.Change) (State,
 	if ch.Version-1 > order.CreatedVersion {
 		stmt, args = applyNextCQL, append(args, ch.Version-1)
 	}
-	return c.cas(ctx, "version check of an order change", ch, c.s.Query(stmt, append(args, id)...))
+	return t.cas(ctx, "version check of an order change", ch, t.s.Query(stmt, append(args, id)...))
 }
 
-// RefuseOnce implements Statements.
-func (c *CassandraStore) RefuseOnce(ctx context.Context, ch order.Change, r Record) (State, bool, error) {
+// RefuseOnce implements Table.
+func (t cqlTable) RefuseOnce(ctx context.Context, ch order.Change, r Record) (State, bool, error) {
 	id := gocql.UUID(ch.ID)
-	q := c.s.Query(refuseCQL, id, r.Encode(), ch.Tenant, ch.OrderID.String(), id)
-	return c.cas(ctx, "record a refused order change", ch, q)
+	q := t.s.Query(refuseCQL, id, r.Encode(), ch.Tenant, ch.OrderID.String(), id)
+	return t.cas(ctx, "record a refused order change", ch, q)
 }
 
 // cas sends an LWT of ch's order once: applied, or the state its condition
 // found.
-func (c *CassandraStore) cas(ctx context.Context, what string, ch order.Change, q cassandra.Query) (State, bool, error) {
+func (t cqlTable) cas(ctx context.Context, what string, ch order.Change, q cassandra.Query) (State, bool, error) {
 	row := map[string]any{}
-	applied, err := q.SerialConsistency(c.s.Serial()).MapScanCASContext(ctx, row)
+	applied, err := q.SerialConsistency(t.s.Serial()).MapScanCASContext(ctx, row)
 	if err != nil {
 		return State{}, false, cassandra.WriteError(what, err)
 	}
@@ -105,16 +98,16 @@ func (c *CassandraStore) cas(ctx context.Context, what string, ch order.Change, 
 	return st, false, nil
 }
 
-// ReadState implements Statements: an order never changed (no partition,
+// ReadState implements Table: an order never changed (no partition,
 // or null statics) is at version 1, CREATED.
-func (c *CassandraStore) ReadState(ctx context.Context, ch order.Change) (State, error) {
+func (t cqlTable) ReadState(ctx context.Context, ch order.Change) (State, error) {
 	var (
 		cur    *int64
 		status *string
 		enc    *string
 	)
-	err := c.s.Query(stateCQL, gocql.UUID(ch.ID), ch.Tenant, ch.OrderID.String()).
-		Consistency(c.s.Serial()).ScanContext(ctx, &cur, &status, &enc)
+	err := t.s.Query(stateCQL, gocql.UUID(ch.ID), ch.Tenant, ch.OrderID.String()).
+		Consistency(t.s.Serial()).ScanContext(ctx, &cur, &status, &enc)
 	if err != nil && !errors.Is(err, gocql.ErrNotFound) {
 		return State{}, cassandra.ReadError("read an order's version", err)
 	}
@@ -132,18 +125,13 @@ func (c *CassandraStore) ReadState(ctx context.Context, ch order.Change) (State,
 	return st, nil
 }
 
-// History implements Store.
-func (c *CassandraStore) History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error) {
-	return c.ReadChanges(ctx, tenant, orderID, order.CreatedVersion+1, upTo)
-}
-
-// ReadChanges implements Statements: the changes of versions from to upTo
+// ReadChanges implements Table: the changes of versions from to upTo
 // at LOCAL_QUORUM. It is only asked for versions known to be decided (an
 // LWT that found the order past them committed any round in flight at
 // quorum first), or, before a claim, to find a recorded change early (a
 // miss then costs a claim, never a wrong answer).
-func (c *CassandraStore) ReadChanges(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
-	iter := c.s.Query(historyCQL, tenant, orderID.String(), from, upTo).Consistency(gocql.LocalQuorum).IterContext(ctx)
+func (t cqlTable) ReadChanges(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
+	iter := t.s.Query(historyCQL, tenant, orderID.String(), from, upTo).Consistency(gocql.LocalQuorum).IterContext(ctx)
 	var (
 		out               []order.Change
 		ch                order.Change
@@ -168,17 +156,17 @@ func (c *CassandraStore) ReadChanges(ctx context.Context, tenant string, orderID
 	return out, nil
 }
 
-// Bind implements Store.
-func (c *CassandraStore) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
-	err := c.s.Query(bindCQL, tenant, operation, requestID.String(), orderID.String()).
+// Bind implements Table.
+func (t cqlTable) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
+	err := t.s.Query(bindCQL, tenant, operation, requestID.String(), orderID.String()).
 		Consistency(gocql.LocalQuorum).Idempotent(true).ExecContext(ctx)
 	return cassandra.WriteError("bind a change request id to its order", err)
 }
 
-// Bound implements Store.
-func (c *CassandraStore) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
+// Bound implements Table.
+func (t cqlTable) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
 	var id gocql.UUID
-	err := c.s.Query(boundCQL, tenant, operation, requestID.String()).Consistency(gocql.LocalQuorum).ScanContext(ctx, &id)
+	err := t.s.Query(boundCQL, tenant, operation, requestID.String()).Consistency(gocql.LocalQuorum).ScanContext(ctx, &id)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
 		return uuid.Nil, false, nil
@@ -188,36 +176,35 @@ func (c *CassandraStore) Bound(ctx context.Context, tenant, operation string, re
 	return uuid.UUID(id), true, nil
 }
 
-// Lookup implements Store: one read of the partition, the record's cell
-// and every row's change id (a change accepted before migration 0006 has
-// only its row).
-func (c *CassandraStore) Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (Record, bool, error) {
-	iter := c.s.Query(lookupCQL, gocql.UUID(changeID), tenant, orderID.String()).Consistency(gocql.LocalQuorum).IterContext(ctx)
+// ReadOutcome implements Table: one read of the partition, the record's
+// cell and every row's change id (a change accepted before migration 0006
+// has only its row).
+func (t cqlTable) ReadOutcome(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (*Record, *Record, error) {
+	iter := t.s.Query(lookupCQL, gocql.UUID(changeID), tenant, orderID.String()).Consistency(gocql.LocalQuorum).IterContext(ctx)
 	var (
-		enc, fp  *string
-		version  *int64
-		id       *gocql.UUID
-		recorded *string
-		legacy   *Record
+		enc, fp, recorded *string
+		version           *int64
+		id                *gocql.UUID
+		row               *Record
 	)
 	for iter.Scan(&enc, &version, &id, &fp) {
 		if enc != nil {
 			recorded = enc
 		}
 		if version != nil && id != nil && fp != nil && uuid.UUID(*id) == changeID {
-			legacy = &Record{Fingerprint: *fp, Version: *version}
+			row = &Record{Fingerprint: *fp, Version: *version}
 		}
 		enc, version, id, fp = nil, nil, nil, nil
 	}
 	if err := iter.Close(); err != nil {
-		return Record{}, false, cassandra.ReadError("read a change's recorded outcome", err)
+		return nil, nil, cassandra.ReadError("read a change's recorded outcome", err)
 	}
-	switch {
-	case recorded != nil:
-		r, err := DecodeRecord(*recorded)
-		return r, err == nil, err
-	case legacy != nil:
-		return *legacy, true, nil
+	if recorded == nil {
+		return nil, row, nil
 	}
-	return Record{}, false, nil
+	r, err := DecodeRecord(*recorded)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &r, row, nil
 }

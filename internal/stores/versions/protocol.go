@@ -12,36 +12,20 @@ import (
 	"github.com/atlasmart/orderd/internal/platform/lwt"
 )
 
-// State is what an LWT's condition or a settling read found of an order:
-// its version and status, and the record under one change id (nil: none).
-type State struct {
-	Current int64
-	Status  string
-	Record  *Record
-}
+// Versions is the Store: its protocol on a Table, which is Cassandra in
+// production (NewCassandraStore).
+type Versions struct{ t Table }
+
+var _ Store = (*Versions)(nil)
+
+// New returns the Store on t.
+func New(t Table) *Versions { return &Versions{t: t} }
 
 // awaits reports whether an order in st awaits ch: ch's change id has no
 // outcome and the order is at ch's expected version and open, so ch did not
 // apply and may be sent again.
 func (st State) awaits(ch order.Change) bool {
 	return st.Record == nil && st.Current == ch.Version-1 && st.Status != order.StatusCancelled
-}
-
-// Statements are the version check's single statements, each sent once.
-// Check builds Apply on them, for the real store and the fake alike.
-// Errors are *fault.Error values as Store's.
-type Statements interface {
-	// ApplyOnce sends ch's version check: applied, or the state its
-	// condition found (with ch's record, if any).
-	ApplyOnce(ctx context.Context, ch order.Change) (State, bool, error)
-	// RefuseOnce records r under ch's change id if it has none: applied,
-	// or the state its condition found (with the record there).
-	RefuseOnce(ctx context.Context, ch order.Change, r Record) (State, bool, error)
-	// ReadState reads the order's state and ch's record at the serial
-	// consistency: it finishes or invalidates any Paxos round in flight.
-	ReadState(ctx context.Context, ch order.Change) (State, error)
-	// ReadChanges reads the changes that made versions from to upTo.
-	ReadChanges(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error)
 }
 
 // SettleAttempts bounds the sends of an LWT whose outcome was unknown and
@@ -65,7 +49,7 @@ func (e *HistoryBehind) Error() string {
 
 func (e *HistoryBehind) Unwrap() error { return ErrHistoryBehind }
 
-// Check is Store.Apply on s. An outcome that is unknown (a timeout, a lost
+// Apply implements Store. An outcome that is unknown (a timeout, a lost
 // response) is never guessed: a serial read decides; if the order still
 // awaits the change, or its refusal is still unrecorded, the LWT is sent
 // again (bounded).
@@ -82,21 +66,21 @@ func (e *HistoryBehind) Unwrap() error { return ErrHistoryBehind }
 //   - a history found behind the row decides nothing: not a refusal (the
 //     change the client was answered may be the one it lost), not an
 //     acceptance. The answer is ErrHistoryBehind, until it is rebuilt.
-func Check(ctx context.Context, s Statements, ch order.Change, shown int64) (Decision, error) {
+func (v *Versions) Apply(ctx context.Context, ch order.Change, shown int64) (Decision, error) {
 	if shown >= ch.Version {
-		st, err := s.ReadState(ctx, ch)
+		st, err := v.t.ReadState(ctx, ch)
 		if err != nil {
 			return Decision{}, err
 		}
-		return decide(ctx, s, ch, st, shown)
+		return decide(ctx, v.t, ch, st, shown)
 	}
 	res, err := lwt.Do(ctx, lwt.Write[State]{
 		Op: fmt.Sprintf("version check of change %s", ch.ID),
 		Send: func(ctx context.Context) (bool, State, error) {
-			st, applied, err := s.ApplyOnce(ctx, ch)
+			st, applied, err := v.t.ApplyOnce(ctx, ch)
 			return applied, st, err
 		},
-		Read: func(ctx context.Context) (State, error) { return s.ReadState(ctx, ch) },
+		Read: func(ctx context.Context) (State, error) { return v.t.ReadState(ctx, ch) },
 		// A read never shows the change applied on its own: decide reads
 		// its record (or its version's row) from the state.
 		Awaits: func(st State) bool { return st.awaits(ch) },
@@ -108,14 +92,14 @@ func Check(ctx context.Context, s Statements, ch order.Change, shown int64) (Dec
 	case res.Applied:
 		return Decision{Accepted: true}, nil
 	}
-	return decide(ctx, s, ch, res.State, shown)
+	return decide(ctx, v.t, ch, res.State, shown)
 }
 
 // decide settles a change that the order in st did not take now: its
 // recorded outcome if it has one; accepted if its version's row names it
 // (accepted by a version that wrote no record); else refused, and the
-// refusal recorded. A history behind shown decides nothing (Check).
-func decide(ctx context.Context, s Statements, ch order.Change, st State, shown int64) (Decision, error) {
+// refusal recorded. A history behind shown decides nothing (Apply).
+func decide(ctx context.Context, t Table, ch order.Change, st State, shown int64) (Decision, error) {
 	if st.Current < shown {
 		return Decision{}, &HistoryBehind{Current: st.Current, Shown: shown}
 	}
@@ -123,7 +107,7 @@ func decide(ctx context.Context, s Statements, ch order.Change, st State, shown 
 		return fromRecord(ch, *st.Record), nil
 	}
 	if st.Current >= ch.Version {
-		made, err := s.ReadChanges(ctx, ch.Tenant, ch.OrderID, ch.Version, ch.Version)
+		made, err := t.ReadChanges(ctx, ch.Tenant, ch.OrderID, ch.Version, ch.Version)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -135,21 +119,21 @@ func decide(ctx context.Context, s Statements, ch order.Change, st State, shown 
 	if st.Current == ch.Version-1 && st.Status == order.StatusCancelled {
 		out.Reason = fault.ReasonOrderCancelled
 	}
-	return refuse(ctx, s, ch, out)
+	return refuse(ctx, t, ch, out)
 }
 
 // refuse records ch's refusal out under its change id, unless an outcome
 // is recorded there first (by another finisher of ch, which may have
 // accepted it since): then that outcome is the decision.
-func refuse(ctx context.Context, s Statements, ch order.Change, out order.ChangeOutcome) (Decision, error) {
+func refuse(ctx context.Context, t Table, ch order.Change, out order.ChangeOutcome) (Decision, error) {
 	r := Record{Fingerprint: ch.Fingerprint, Reason: out.Reason, CurrentVersion: out.CurrentVersion}
 	res, err := lwt.Do(ctx, lwt.Write[State]{
 		Op: fmt.Sprintf("recording the refusal of change %s", ch.ID),
 		Send: func(ctx context.Context) (bool, State, error) {
-			st, applied, err := s.RefuseOnce(ctx, ch, r)
+			st, applied, err := t.RefuseOnce(ctx, ch, r)
 			return applied, st, err
 		},
-		Read: func(ctx context.Context) (State, error) { return s.ReadState(ctx, ch) },
+		Read: func(ctx context.Context) (State, error) { return t.ReadState(ctx, ch) },
 		// An outcome recorded under the change id decides (below), whoever
 		// recorded it; none yet: the refusal may be sent again.
 		Awaits: func(st State) bool { return st.Record == nil },
@@ -179,4 +163,34 @@ func fromRecord(ch order.Change, r Record) Decision {
 		return Decision{Accepted: true}
 	}
 	return Decision{Refusal: r.Refusal()}
+}
+
+// History implements Store.
+func (v *Versions) History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error) {
+	return v.t.ReadChanges(ctx, tenant, orderID, order.CreatedVersion+1, upTo)
+}
+
+// Lookup implements Store: the record, else the row of a change accepted
+// by a version that wrote no record (before migration 0006).
+func (v *Versions) Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (Record, bool, error) {
+	recorded, row, err := v.t.ReadOutcome(ctx, tenant, orderID, changeID)
+	switch {
+	case err != nil:
+		return Record{}, false, err
+	case recorded != nil:
+		return *recorded, true, nil
+	case row != nil:
+		return *row, true, nil
+	}
+	return Record{}, false, nil
+}
+
+// Bind implements Store.
+func (v *Versions) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
+	return v.t.Bind(ctx, tenant, operation, requestID, orderID)
+}
+
+// Bound implements Store.
+func (v *Versions) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
+	return v.t.Bound(ctx, tenant, operation, requestID)
 }

@@ -20,6 +20,9 @@
 // LWT, IF change_outcomes[<change id>] = null, and the version check
 // carries the same condition: whichever of the two lands first is the
 // change id's outcome for ever, whatever the ledger has forgotten.
+//
+// Versions is the protocol, on a Table (one method per statement): the
+// CQL table in production, versionstest's in-memory table in unit tests.
 package versions
 
 import (
@@ -98,7 +101,7 @@ type Store interface {
 	// one is recorded). Run again after any error, by another finisher of
 	// the same change, or long after, it answers the same. shown is the
 	// version the order's row showed the caller: a history behind it
-	// decides nothing (ErrHistoryBehind; Check says why).
+	// decides nothing (ErrHistoryBehind; Versions.Apply says why).
 	Apply(ctx context.Context, c order.Change, shown int64) (Decision, error)
 	// History reads the accepted changes that made versions 2 to upTo,
 	// oldest first, at LOCAL_QUORUM (fewer if the order is not that far).

@@ -1,10 +1,9 @@
-// Package versionstest holds the in-memory versions.Store that unit tests
-// use and the contract suite (Run) that it and versions.CassandraStore
-// (e2e/contract_versions_test.go) are both held to.
 package versionstest
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
@@ -14,18 +13,33 @@ import (
 	"github.com/atlasmart/orderd/internal/stores/versions"
 )
 
-// Memory is versions.Store in memory, with the real store's semantics: one
-// linearizable LWT at a time per order (the version check and the
-// refusal, both conditional on the change id's record), rows and records
-// written once, and faults armed by statement name (versions.StmtApply,
-// StmtRefuse, StmtState, StmtHistory, StmtLookup) served as a FaultSession
-// serves them: Unavailable and Timeout do not apply, LoseResponse applies,
-// and the caller sees the driver's error.
+// Memory is versions.Versions, the store's own protocol, on an in-memory
+// table (see the package doc). Safe for concurrent use.
 type Memory struct {
+	*versions.Versions
+	// Faults armed by statement name: Arm, Before, Hits, Pending.
 	*cassandra.Faults
+	t *table
+}
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	t := &table{faults: cassandra.NewFaults(), orders: map[orderKey]*partition{}, bound: map[requestKey]uuid.UUID{}}
+	return &Memory{Versions: versions.New(t), Faults: t.faults, t: t}
+}
+
+// table is versions.Table in memory. It knows nothing of the protocol
+// (versions.Versions runs that on it).
+type table struct {
+	faults *cassandra.Faults
 	mu     sync.Mutex
-	orders map[orderKey]*history
+	orders map[orderKey]*partition
 	bound  map[requestKey]uuid.UUID // change_requests
+}
+
+type orderKey struct {
+	tenant string
+	id     uuid.UUID
 }
 
 // requestKey is a change request's key in change_requests.
@@ -34,79 +48,74 @@ type requestKey struct {
 	requestID         uuid.UUID
 }
 
-type orderKey struct {
-	tenant string
-	id     uuid.UUID
-}
-
-// history is an order's partition: statics, rows and records. A partition
-// holding refusals only is at version 1, CREATED.
-type history struct {
+// partition is an order's partition in order_versions: the statics, the
+// versions' rows and the change ids' records. One that holds refusals only
+// is at version 1, CREATED.
+type partition struct {
 	current int64
 	status  string
 	changes map[int64]order.Change
 	records map[uuid.UUID]versions.Record
 }
 
-var (
-	_ versions.Store      = (*Memory)(nil)
-	_ versions.Statements = (*Memory)(nil)
-)
-
-// NewMemory returns an empty store.
-func NewMemory() *Memory {
-	return &Memory{Faults: cassandra.NewFaults(), orders: map[orderKey]*history{}, bound: map[requestKey]uuid.UUID{}}
-}
-
-// exec runs one statement under the fault armed for it, as
-// cassandra.Served serves it to every fake; do runs under m.mu.
-func (m *Memory) exec(ctx context.Context, stmt, op string, write bool, do func() bool) (bool, error) {
-	f, _ := m.Take(stmt)
+// exec runs one statement under the fault armed for it (cassandra.Served,
+// as every fake serves faults); do runs under the lock and reports whether
+// it applied.
+func (t *table) exec(ctx context.Context, stmt, op string, write bool, do func() bool) (bool, error) {
+	f, _ := t.faults.Take(stmt)
 	return cassandra.Served(ctx, stmt, op, write, f, func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
+		t.mu.Lock()
+		defer t.mu.Unlock()
 		return do()
 	})
 }
 
-// Apply implements versions.Store, with CassandraStore's settling.
-func (m *Memory) Apply(ctx context.Context, ch order.Change, shown int64) (versions.Decision, error) {
-	return versions.Check(ctx, m, ch, shown)
+// onOrder is exec on the order's partition (an empty one if it has none).
+func (t *table) onOrder(ctx context.Context, stmt, op string, write bool, tenant string, id uuid.UUID, do func(*partition) bool) (bool, error) {
+	return t.exec(ctx, stmt, op, write, func() bool { return do(t.partitionLocked(tenant, id)) })
 }
 
-// partition is ch's order's partition, made if need be; m.mu is held.
-func (m *Memory) partition(tenant string, id uuid.UUID) *history {
-	k := orderKey{tenant, id}
-	h := m.orders[k]
-	if h == nil {
-		h = &history{current: order.CreatedVersion, status: order.StatusCreated,
+// partitionLocked is the order's partition, made empty if need be.
+func (t *table) partitionLocked(tenant string, id uuid.UUID) *partition {
+	p := t.orders[orderKey{tenant, id}]
+	if p == nil {
+		p = &partition{current: order.CreatedVersion, status: order.StatusCreated,
 			changes: map[int64]order.Change{}, records: map[uuid.UUID]versions.Record{}}
-		m.orders[k] = h
+		t.orders[orderKey{tenant, id}] = p
 	}
-	return h
+	return p
 }
 
-// state is h as an LWT's condition or a read finds it for ch; m.mu is held.
-func (h *history) state(ch order.Change) versions.State {
-	st := versions.State{Current: h.current, Status: h.status}
-	if r, ok := h.records[ch.ID]; ok {
+// state is p as an LWT's condition or a read finds it for ch.
+func (p *partition) state(ch order.Change) versions.State {
+	st := versions.State{Current: p.current, Status: p.status}
+	if r, ok := p.records[ch.ID]; ok {
 		st.Record = &r
 	}
 	return st
 }
 
-// cas runs one LWT of ch's order: cond decides, write applies; not
-// applied, the state its condition found.
-func (m *Memory) cas(ctx context.Context, stmt, op string, ch order.Change, cond func(*history) bool, write func(*history)) (versions.State, bool, error) {
+// accept writes ch's row and the statics if the order is at ch's expected
+// version and open (the version check's condition, without the record's).
+func (p *partition) accept(ch order.Change) bool {
+	if p.current != ch.Version-1 || p.status == order.StatusCancelled {
+		return false
+	}
+	p.current, p.status, p.changes[ch.Version] = ch.Version, ch.Status, ch
+	return true
+}
+
+// cas runs one LWT of ch's order. Both are conditional on ch's change id
+// having no record; do tests the rest of its condition and, if it holds,
+// writes. Not applied: the state the condition found.
+func (t *table) cas(ctx context.Context, stmt, op string, ch order.Change, do func(*partition) bool) (versions.State, bool, error) {
 	var found versions.State
-	applied, err := m.exec(ctx, stmt, op, true, func() bool {
-		h := m.partition(ch.Tenant, ch.OrderID)
-		if !cond(h) {
-			found = h.state(ch)
-			return false
+	applied, err := t.onOrder(ctx, stmt, op, true, ch.Tenant, ch.OrderID, func(p *partition) bool {
+		if _, decided := p.records[ch.ID]; !decided && do(p) {
+			return true
 		}
-		write(h)
-		return true
+		found = p.state(ch)
+		return false
 	})
 	if err != nil || applied {
 		return versions.State{}, applied, err
@@ -114,115 +123,72 @@ func (m *Memory) cas(ctx context.Context, stmt, op string, ch order.Change, cond
 	return found, false, nil
 }
 
-// ApplyOnce implements versions.Statements.
-func (m *Memory) ApplyOnce(ctx context.Context, ch order.Change) (versions.State, bool, error) {
-	return m.cas(ctx, versions.StmtApply, "version check of an order change", ch, func(h *history) bool {
-		_, decided := h.records[ch.ID]
-		return !decided && h.current == ch.Version-1 && h.status != order.StatusCancelled
-	}, func(h *history) {
-		h.current, h.status, h.changes[ch.Version] = ch.Version, ch.Status, ch
-		h.records[ch.ID] = versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}
+func (t *table) ApplyOnce(ctx context.Context, ch order.Change) (versions.State, bool, error) {
+	return t.cas(ctx, versions.StmtApply, "version check of an order change", ch, func(p *partition) bool {
+		if !p.accept(ch) {
+			return false
+		}
+		p.records[ch.ID] = versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}
+		return true
 	})
 }
 
-// RefuseOnce implements versions.Statements.
-func (m *Memory) RefuseOnce(ctx context.Context, ch order.Change, r versions.Record) (versions.State, bool, error) {
-	return m.cas(ctx, versions.StmtRefuse, "record a refused order change", ch, func(h *history) bool {
-		_, decided := h.records[ch.ID]
-		return !decided
-	}, func(h *history) { h.records[ch.ID] = r })
+func (t *table) RefuseOnce(ctx context.Context, ch order.Change, r versions.Record) (versions.State, bool, error) {
+	return t.cas(ctx, versions.StmtRefuse, "record a refused order change", ch, func(p *partition) bool {
+		p.records[ch.ID] = r
+		return true
+	})
 }
 
-// ReadState implements versions.Statements.
-func (m *Memory) ReadState(ctx context.Context, ch order.Change) (versions.State, error) {
-	st := versions.State{Current: order.CreatedVersion, Status: order.StatusCreated}
-	_, err := m.exec(ctx, versions.StmtState, "read an order's version", false, func() bool {
-		if h := m.orders[orderKey{ch.Tenant, ch.OrderID}]; h != nil {
-			st = h.state(ch)
-		}
+func (t *table) ReadState(ctx context.Context, ch order.Change) (st versions.State, err error) {
+	_, err = t.onOrder(ctx, versions.StmtState, "read an order's version", false, ch.Tenant, ch.OrderID, func(p *partition) bool {
+		st = p.state(ch)
 		return false
 	})
-	if err != nil {
-		return versions.State{}, err
-	}
-	return st, nil
+	return st, err
 }
 
-// History implements versions.Store.
-func (m *Memory) History(ctx context.Context, tenant string, orderID uuid.UUID, upTo int64) ([]order.Change, error) {
-	return m.ReadChanges(ctx, tenant, orderID, order.CreatedVersion+1, upTo)
-}
-
-// ReadChanges implements versions.Statements.
-func (m *Memory) ReadChanges(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) ([]order.Change, error) {
-	var out []order.Change
-	_, err := m.exec(ctx, versions.StmtHistory, "read an order's changes", false, func() bool {
-		h := m.orders[orderKey{tenant, orderID}]
-		for v := from; h != nil && v <= upTo; v++ {
-			if ch, ok := h.changes[v]; ok {
-				out = append(out, ch)
+func (t *table) ReadChanges(ctx context.Context, tenant string, orderID uuid.UUID, from, upTo int64) (out []order.Change, err error) {
+	_, err = t.onOrder(ctx, versions.StmtHistory, "read an order's changes", false, tenant, orderID, func(p *partition) bool {
+		for _, v := range slices.Sorted(maps.Keys(p.changes)) {
+			if v >= from && v <= upTo {
+				out = append(out, p.changes[v])
 			}
 		}
 		return false
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
-// Lookup implements versions.Store: the record, or the row of a change
-// accepted with none (WriteUnrecorded).
-func (m *Memory) Lookup(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (versions.Record, bool, error) {
-	var (
-		r     versions.Record
-		found bool
-	)
-	_, err := m.exec(ctx, versions.StmtLookup, "read a change's recorded outcome", false, func() bool {
-		r, found = m.lookupLocked(tenant, orderID, changeID)
+func (t *table) ReadOutcome(ctx context.Context, tenant string, orderID, changeID uuid.UUID) (recorded, row *versions.Record, err error) {
+	_, err = t.onOrder(ctx, versions.StmtLookup, "read a change's recorded outcome", false, tenant, orderID, func(p *partition) bool {
+		if r, ok := p.records[changeID]; ok {
+			recorded = &r
+		}
+		for _, ch := range p.changes {
+			if ch.ID == changeID {
+				row = &versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}
+			}
+		}
 		return false
 	})
-	return r, found, err
+	return recorded, row, err
 }
 
-// lookupLocked is Lookup's read; m.mu is held.
-func (m *Memory) lookupLocked(tenant string, orderID, changeID uuid.UUID) (versions.Record, bool) {
-	h := m.orders[orderKey{tenant, orderID}]
-	if h == nil {
-		return versions.Record{}, false
-	}
-	if r, ok := h.records[changeID]; ok {
-		return r, true
-	}
-	for _, ch := range h.changes {
-		if ch.ID == changeID {
-			return versions.Record{Fingerprint: ch.Fingerprint, Version: ch.Version}, true
-		}
-	}
-	return versions.Record{}, false
-}
-
-// Bind implements versions.Store, its faults served as the LWTs' are
-// (Unavailable and Timeout do not apply, LoseResponse applies).
-func (m *Memory) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
-	_, err := m.exec(ctx, versions.StmtBind, "bind a change request id to its order", true, func() bool {
-		m.bound[requestKey{tenant, operation, requestID}] = orderID
+func (t *table) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
+	_, err := t.exec(ctx, versions.StmtBind, "bind a change request id to its order", true, func() bool {
+		t.bound[requestKey{tenant, operation, requestID}] = orderID
 		return true
 	})
 	return err
 }
 
-// Bound implements versions.Store.
-func (m *Memory) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (uuid.UUID, bool, error) {
-	var (
-		id uuid.UUID
-		ok bool
-	)
-	_, err := m.exec(ctx, versions.StmtBound, "read the order a change request id is bound to", false, func() bool {
-		id, ok = m.bound[requestKey{tenant, operation, requestID}]
+func (t *table) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (id uuid.UUID, ok bool, err error) {
+	_, err = t.exec(ctx, versions.StmtBound, "read the order a change request id is bound to", false, func() bool {
+		id, ok = t.bound[requestKey{tenant, operation, requestID}]
 		return false
 	})
-	return id, ok, err
+	return id, ok && err == nil, err
 }
 
 // WriteUnrecorded accepts ch as a version before migration 0006 did: its
@@ -230,14 +196,9 @@ func (m *Memory) Bound(ctx context.Context, tenant, operation string, requestID 
 // instance's version check (the LWT without the record), applied only if
 // the order is at ch's expected version and open.
 func (m *Memory) WriteUnrecorded(ch order.Change) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := m.partition(ch.Tenant, ch.OrderID)
-	if h.current != ch.Version-1 || h.status == order.StatusCancelled {
-		return false
-	}
-	h.current, h.status, h.changes[ch.Version] = ch.Version, ch.Status, ch
-	return true
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	return m.t.partitionLocked(ch.Tenant, ch.OrderID).accept(ch)
 }
 
 // RollBack leaves the order's partition as a restore from a snapshot taken
@@ -245,17 +206,17 @@ func (m *Memory) WriteUnrecorded(ch order.Change) bool {
 // gone, the statics at upTo. (A test helper: what the real store's
 // operators do with sstables.)
 func (m *Memory) RollBack(tenant string, orderID uuid.UUID, upTo int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	h := m.partition(tenant, orderID)
-	for v, c := range h.changes {
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	p := m.t.partitionLocked(tenant, orderID)
+	for v, c := range p.changes {
 		if v > upTo {
-			delete(h.changes, v)
-			delete(h.records, c.ID)
+			delete(p.changes, v)
+			delete(p.records, c.ID)
 		}
 	}
-	h.current, h.status = order.CreatedVersion, order.StatusCreated
-	if c, ok := h.changes[upTo]; ok {
-		h.current, h.status = upTo, c.Status
+	p.current, p.status = order.CreatedVersion, order.StatusCreated
+	if c, ok := p.changes[upTo]; ok {
+		p.current, p.status = upTo, c.Status
 	}
 }
