@@ -20,7 +20,7 @@ import (
 func TestMemoryContract(t *testing.T) {
 	ledgertest.Run(t, func(t *testing.T) ledgertest.Subject {
 		m := ledgertest.NewMemory(ledgertest.Config{})
-		return ledgertest.Subject{Store: m, Arm: m.Arm, Before: m.Before, Pending: m.Pending, Now: m.Now,
+		return ledgertest.Subject{Store: m.Ledger, Arm: m.Arm, Before: m.Before, Pending: m.Pending, Now: m.Now,
 			Legacy: func(_ context.Context, rec ledger.Record) error { m.Put(rec); return nil }}
 	})
 }
@@ -159,8 +159,13 @@ func TestMemoryIntercept(t *testing.T) {
 	if len(gets) != 4 || gets[1].Fault != cassandra.FaultUnavailable || gets[2].Fault != cassandra.FaultTimeout || gets[3].Fault != 0 {
 		t.Errorf("logged gets = %+v", gets)
 	}
-	if m.Calls("Get") != 4 || m.Calls("Claim") != 2 {
-		t.Errorf("Calls: Get %d, Claim %d; want 4, 2", m.Calls("Get"), m.Calls("Claim"))
+	for _, st := range gets {
+		if !st.Serial {
+			t.Errorf("logged get %+v: not serial, want every one a Get's", st)
+		}
+	}
+	if n := len(m.Statements(ledger.StmtClaim)); n != 2 {
+		t.Errorf("logged claims = %d, want 2", n)
 	}
 }
 

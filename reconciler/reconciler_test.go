@@ -250,8 +250,8 @@ func TestMinuteIsReadIncrementallyThenSweptAndDropped(t *testing.T) {
 	if last := reads[len(reads)-1]; len(reads) != 3 || !last[0].Before(t0) {
 		t.Errorf("reads of the minute = %v, want a third, whole (from before its start)", reads)
 	}
-	if h.ledger.Calls("DropBucket") != 1 {
-		t.Errorf("DropBucket calls = %d, want 1", h.ledger.Calls("DropBucket"))
+	if n := sent(h.ledger, ledger.StmtDropBucket); n != 1 {
+		t.Errorf("bucket drops sent = %d, want 1", n)
 	}
 	if c, _ := h.coord.CursorOf(shard); !c.Equal(t0.Add(time.Minute)) {
 		t.Errorf("cursor = %s, want 12:01", c)
@@ -348,7 +348,7 @@ func TestUnsettledEntryIsListedAgainAndKeepsItsMinute(t *testing.T) {
 	if res, _ := l.PassShards(context.Background(), []int{shard}); res.Swept != 1 || res.Passed != 0 {
 		t.Errorf("sweep with the entry unsettled = %+v, want swept, not passed", res)
 	}
-	if h.ledger.Calls("DropBucket") != 0 {
+	if sent(h.ledger, ledger.StmtDropBucket) != 0 {
 		t.Error("a minute holding an unsettled entry was dropped")
 	}
 	if st := l.Stats(); st.MinutesPassed != 0 || st.CursorLag != 3*time.Minute+time.Second {
@@ -447,6 +447,7 @@ func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {
 	h.ledger.Put(other)
 
 	l := h.loop(Config{})
+	enqueued := sent(h.ledger, ledger.StmtEnqueue)
 	res := mustPass(t, l, shard)
 
 	if res.Dropped != 5 {
@@ -482,7 +483,8 @@ func TestPassDropsSettledGoneAndSupersededEntries(t *testing.T) {
 	if _, ok := h.ledger.Record(gone.Key); ok {
 		t.Errorf("gone record reappeared")
 	}
-	if h.ledger.Calls("MarkFailed") != 0 || h.ledger.Calls("Reschedule") != 0 {
+	// Reschedule's one statement is its entry's write.
+	if sent(h.ledger, ledger.StmtFail) != 0 || sent(h.ledger, ledger.StmtEnqueue) != enqueued {
 		t.Errorf("MarkFailed/Reschedule called on dropped entries")
 	}
 }
@@ -499,6 +501,7 @@ func TestFailingRequestBacksOffAndIsNeverDeadLettered(t *testing.T) {
 	h.fin.SetFail(-1)
 	const shard = 8
 	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+	enqueued := sent(h.ledger, ledger.StmtEnqueue) // the claim's entry
 	// Backoffs of minutes, so every retry lands in a later bucket.
 	cfg := Config{MaxAttempts: 5, BackoffBase: 2 * time.Minute, BackoffMax: time.Hour}
 	l := h.loop(cfg)
@@ -516,7 +519,9 @@ func TestFailingRequestBacksOffAndIsNeverDeadLettered(t *testing.T) {
 		if got.Attempts != pass || got.LastError != string(fault.ReasonClusterUnavailable) {
 			t.Fatalf("pass %d: attempts = %d, last_error %q; want %d, %s", pass, got.Attempts, got.LastError, pass, fault.ReasonClusterUnavailable)
 		}
-		if n := h.ledger.Calls("Reschedule"); n != pass {
+		// Each Reschedule writes its entry, with one statement; the loop
+		// writes entries only so.
+		if n := sent(h.ledger, ledger.StmtEnqueue) - enqueued; n != pass {
 			t.Fatalf("pass %d: %d Reschedule calls, want %d", pass, n, pass)
 		}
 		due := nextDue(t, h.ledger, rec.Key)
@@ -540,7 +545,7 @@ func TestFailingRequestBacksOffAndIsNeverDeadLettered(t *testing.T) {
 		}
 		h.clock.Set(due.Add(time.Second))
 	}
-	if n := h.ledger.Calls("MarkFailed"); n != 0 {
+	if n := sent(h.ledger, ledger.StmtFail); n != 0 {
 		t.Errorf("MarkFailed called %d times for a request that only failed to finish", n)
 	}
 	if st := l.Stats(); st.DeadLettered != 0 || st.Stuck != passes-int64(cfg.MaxAttempts)+1 {
@@ -590,9 +595,9 @@ func TestUnfinishableRequestIsDeadLettered(t *testing.T) {
 	// Nothing more happens to it.
 	h.clock.Advance(2 * time.Hour)
 	res = mustPass(t, l, shard)
-	if res.Entries != 0 || h.fin.Calls(rec.RequestID) != 1 || h.ledger.Calls("MarkFailed") != 1 {
+	if res.Entries != 0 || h.fin.Calls(rec.RequestID) != 1 || sent(h.ledger, ledger.StmtFail) != 1 {
 		t.Errorf("pass after dead letter: %+v, finisher calls %d, MarkFailed %d; want nothing done",
-			res, h.fin.Calls(rec.RequestID), h.ledger.Calls("MarkFailed"))
+			res, h.fin.Calls(rec.RequestID), sent(h.ledger, ledger.StmtFail))
 	}
 }
 
@@ -626,9 +631,9 @@ func TestRequestOfAnUnknownOperationIsLeftForANewerRelease(t *testing.T) {
 		}
 		h.clock.Set(nextDue(t, h.ledger, rec.Key).Add(time.Second))
 	}
-	for _, call := range []string{"RecordAttempt", "MarkFailed", "Withdraw"} {
-		if n := h.ledger.Calls(call); n != 0 {
-			t.Errorf("%s called %d times on a request of an unknown operation", call, n)
+	for _, stmt := range []string{ledger.StmtAttempt, ledger.StmtFail, ledger.StmtWithdraw} {
+		if n := sent(h.ledger, stmt); n != 0 {
+			t.Errorf("%d %s statements sent for a request of an unknown operation", n, stmt)
 		}
 	}
 	if st := l.Stats(); st.UnknownOperation != passes || st.Stuck != 0 || st.DeadLettered != 0 || st.Retried != 0 {
@@ -661,7 +666,7 @@ func TestWithdrawnClaimLeavesNoEntry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t0.Add(30 * time.Second))
 			const shard = 9
-			rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+			rec, claimEntry := h.addPending(t, shard, t0.Add(-10*time.Minute))
 			l := h.loop(Config{MaxAttempts: 5, BackoffBase: time.Minute, BackoffMax: time.Hour})
 			if tc.failedFirst {
 				h.fin.SetFail(1)
@@ -671,7 +676,7 @@ func TestWithdrawnClaimLeavesNoEntry(t *testing.T) {
 				h.clock.Set(nextDue(t, h.ledger, rec.Key).Add(time.Second))
 			}
 			h.fin.SetAnother()
-			removes := h.ledger.Calls("RemoveEntry")
+			removes := sent(h.ledger, ledger.StmtRemove)
 
 			res := mustPass(t, l, shard)
 
@@ -682,8 +687,19 @@ func TestWithdrawnClaimLeavesNoEntry(t *testing.T) {
 				t.Errorf("the withdrawn claim is still in the ledger")
 			}
 			wantNoEntries(t, h, rec.Key)
-			if n := h.ledger.Calls("RemoveEntry") - removes; n != tc.removes {
-				t.Errorf("RemoveEntry called %d times, want %d", n, tc.removes)
+			// The withdrawal removes the claim's entry itself (its partition
+			// is another minute than a rescheduled entry's); any other
+			// removal is the loop's.
+			own, loops := 0, 0
+			for _, st := range h.ledger.Statements(ledger.StmtRemove)[removes:] {
+				if st.Shard == claimEntry.Shard && st.Bucket.Equal(claimEntry.Due) {
+					own++
+				} else {
+					loops++
+				}
+			}
+			if own != 1 || loops != tc.removes {
+				t.Errorf("removals: %d of the claim's entry, %d by the loop; want 1 (the withdrawal's), %d", own, loops, tc.removes)
 			}
 			if h.fin.Recorded(rec.Key) != 0 {
 				t.Errorf("an order was recorded for the withdrawn claim")
@@ -1856,7 +1872,7 @@ func TestPassStoppedMidMinuteLeavesTheRestForTheNextPass(t *testing.T) {
 	if calls := h.fin.TotalCalls(); calls != 1 {
 		t.Fatalf("finisher calls = %d, want 1: no request starts once the pass is stopped", calls)
 	}
-	if n := h.ledger.Calls("RemoveEntry"); n != 1 {
+	if n := sent(h.ledger, ledger.StmtRemove); n != 1 {
 		t.Fatalf("RemoveEntry calls = %d, want 1 (the finished request's)", n)
 	}
 	unstarted := 0

@@ -17,25 +17,6 @@ import (
 	"github.com/atlasmart/orderd/ledger"
 )
 
-// Store is everything of ledger.Ledger that callers use: the
-// ledger.Store, the due queue, and the operator's and reconciler's writes.
-type Store interface {
-	ledger.Store
-	DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]ledger.DueEntry, error)
-	DropBucket(ctx context.Context, shard int, bucket time.Time) error
-	Reschedule(ctx context.Context, e ledger.DueEntry, due time.Time) error
-	RemoveEntry(ctx context.Context, e ledger.DueEntry) error
-	ClaimEntry(rec ledger.Record) ledger.DueEntry
-	MarkFailed(ctx context.Context, rec ledger.Record, reason string) (ledger.Record, error)
-	Requeue(ctx context.Context, key ledger.Key) (ledger.Record, error)
-	DueAfter() time.Duration
-}
-
-var (
-	_ Store = (*Memory)(nil)
-	_ Store = (*ledger.Ledger)(nil)
-)
-
 // Config configures a Memory: the store's own settings (same defaults and
 // limits as ledger.New) and its clock.
 type Config struct {
@@ -56,25 +37,27 @@ type Statement struct {
 	Shard          int
 	Bucket         time.Time
 	After, Through time.Time
+	// Serial: a read at the serial consistency (Get, and the reads that
+	// settle an unknown outcome); a Peek's read is not.
+	Serial bool
 	// Fault is what was served instead of a plain execution; 0 for none.
 	Fault cassandra.Fault
 	// Applied: the statement ran and, if conditional, its condition held.
 	Applied bool
 }
 
-// Memory is the ledger (ledger.Ledger, the store's own protocol) on an
-// in-memory table (see the package doc). Safe for concurrent use; each
-// statement is atomic, an operation of several statements is not, as in
-// the real store. Make one with NewMemory.
+// Memory is the ledger on an in-memory table (see the package doc): every
+// method of ledger.Ledger is the real one, and what it sent is in the
+// table's statement log (Statements), as a cassandra.FaultSession under
+// the CQL table would see it. Safe for concurrent use; each statement is
+// atomic, an operation of several statements is not, as in the real
+// store. Make one with NewMemory.
 type Memory struct {
+	*ledger.Ledger
 	// Faults armed by statement name (ledger.StmtClaim, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
-	store *ledger.Ledger
-	t     *table
-
-	mu    sync.Mutex
-	calls map[string]int
+	t *table
 }
 
 // NewMemory returns an empty Memory with nothing armed. It panics on a
@@ -90,106 +73,12 @@ func NewMemory(cfg Config) *Memory {
 	faults := cassandra.NewFaults()
 	t := &table{faults: faults, now: cfg.Now, rows: map[ledger.Key]row{}, entries: map[entryKey]entryRow{}}
 	cfg.Config.Now = t.Now
-	store, err := ledger.New(t, cfg.Config)
+	l, err := ledger.New(t, cfg.Config)
 	if err != nil {
 		panic("ledgertest: " + err.Error())
 	}
-	return &Memory{Faults: faults, store: store, t: t, calls: map[string]int{}}
+	return &Memory{Ledger: l, Faults: faults, t: t}
 }
-
-// ---------------------------------------------------------------- ledger.Store, counted
-
-// Calls is how many times the method ("Claim", "Get", "Peek", "Release",
-// "RecordAttempt", "Complete", "Withdraw", "MarkFailed", "Requeue",
-// "DueEntries", "Reschedule", "RemoveEntry", "DropBucket") was called,
-// failed calls included, calls one method makes of another not included.
-func (m *Memory) Calls(method string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.calls[method]
-}
-
-func (m *Memory) enter(method string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls[method]++
-}
-
-func (m *Memory) Claim(ctx context.Context, rec ledger.Record, check func(context.Context) error) (bool, ledger.Record, error) {
-	m.enter("Claim")
-	return m.store.Claim(ctx, rec, check)
-}
-
-func (m *Memory) Get(ctx context.Context, key ledger.Key) (ledger.Record, error) {
-	m.enter("Get")
-	return m.store.Get(ctx, key)
-}
-
-func (m *Memory) Peek(ctx context.Context, key ledger.Key) (ledger.Record, error) {
-	m.enter("Peek")
-	return m.store.Peek(ctx, key)
-}
-
-func (m *Memory) Release(ctx context.Context, rec ledger.Record) error {
-	m.enter("Release")
-	return m.store.Release(ctx, rec)
-}
-
-func (m *Memory) RecordAttempt(ctx context.Context, rec ledger.Record, reason string) error {
-	m.enter("RecordAttempt")
-	return m.store.RecordAttempt(ctx, rec, reason)
-}
-
-func (m *Memory) MarkFailed(ctx context.Context, rec ledger.Record, reason string) (ledger.Record, error) {
-	m.enter("MarkFailed")
-	return m.store.MarkFailed(ctx, rec, reason)
-}
-
-func (m *Memory) Complete(ctx context.Context, rec ledger.Record, outcome []byte) (ledger.Record, error) {
-	m.enter("Complete")
-	return m.store.Complete(ctx, rec, outcome)
-}
-
-func (m *Memory) Withdraw(ctx context.Context, rec ledger.Record) (ledger.Record, error) {
-	m.enter("Withdraw")
-	return m.store.Withdraw(ctx, rec)
-}
-
-func (m *Memory) Requeue(ctx context.Context, key ledger.Key) (ledger.Record, error) {
-	m.enter("Requeue")
-	return m.store.Requeue(ctx, key)
-}
-
-func (m *Memory) DueEntries(ctx context.Context, shard int, bucket, after, through time.Time) ([]ledger.DueEntry, error) {
-	m.enter("DueEntries")
-	return m.store.DueEntries(ctx, shard, bucket, after, through)
-}
-
-func (m *Memory) Reschedule(ctx context.Context, e ledger.DueEntry, due time.Time) error {
-	m.enter("Reschedule")
-	return m.store.Reschedule(ctx, e, due)
-}
-
-func (m *Memory) RemoveEntry(ctx context.Context, e ledger.DueEntry) error {
-	m.enter("RemoveEntry")
-	return m.store.RemoveEntry(ctx, e)
-}
-
-func (m *Memory) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
-	m.enter("DropBucket")
-	return m.store.DropBucket(ctx, shard, bucket)
-}
-
-// Scan is ledger.Ledger.Scan.
-func (m *Memory) Scan(ctx context.Context, f ledger.ScanFilter, limit int, next []byte) (ledger.ScanPage, error) {
-	return m.store.Scan(ctx, f, limit, next)
-}
-
-// ClaimEntry is the entry rec's claim wrote.
-func (m *Memory) ClaimEntry(rec ledger.Record) ledger.DueEntry { return m.store.ClaimEntry(rec) }
-
-// DueAfter is how long after its claim a request falls due.
-func (m *Memory) DueAfter() time.Duration { return m.store.DueAfter() }
 
 // ---------------------------------------------------------------- clock and faults
 
@@ -409,12 +298,12 @@ func (t *table) Update(ctx context.Context, u ledger.Update) (bool, error) {
 }
 
 // Read implements ledger.Table (both consistencies read the one copy).
-func (t *table) Read(ctx context.Context, key ledger.Key, _ bool) (ledger.Record, error) {
+func (t *table) Read(ctx context.Context, key ledger.Key, serial bool) (ledger.Record, error) {
 	var (
 		rec   ledger.Record
 		found bool
 	)
-	_, err := t.exec(ctx, keyStmt(ledger.StmtGet, key), readStmt, "read request", func(now time.Time) bool {
+	_, err := t.exec(ctx, Statement{Name: ledger.StmtGet, Key: key, Serial: serial}, readStmt, "read request", func(now time.Time) bool {
 		rec, found = t.liveLocked(key, now)
 		return false
 	})
@@ -605,14 +494,14 @@ func compareRecords(a, b ledger.Record) int {
 // panics on a record the store could not hold: without a state or
 // fingerprint, or past its retention.
 func (m *Memory) Put(rec ledger.Record) {
-	ttl := seconds(m.store.TTLFrom(rec.CreatedAt))
+	ttl := seconds(m.TTLFrom(rec.CreatedAt))
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	now := m.t.nowLocked()
 	if rec.State == "" || rec.Fingerprint == "" {
 		panic(fmt.Sprintf("ledgertest: Put of request %s without a state or fingerprint", rec.RequestID))
 	}
-	if !now.Before(rec.ExpiresAt(m.store.Retention())) {
+	if !now.Before(rec.ExpiresAt(m.Retention())) {
 		panic(fmt.Sprintf("ledgertest: Put of request %s claimed at %s, past its retention at %s", rec.RequestID, rec.CreatedAt, now))
 	}
 	exp := now.Add(ttl)
@@ -623,11 +512,11 @@ func (m *Memory) Put(rec ledger.Record) {
 // NotBefore (every writer puts it there; e.Due is ignored), expiring with its
 // request's retention. It panics on an entry past it.
 func (m *Memory) PutEntry(e ledger.DueEntry) {
-	ttl := seconds(m.store.TTLFrom(e.CreatedAt))
+	ttl := seconds(m.TTLFrom(e.CreatedAt))
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	now := m.t.nowLocked()
-	if !now.Before(e.CreatedAt.Add(m.store.Retention())) {
+	if !now.Before(e.CreatedAt.Add(m.Retention())) {
 		panic(fmt.Sprintf("ledgertest: PutEntry of request %s claimed at %s, past its retention at %s", e.RequestID, e.CreatedAt, now))
 	}
 	e.Due = ledger.BucketOf(e.NotBefore)

@@ -20,7 +20,9 @@ import (
 
 // Subject is one store under test.
 type Subject struct {
-	Store Store
+	// Store is the ledger on the table under test (Memory.Ledger, or the
+	// ledger on the CQL table).
+	Store *ledger.Ledger
 	// Arm makes the next times executions of a named statement fail
 	// (Memory.Arm, or cassandra.FaultSession.Arm under the CQL table).
 	Arm func(statement string, f cassandra.Fault, times int)

@@ -47,7 +47,7 @@ func TestClientDeadlineIsNotAFailedAttempt(t *testing.T) {
 		t.Fatalf("after the client's deadline: state %s, attempts %d, last_error %q; want PENDING, 0, none",
 			rec.State, rec.Attempts, rec.LastError)
 	}
-	if n := f.led.Calls("RecordAttempt"); n != 0 {
+	if n := len(f.led.Statements(ledger.StmtAttempt)); n != 0 {
 		t.Errorf("RecordAttempt called %d times for an attempt the client abandoned", n)
 	}
 }
