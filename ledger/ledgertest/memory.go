@@ -251,6 +251,19 @@ func (t *table) rowLocked(key ledger.Key, now time.Time) (ledger.Record, bool) {
 	return cloneRecord(r.rec), true
 }
 
+// rowsLocked is every row as a read returns it, by key; remnants only if
+// remnants.
+func (t *table) rowsLocked(now time.Time, remnants bool) []ledger.Record {
+	var out []ledger.Record
+	for k := range t.rows {
+		if rec, ok := t.rowLocked(k, now); ok && (remnants || !ledger.Remnant(rec)) {
+			out = append(out, rec)
+		}
+	}
+	slices.SortFunc(out, compareRecords)
+	return out
+}
+
 // liveLocked is rowLocked without remnants.
 func (t *table) liveLocked(key ledger.Key, now time.Time) (ledger.Record, bool) {
 	rec, ok := t.rowLocked(key, now)
@@ -339,14 +352,10 @@ func (t *table) ScanChunk(ctx context.Context, from []byte) ([]ledger.Record, []
 		after []byte
 	)
 	_, err := t.exec(ctx, Statement{Name: ledger.StmtScan}, readStmt, "scan the ledger", func(now time.Time) bool {
-		var all []ledger.Record
-		for k := range t.rows {
-			if rec, ok := t.rowLocked(k, now); ok {
-				rec.Outcome = nil // the scan reads no outcome
-				all = append(all, rec)
-			}
+		all := t.rowsLocked(now, true)
+		for i := range all {
+			all[i].Outcome = nil // the scan reads no outcome
 		}
-		slices.SortFunc(all, compareRecords)
 		end := min(len(all), int(skip)+ledger.ScanChunk)
 		out = all[min(len(all), int(skip)):end]
 		if end < len(all) {
@@ -438,24 +447,34 @@ func (t *table) ListDue(ctx context.Context, shard int, bucket, after, through t
 	var out []ledger.DueEntry
 	_, err := t.exec(ctx, Statement{Name: ledger.StmtDue, Shard: shard, Bucket: bucket, After: after, Through: through}, readStmt,
 		fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(now time.Time) bool {
-			for k, er := range t.entries {
-				if !now.Before(er.expires) {
-					delete(t.entries, k)
-					continue
-				}
-				if k.shard == shard && k.bucket == bucket.UnixMilli() && !er.done && k.notBefore > lo && k.notBefore <= hi {
-					e := er.e
-					e.Shard, e.Due = shard, bucket
-					out = append(out, e)
-				}
-			}
+			out = t.entriesLocked(now, func(k entryKey) bool {
+				return k.shard == shard && k.bucket == bucket.UnixMilli() && k.notBefore > lo && k.notBefore <= hi
+			})
 			return false
 		})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b ledger.DueEntry) int { return cmp.Or(a.NotBefore.Compare(b.NotBefore), compareEntries(a, b)) })
 	return out, nil
+}
+
+// entriesLocked lists the live entries not done whose key matches, by due
+// time; it forgets those whose time is up.
+func (t *table) entriesLocked(now time.Time, match func(entryKey) bool) []ledger.DueEntry {
+	var out []ledger.DueEntry
+	for k, er := range t.entries {
+		if !now.Before(er.expires) {
+			delete(t.entries, k)
+			continue
+		}
+		if !er.done && match(k) {
+			out = append(out, er.e)
+		}
+	}
+	slices.SortFunc(out, func(a, b ledger.DueEntry) int {
+		return cmp.Or(a.Due.Compare(b.Due), a.NotBefore.Compare(b.NotBefore), compareEntries(a, b))
+	})
+	return out
 }
 
 // DropBucket implements ledger.Table.
@@ -494,33 +513,36 @@ func compareRecords(a, b ledger.Record) int {
 // panics on a record the store could not hold: without a state or
 // fingerprint, or past its retention.
 func (m *Memory) Put(rec ledger.Record) {
-	ttl := seconds(m.TTLFrom(rec.CreatedAt))
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	now := m.t.nowLocked()
 	if rec.State == "" || rec.Fingerprint == "" {
 		panic(fmt.Sprintf("ledgertest: Put of request %s without a state or fingerprint", rec.RequestID))
 	}
-	if !now.Before(rec.ExpiresAt(m.Retention())) {
-		panic(fmt.Sprintf("ledgertest: Put of request %s claimed at %s, past its retention at %s", rec.RequestID, rec.CreatedAt, now))
-	}
-	exp := now.Add(ttl)
-	m.t.rows[rec.Key] = row{rec: stored(rec), markerExpires: exp, cellsExpire: exp}
+	m.seed("Put", rec.RequestID, rec.CreatedAt, func(expires time.Time) {
+		m.t.rows[rec.Key] = row{rec: stored(rec), markerExpires: expires, cellsExpire: expires}
+	})
 }
 
 // PutEntry stores a due-queue entry as it is, in the minute of its
 // NotBefore (every writer puts it there; e.Due is ignored), expiring with its
 // request's retention. It panics on an entry past it.
 func (m *Memory) PutEntry(e ledger.DueEntry) {
-	ttl := seconds(m.TTLFrom(e.CreatedAt))
+	e.Due = ledger.BucketOf(e.NotBefore)
+	m.seed("PutEntry", e.RequestID, e.CreatedAt, func(expires time.Time) {
+		m.t.entries[keyOf(e)] = entryRow{e: storedEntry(e), expires: expires}
+	})
+}
+
+// seed runs put under the table's lock with the expiry a write now gives
+// the cells of a request claimed at created; it panics (naming what) if
+// that request is past its retention.
+func (m *Memory) seed(what string, id uuid.UUID, created time.Time, put func(expires time.Time)) {
+	ttl := seconds(m.TTLFrom(created))
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
 	now := m.t.nowLocked()
-	if !now.Before(e.CreatedAt.Add(m.Retention())) {
-		panic(fmt.Sprintf("ledgertest: PutEntry of request %s claimed at %s, past its retention at %s", e.RequestID, e.CreatedAt, now))
+	if !now.Before(created.Add(m.Retention())) {
+		panic(fmt.Sprintf("ledgertest: %s of request %s claimed at %s, past its retention at %s", what, id, created, now))
 	}
-	e.Due = ledger.BucketOf(e.NotBefore)
-	m.t.entries[keyOf(e)] = entryRow{e: storedEntry(e), expires: now.Add(ttl)}
+	put(now.Add(ttl))
 }
 
 // Delete forgets the row of key, as its TTL would; its entries stay.
@@ -542,44 +564,22 @@ func (m *Memory) Record(key ledger.Key) (ledger.Record, bool) {
 func (m *Memory) Records() []ledger.Record {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	now := m.t.nowLocked()
-	var out []ledger.Record
-	for k := range m.t.rows {
-		if rec, ok := m.t.liveLocked(k, now); ok {
-			out = append(out, rec)
-		}
-	}
-	slices.SortFunc(out, compareRecords)
-	return out
+	return m.t.rowsLocked(m.t.nowLocked(), false)
 }
 
 // Entries lists the live due-queue entries of key, in any bucket, by due
 // time.
 func (m *Memory) Entries(key ledger.Key) []ledger.DueEntry {
-	return m.entriesWhere(func(e ledger.DueEntry) bool { return e.Key == key })
+	return m.entriesWhere(func(k entryKey) bool { return k.key == key })
 }
 
 // AllEntries lists every live due-queue entry, by due time.
 func (m *Memory) AllEntries() []ledger.DueEntry {
-	return m.entriesWhere(func(ledger.DueEntry) bool { return true })
+	return m.entriesWhere(func(entryKey) bool { return true })
 }
 
-func (m *Memory) entriesWhere(match func(ledger.DueEntry) bool) []ledger.DueEntry {
+func (m *Memory) entriesWhere(match func(entryKey) bool) []ledger.DueEntry {
 	m.t.mu.Lock()
 	defer m.t.mu.Unlock()
-	now := m.t.nowLocked()
-	var out []ledger.DueEntry
-	for k, er := range m.t.entries {
-		if !now.Before(er.expires) {
-			delete(m.t.entries, k)
-			continue
-		}
-		if !er.done && match(er.e) {
-			out = append(out, er.e)
-		}
-	}
-	slices.SortFunc(out, func(a, b ledger.DueEntry) int {
-		return cmp.Or(a.Due.Compare(b.Due), a.NotBefore.Compare(b.NotBefore), compareEntries(a, b))
-	})
-	return out
+	return m.t.entriesLocked(m.t.nowLocked(), match)
 }
