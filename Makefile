@@ -173,13 +173,13 @@ lint:
 clean:
 	rm -rf $(BIN)
 
-# Reconciler benchmarks (issues 4 and 10): one pass finding 100 PENDING among
+# Reconciler benchmarks: one pass finding 100 PENDING among
 # 1,000 and among 100,000 COMPLETE requests (both times and their ratio), and
 # one instance healing 10,000 PENDING requests (how long it takes).
 bench-reconciler:
 	$(GO) test ./e2e/ -run '^$$' -bench 'Benchmark(Reconciler(FindPending|Heal)|DueQueueSweep)' -benchtime 1x -timeout 60m
 
-# Benchmarks (issues 6, 10 and 11): orderd against statement plans issued
+# Benchmarks: orderd against statement plans issued
 # directly (the two-LWT plan, the one-LWT plan, the projections alone,
 # naive) at concurrency 1 to 64, a replay storm on one request id, the
 # replay path, a mixed load, event delivery on against off (with the latency
