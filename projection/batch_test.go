@@ -31,7 +31,7 @@ func TestRowsThatMeetShareABatch(t *testing.T) {
 	done := s.fillSlots(t, p, first)
 	done2 := writeAll(p, second)
 	for _, table := range []string{OrdersByCustomerTime, EventsByOrder} {
-		waitFor(t, func() bool { return p.upserts.Open(table) == len(second) })
+		waitFor(t, func() bool { return p.t.(*cqlTable).upserts.Open(table) == len(second) })
 	}
 	close(s.gate)
 	for i, err := range append(done(), <-done2...) {
@@ -82,7 +82,7 @@ func TestAFailedBatchFailsEveryOrderInIt(t *testing.T) {
 	done := s.fillSlots(t, p, first)
 	done2 := writeAll(p, second)
 	for _, table := range []string{OrdersByCustomerTime, EventsByOrder} {
-		waitFor(t, func() bool { return p.upserts.Open(table) == len(second) })
+		waitFor(t, func() bool { return p.t.(*cqlTable).upserts.Open(table) == len(second) })
 	}
 	close(s.gate)
 	for i, err := range done() {
@@ -119,7 +119,7 @@ func TestReadsThatMeetShareAQueryPerTenant(t *testing.T) {
 	for range 5 {
 		wantA = append(wantA, read("a").String())
 	}
-	waitFor(t, func() bool { return p.reads.Open("a") == len(wantA) })
+	waitFor(t, func() bool { return p.t.(*cqlTable).reads.Open("a") == len(wantA) })
 	read("b")
 	s.waitBlocked(t, inFlight+1)
 	close(s.gate)

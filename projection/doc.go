@@ -26,4 +26,10 @@
 // copies it into orders_by_customer_time, every cell with the write time it
 // has there, so that it writes only what Write and WriteChange wrote or
 // would write: it is not a second writer with values of its own.
+//
+// Store is the protocol (which rows an order and a change write, in what
+// order, at what write time; what a read makes of the rows) on a Table,
+// one method per statement: the CQL table (cql.go, which also groups the
+// rows and reads that meet) in production, projectiontest's in-memory
+// table in unit tests.
 package projection

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 	"gopkg.in/inf.v0"
@@ -17,7 +16,6 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
-	"github.com/atlasmart/orderd/internal/platform/groupcommit"
 )
 
 // Table names, also used to name failpoints ("projection.orders_by_id")
@@ -50,60 +48,6 @@ const (
 	StmtChangePrefix = "projection.change."
 )
 
-const (
-	upsertByCustomerCQL = `/* ` + StmtOrdersByCustomerTime + ` */ INSERT INTO orders_by_customer_time
-		(tenant, customer_id, order_month, created_at, order_id, status, total, currency, request_id, updated_at, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	upsertByIDCQL = `/* ` + StmtOrdersByID + ` */ INSERT INTO orders_by_id
-		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	upsertEventCQL = `/* ` + StmtEventsByOrder + ` */ INSERT INTO order_events_by_order
-		(tenant, order_id, event_id, event_type, detail, event_time, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-
-	// A change writes only the cells it changes, USING TIMESTAMP the
-	// order's creation write time + the version it made (changeTimestamp).
-	changeByCustomerCQL = `/* ` + StmtChangePrefix + OrdersByCustomerTime + ` */ UPDATE orders_by_customer_time
-		SET status = ?, version = ?, updated_at = ?
-		WHERE tenant = ? AND customer_id = ? AND order_month = ? AND created_at = ? AND order_id = ?`
-	changeByIDCQL = `/* ` + StmtChangePrefix + OrdersByID + ` */ UPDATE orders_by_id
-		SET status = ?, version = ?, updated_at = ? WHERE tenant = ? AND order_id = ?`
-	changeByIDNoteCQL = `/* ` + StmtChangePrefix + OrdersByID + ` */ UPDATE orders_by_id
-		SET status = ?, version = ?, updated_at = ?, shipping_note = ? WHERE tenant = ? AND order_id = ?`
-	changeEventCQL = `/* ` + StmtChangePrefix + EventsByOrder + ` */ INSERT INTO order_events_by_order
-		(tenant, order_id, event_id, event_type, detail, event_time, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-
-	// An order's change event rows (ChangeEvents).
-	selectEventsCQL = `/* ` + StmtEvents + ` */ SELECT event_id, event_type, detail, event_time, version
-		FROM order_events_by_order WHERE tenant = ? AND order_id = ?`
-
-	// byIDColumns are the orders_by_id columns an order is read from, in
-	// the order orderScan.dest scans them.
-	byIDColumns = `order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
-		version, shipping_note, updated_at`
-	selectByIDCQL = `/* ` + StmtGetOrder + ` */ SELECT ` + byIDColumns + `
-		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
-	// The reads of one tenant's orders that meet (Store.Order). Named as
-	// the single read: a fault armed on get_order, and its metrics, cover
-	// both.
-	selectByIDsCQL = `/* ` + StmtGetOrder + ` */ SELECT ` + byIDColumns + `
-		FROM orders_by_id WHERE tenant = ? AND order_id IN ?`
-	// Every order, for the tools that walk them all (ScanOrders).
-	scanByIDCQL = `/* ` + StmtScanOrders + ` */ SELECT tenant, ` + byIDColumns + ` FROM orders_by_id`
-	// Newest first: the table's clustering order (created_at DESC, order_id ASC).
-	selectByCustomerCQL = `/* ` + StmtCustomerOrders + ` */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
-		version, updated_at
-		FROM orders_by_customer_time WHERE tenant = ? AND customer_id = ? AND order_month = ?`
-)
-
-// lineUDT is the order_line user type.
-type lineUDT struct {
-	SKU       string   `cql:"sku"`
-	Quantity  int64    `cql:"quantity"`
-	UnitPrice *inf.Dec `cql:"unit_price"`
-}
-
 // Config shapes how a Store writes.
 type Config struct {
 	// Batch is the most orders whose rows of one table share one write (an
@@ -114,40 +58,10 @@ type Config struct {
 	Batch int
 }
 
-const (
-	// DefaultBatch keeps a batch within Cassandra's
-	// unlogged_batch_across_partitions_warn_threshold (10 partitions):
-	// each order's row of a table is in a partition of its own (the
-	// listing's rows of one customer and month share one).
-	DefaultBatch = 8
-	// inFlight is how many partial batches of one table go at once before
-	// the rows that arrive wait to share the next: a slot is free at low
-	// load, so a row waits for nothing; under load the rows that meet
-	// share a write, and a full batch (DefaultBatch rows) goes at once
-	// whatever is in flight, so this bounds no rate. One, not four: side
-	// by side (orderbench -phases cost, 3,000 new orders at 16 and 64
-	// streams) orderd spent 23-28% less CPU per order with one, at no
-	// worse latency, because four slots let most rows go in batches of
-	// one or two (docs/architecture.md, "Group-committed projection rows").
-	inFlight = 1
-	// maxBatchBytes bounds a batch's estimated size (rowWeight) below
-	// Cassandra's batch_size_warn_threshold (5 KiB); a larger row goes
-	// alone.
-	maxBatchBytes = 4 << 10
-)
-
-// Store writes and reads the projections.
+// Store writes and reads the projections: the protocol on a Table.
 type Store struct {
-	s          cassandra.Session
+	t          Table
 	failpoints *failpoint.Set
-	upserts    *groupcommit.Committer[string, row]        // by table
-	reads      *groupcommit.Committer[string, *orderRead] // by tenant
-}
-
-// row is one order's upsert into one table.
-type row struct {
-	table, stmt string
-	args        []any
 }
 
 // NewStore returns a Store with the default Config on a session whose
@@ -158,15 +72,12 @@ func NewStore(s cassandra.Session, failpoints *failpoint.Set) *Store {
 
 // New returns a Store shaped by cfg.
 func New(cfg Config, s cassandra.Session, failpoints *failpoint.Set) *Store {
-	if cfg.Batch == 0 {
-		cfg.Batch = DefaultBatch
-	}
-	p := &Store{s: s, failpoints: failpoints}
-	p.upserts = groupcommit.New(groupcommit.Config{Limit: cfg.Batch, InFlight: inFlight, MaxWeight: maxBatchBytes},
-		func(r row) string { return r.table }, rowWeight, p.writeRows)
-	p.reads = groupcommit.New(groupcommit.Config{Limit: cfg.Batch, InFlight: inFlight},
-		func(r *orderRead) string { return r.tenant }, nil, p.readOrders)
-	return p
+	return NewOnTable(NewCQLTable(cfg, s), failpoints)
+}
+
+// NewOnTable returns the Store on t. failpoints may be nil.
+func NewOnTable(t Table, failpoints *failpoint.Set) *Store {
+	return &Store{t: t, failpoints: failpoints}
 }
 
 // Tables lists the projection tables in the order a request's rows are
@@ -198,89 +109,77 @@ func (p *Store) Write(ctx context.Context, o order.Order) error {
 	return p.WriteOne(ctx, o, OrdersByID)
 }
 
-// WriteOne projects o into one table (one of Tables).
+// WriteOne projects o into one table (one of Tables), every cell at the
+// claim time (o.CreatedAt, to the microsecond).
 func (p *Store) WriteOne(ctx context.Context, o order.Order, table string) error {
-	stmt, args, err := upsertFor(o, table)
+	if !slices.Contains(Tables, table) {
+		return fmt.Errorf("no projection table %q", table)
+	}
+	s, err := stored(o)
 	if err != nil {
 		return err
 	}
+	ev := Event{ID: o.RequestID, Type: EventOrderCreated, Detail: CreatedDetail(o), Time: s.CreatedAt, Version: o.Version}
+	return p.write(table, func() error {
+		return p.t.WriteCreation(ctx, table, Row{Order: s, Event: ev}, o.CreatedAt.UnixMicro())
+	})
+}
+
+// write runs one write to table with the failpoints every write of the
+// table has.
+func (p *Store) write(table string, do func() error) error {
 	if err := p.failpoints.Eval(failpoint.ProjectionPrefix + table); err != nil {
 		return err
 	}
-	if err := p.upserts.Add(ctx, row{table: table, stmt: stmt, args: args}); err != nil {
-		return cassandra.WriteError("write "+table, err)
+	if err := do(); err != nil {
+		return err
 	}
 	return p.failpoints.Eval(failpoint.AfterProjectionPrefix + table)
 }
 
-// writeRows writes rows of one table: one statement, or the rows of
-// orders whose writes met, as one unlogged batch (each row keeps its own
-// USING TIMESTAMP). A batch is not atomic and need not be: each row is an
-// idempotent upsert its order may replay, and a failed batch fails every
-// order in it, each of which then settles as any failed write does.
-func (p *Store) writeRows(ctx context.Context, rows []row) error {
-	if len(rows) == 1 {
-		return p.s.Query(rows[0].stmt, rows[0].args...).Idempotent(true).ExecContext(ctx)
+// stored is o's creation as the tables hold it and reads return it:
+// decimals in inf.Dec's form, the month as a date, created_at (and
+// updated_at, the creation's) in UTC to the millisecond, nil for no lines.
+// An order whose amounts or month cannot be stored is refused here.
+func stored(o order.Order) (order.Order, error) {
+	s := o
+	var err error
+	if s.Total, err = decimal(o.Total); err != nil {
+		return order.Order{}, err
 	}
-	values := make([][]any, len(rows))
-	for i, r := range rows {
-		values[i] = r.args
+	if s.Month, err = monthOf(o); err != nil {
+		return order.Order{}, err
 	}
-	return p.s.ExecBatch(ctx, rows[0].stmt, values)
-}
-
-// rowWeight estimates a row's share of a batch's size in bytes: its text
-// and its lines, with a fixed allowance per value.
-func rowWeight(r row) int {
-	n := 0
-	for _, a := range r.args {
-		switch v := a.(type) {
-		case string:
-			n += len(v) + 8
-		case []lineUDT:
-			for _, l := range v {
-				n += len(l.SKU) + 48
-			}
-		default:
-			n += 16
+	s.CreatedAt = millis(o.CreatedAt)
+	s.UpdatedAt, s.ShippingNote, s.Lines = s.CreatedAt, "", nil
+	for _, l := range o.Lines {
+		if l.UnitPrice, err = decimal(l.UnitPrice); err != nil {
+			return order.Order{}, err
 		}
+		s.Lines = append(s.Lines, l)
 	}
-	return n
+	return s, nil
 }
 
-// upsertFor is the statement and values that project o into table; every
-// value comes from the order, and the write time (the last value) is the
-// claim time.
-func upsertFor(o order.Order, table string) (string, []any, error) {
-	ts := o.CreatedAt.UnixMicro()
-	total, err := decimal(o.Total)
-	if err != nil {
-		return "", nil, err
-	}
+// millis is t as a timestamp cell holds it: UTC, to the millisecond.
+func millis(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// monthOf is o's month as its date column holds it.
+func monthOf(o order.Order) (string, error) {
 	month, err := time.Parse(time.DateOnly, o.Month)
 	if err != nil {
-		return "", nil, fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
+		return "", fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
 	}
-	switch table {
-	case OrdersByCustomerTime:
-		return upsertByCustomerCQL, []any{o.Tenant, o.CustomerID, month, o.CreatedAt, o.ID.String(), o.Status, total, o.Currency, o.RequestID.String(),
-			o.CreatedAt, o.Version, ts}, nil
-	case OrdersByID:
-		lines := make([]lineUDT, len(o.Lines))
-		for i, l := range o.Lines {
-			price, err := decimal(l.UnitPrice)
-			if err != nil {
-				return "", nil, err
-			}
-			lines[i] = lineUDT{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: price}
-		}
-		return upsertByIDCQL, []any{o.Tenant, o.ID.String(), o.CustomerID, month, o.Status, total, o.Currency, o.RequestID.String(), lines,
-			o.CreatedAt, o.CreatedAt, o.Version, ts}, nil
-	case EventsByOrder:
-		return upsertEventCQL, []any{o.Tenant, o.ID.String(), o.RequestID.String(), EventOrderCreated, CreatedDetail(o),
-			o.CreatedAt, o.Version, ts}, nil
+	return month.Format(time.DateOnly), nil
+}
+
+// decimal is s in inf.Dec's form, as a decimal cell returns it.
+func decimal(s string) (string, error) {
+	d, ok := new(inf.Dec).SetString(s)
+	if !ok {
+		return "", fmt.Errorf("amount %q is not a decimal", s)
 	}
-	return "", nil, fmt.Errorf("no projection table %q", table)
+	return d.String(), nil
 }
 
 // CreatedDetail is the detail of o's ORDER_CREATED event row.
@@ -331,27 +230,22 @@ func ChangeEventOf(id uuid.UUID, eventType, detail string, at time.Time, version
 }
 
 // ChangeEvents reads the change event rows of an order (LOCAL_QUORUM),
+
+// ChangeEvents reads the change event rows of an order (LOCAL_QUORUM),
 // oldest version first.
 func (p *Store) ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]ChangeEvent, error) {
-	iter := p.s.Query(selectEventsCQL, tenant, id.String()).IterContext(ctx)
-	var (
-		out       []ChangeEvent
-		eventID   gocql.UUID
-		eventType string
-		detail    string
-		at        time.Time
-		version   *int64
-	)
-	for iter.Scan(&eventID, &eventType, &detail, &at, &version) {
-		if version != nil {
-			if ev, ok := ChangeEventOf(uuid.UUID(eventID), eventType, detail, at, *version); ok {
-				out = append(out, ev)
-			}
-		}
-		version = nil
+	rows, err := p.t.ReadEvents(ctx, tenant, id)
+	if err != nil {
+		return nil, err
 	}
-	if err := iter.Close(); err != nil {
-		return nil, cassandra.ReadError("read an order's events", err)
+	var out []ChangeEvent
+	for _, r := range rows {
+		if r.Version == 0 {
+			continue // no version stored: not a change's row
+		}
+		if ev, ok := ChangeEventOf(r.ID, r.Type, r.Detail, r.Time, r.Version); ok {
+			out = append(out, ev)
+		}
 	}
 	slices.SortFunc(out, func(a, b ChangeEvent) int { return cmp.Compare(a.Version, b.Version) })
 	return out, nil
@@ -374,38 +268,26 @@ func ChangeTimestamp(created time.Time, c order.Change) int64 { return created.U
 // write is confirmed; the whole WriteChange may be replayed.
 func (p *Store) WriteChange(ctx context.Context, o order.Order, c order.Change) error {
 	ts := ChangeTimestamp(o.CreatedAt, c)
-	month, err := time.Parse(time.DateOnly, o.Month)
+	month, err := monthOf(o)
 	if err != nil {
-		return fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
+		return err
+	}
+	at := millis(c.At)
+	key := order.Order{Tenant: o.Tenant, ID: o.ID, CustomerID: o.CustomerID, Month: month, CreatedAt: millis(o.CreatedAt),
+		Status: c.Status, Version: c.Version, UpdatedAt: at, ShippingNote: c.ShippingNote}
+	ev := Event{ID: c.ID, Type: c.EventType(), Detail: ChangeDetail(c), Time: at, Version: c.Version}
+	change := func(ctx context.Context, table string) error {
+		return p.write(table, func() error {
+			return p.t.WriteChange(ctx, table, Row{Order: key, Event: ev, SetsNote: c.SetsNote()}, ts)
+		})
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return p.exec(gctx, OrdersByCustomerTime, ts, changeByCustomerCQL,
-			c.Status, c.Version, c.At, o.Tenant, o.CustomerID, month, o.CreatedAt, o.ID.String())
-	})
-	g.Go(func() error {
-		return p.exec(gctx, EventsByOrder, ts, changeEventCQL,
-			o.Tenant, o.ID.String(), c.ID.String(), c.EventType(), ChangeDetail(c), c.At, c.Version)
-	})
+	g.Go(func() error { return change(gctx, OrdersByCustomerTime) })
+	g.Go(func() error { return change(gctx, EventsByOrder) })
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	if c.SetsNote() {
-		return p.exec(ctx, OrdersByID, ts, changeByIDNoteCQL, c.Status, c.Version, c.At, c.ShippingNote, o.Tenant, o.ID.String())
-	}
-	return p.exec(ctx, OrdersByID, ts, changeByIDCQL, c.Status, c.Version, c.At, o.Tenant, o.ID.String())
-}
-
-// exec runs one change write to table at timestamp ts, with the
-// failpoints every write of the table has.
-func (p *Store) exec(ctx context.Context, table string, ts int64, stmt string, args ...any) error {
-	if err := p.failpoints.Eval(failpoint.ProjectionPrefix + table); err != nil {
-		return err
-	}
-	if err := p.s.Query(stmt, args...).WithTimestamp(ts).Idempotent(true).ExecContext(ctx); err != nil {
-		return cassandra.WriteError("write a change to "+table, err)
-	}
-	return p.failpoints.Eval(failpoint.AfterProjectionPrefix + table)
+	return change(ctx, OrdersByID)
 }
 
 // ErrNotFound: no such order. Like every store's not-found
@@ -417,120 +299,38 @@ var ErrNotFound error = fault.New(fault.ReasonOrderNotFound, errors.New("project
 // ErrNotFound, and a failed query fails each of them, as its own read
 // failing would.
 func (p *Store) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
-	r := &orderRead{tenant: tenant, id: id.String()}
-	if err := p.reads.Add(ctx, r); err != nil {
-		return order.Order{}, cassandra.ReadError("read order", err)
+	o, ok, err := p.t.ReadOrder(ctx, tenant, id)
+	if err != nil {
+		return order.Order{}, err
 	}
-	if !r.found {
+	if !ok {
 		return order.Order{}, ErrNotFound
 	}
-	return r.got, nil
+	return read(o), nil
 }
 
-// orderRead is one Order call: what it asks for and, once its query ran,
-// what it found.
-type orderRead struct {
-	tenant, id string
-	found      bool
-	got        order.Order
-}
-
-// readOrders reads the orders of reads (one tenant's): one query, by id or
-// by ids. Every read is answered once it returns nil.
-func (p *Store) readOrders(ctx context.Context, reads []*orderRead) error {
-	tenant := reads[0].tenant
-	if len(reads) == 1 {
-		var sc orderScan
-		err := p.s.Query(selectByIDCQL, tenant, reads[0].id).ScanContext(ctx, sc.dest()...)
-		if errors.Is(err, gocql.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		reads[0].got, reads[0].found = sc.order(tenant), true
-		return nil
-	}
-	byID := make(map[string][]*orderRead, len(reads))
-	ids := make([]string, 0, len(reads))
-	for _, r := range reads {
-		if byID[r.id] == nil {
-			ids = append(ids, r.id)
-		}
-		byID[r.id] = append(byID[r.id], r)
-	}
-	iter := p.s.Query(selectByIDsCQL, tenant, ids).IterContext(ctx)
-	var sc orderScan
-	for iter.Scan(sc.dest()...) {
-		o := sc.order(tenant)
-		for _, r := range byID[o.ID.String()] {
-			r.got, r.found = o, true
-		}
-		sc = orderScan{}
-	}
-	return iter.Close()
-}
-
-// orderScan holds one orders_by_id row as the driver scans it.
-type orderScan struct {
-	o        order.Order
-	orderID  gocql.UUID
-	reqID    gocql.UUID
-	month    time.Time
-	total    *inf.Dec
-	rawLines []lineUDT
-	version  *int64
-	note     *string
-	updated  time.Time
-}
-
-// dest is what to scan byIDColumns into.
-func (sc *orderScan) dest() []any {
-	return []any{&sc.orderID, &sc.o.CustomerID, &sc.month, &sc.o.Status, &sc.total, &sc.o.Currency, &sc.reqID, &sc.rawLines,
-		&sc.o.CreatedAt, &sc.version, &sc.note, &sc.updated}
-}
-
-// order is the row scanned, as an order of tenant.
-func (sc *orderScan) order(tenant string) order.Order {
-	o := sc.o
-	o.Tenant = tenant
-	o.ID, o.RequestID, o.Month = uuid.UUID(sc.orderID), uuid.UUID(sc.reqID), sc.month.Format(time.DateOnly)
-	o.Total, o.CreatedAt = sc.total.String(), o.CreatedAt.UTC()
-	o.Version, o.UpdatedAt = versionOf(sc.version), updatedOf(sc.updated, o.CreatedAt)
-	if sc.note != nil {
-		o.ShippingNote = *sc.note
-	}
-	for _, l := range sc.rawLines {
-		o.Lines = append(o.Lines, order.Line{SKU: l.SKU, Quantity: l.Quantity, UnitPrice: l.UnitPrice.String()})
+// read is a stored row as the store answers it: a row written before
+// migration 0004 has no version, and is at version 1; one without
+// updated_at was last updated when created.
+func read(o order.Order) order.Order {
+	o.Version = max(o.Version, order.CreatedVersion)
+	if o.UpdatedAt.IsZero() {
+		o.UpdatedAt = o.CreatedAt
 	}
 	return o
 }
-
-// scanPage is how many orders_by_id rows one page of ScanOrders reads.
-const scanPage = 500
 
 // ScanOrders calls fn with every order of tenant created in [from, to), as
 // Order reads it, in no particular order; it stops at fn's first error. It
 // reads the whole table a page at a time (the table is keyed by order):
 // a tool's walk, never a request's.
 func (p *Store) ScanOrders(ctx context.Context, tenant string, from, to time.Time, fn func(order.Order) error) error {
-	iter := p.s.Query(scanByIDCQL).PageSize(scanPage).IterContext(ctx)
-	var (
-		rowTenant string
-		sc        orderScan
-	)
-	for iter.Scan(append([]any{&rowTenant}, sc.dest()...)...) {
-		o := sc.order(rowTenant)
-		sc = orderScan{}
-		if rowTenant != tenant || o.CreatedAt.Before(from) || !o.CreatedAt.Before(to) {
-			continue
+	return p.t.ScanOrders(ctx, func(o order.Order) error {
+		if o.Tenant != tenant || o.CreatedAt.Before(from) || !o.CreatedAt.Before(to) {
+			return nil
 		}
-		if err := fn(o); err != nil {
-			_ = iter.Close()
-			return err
-		}
-	}
-	return cassandra.ReadError("scan orders", iter.Close())
+		return fn(read(o))
+	})
 }
 
 // Page is one page of a customer's orders.
@@ -555,56 +355,15 @@ type Page struct {
 // across (docs/operations.md "Upgrading").
 func (p *Store) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (Page, error) {
 	first := month.UTC().AddDate(0, 0, 1-month.UTC().Day())
-	iter := p.s.Query(selectByCustomerCQL, tenant, customerID, first).PageSize(pageSize).PageState(state).IterContext(ctx)
-	var (
-		page           Page
-		orderID, reqID gocql.UUID
-		m              time.Time
-		total          *inf.Dec
-		version        *int64
-		updated        time.Time
-	)
-	// PageState disables automatic paging: this iterator covers one page.
-	next := iter.PageState()
-	o := order.Order{Tenant: tenant}
-	for iter.Scan(&orderID, &o.CustomerID, &m, &o.Status, &total, &o.Currency, &reqID, &o.CreatedAt, &version, &updated) {
-		if total != nil { // nil: a row without its creation's cells (above)
-			o.ID, o.RequestID, o.Month, o.Total, o.CreatedAt = uuid.UUID(orderID), uuid.UUID(reqID), m.Format(time.DateOnly), total.String(), o.CreatedAt.UTC()
-			o.Version, o.UpdatedAt = versionOf(version), updatedOf(updated, o.CreatedAt)
-			page.Orders = append(page.Orders, o)
+	rows, next, err := p.t.ReadCustomer(ctx, tenant, customerID, first, pageSize, state)
+	if err != nil {
+		return Page{}, err
+	}
+	page := Page{NextState: next}
+	for _, o := range rows {
+		if o.Total != "" { // "": a row without its creation's cells (above)
+			page.Orders = append(page.Orders, read(o))
 		}
-		version, updated, o = nil, time.Time{}, order.Order{Tenant: tenant}
-	}
-	if err := iter.Close(); err != nil {
-		return Page{}, cassandra.ReadError("read customer orders", err)
-	}
-	if len(next) > 0 {
-		page.NextState = next
 	}
 	return page, nil
-}
-
-// versionOf is a stored version; rows written before migration 0004 have
-// none, and are at version 1.
-func versionOf(v *int64) int64 {
-	if v == nil || *v < order.CreatedVersion {
-		return order.CreatedVersion
-	}
-	return *v
-}
-
-// updatedOf is a stored updated_at, in UTC; created for a row without one.
-func updatedOf(updated, created time.Time) time.Time {
-	if updated.IsZero() {
-		return created
-	}
-	return updated.UTC()
-}
-
-func decimal(s string) (*inf.Dec, error) {
-	d, ok := new(inf.Dec).SetString(s)
-	if !ok {
-		return nil, fmt.Errorf("amount %q is not a decimal", s)
-	}
-	return d, nil
 }
