@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"gopkg.in/inf.v0"
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
@@ -19,163 +18,28 @@ import (
 	"github.com/atlasmart/orderd/projection"
 )
 
-// Store is what the contract covers: the methods of projection.Store that
-// its callers use. (Declared here, not taken from workflow, so that
-// workflow's tests can import this package.)
-type Store interface {
-	// Write projects o into every table, orders_by_id last.
-	Write(ctx context.Context, o order.Order) error
-	// Order reads one order; projection.ErrNotFound (kind NotFound) if absent.
-	Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error)
-	// CustomerOrders lists one customer's orders of one month, a page at a time.
-	CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error)
-	// WriteChange projects an accepted change of o (o as at the change).
-	WriteChange(ctx context.Context, o order.Order, c order.Change) error
-	// ChangeEvents reads what an order's event rows record of its changes.
-	ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]projection.ChangeEvent, error)
-}
-
 // Event is one row of order_events_by_order.
-type Event struct {
-	ID      uuid.UUID // event_id: the creating request, or the change's id
-	Type    string
-	Detail  string
-	Time    time.Time
-	Version int64 // the order version the event made
-}
+type Event = projection.Event
 
-// state is the cells a change rewrites (status, version, updated_at):
-// Cassandra resolves each cell by its own timestamp, so they are kept
-// apart from the creation's row.
-type state struct {
-	Version   int64
-	Status    string
-	UpdatedAt time.Time
-}
-
-var (
-	_ Store = (*projection.Store)(nil)
-	_ Store = (*Memory)(nil)
-)
-
-type idKey struct {
-	tenant string
-	id     uuid.UUID
-}
-
-type customerKey struct {
-	tenant, customer, month string
-}
-
-// listingKey is the clustering key of an orders_by_customer_time row in
-// its partition: created_at to the millisecond, then the order id.
-type listingKey struct {
-	created int64 // ms since the epoch, as Cassandra stores a timestamp
-	id      uuid.UUID
-}
-
-func listingKeyOf(o order.Order) listingKey {
-	return listingKey{created: o.CreatedAt.UnixMilli(), id: o.ID}
-}
-
-// compare orders listing keys as the table clusters them: created_at
-// descending, then order id ascending (Cassandra sorts uuids of one
-// version, as order ids all are, by their bytes).
-func (k listingKey) compare(o listingKey) int {
-	if c := cmp.Compare(o.created, k.created); c != 0 {
-		return c
-	}
-	return bytes.Compare(k.id[:], o.id[:])
-}
-
-// customerRow is one row of orders_by_customer_time.
-type customerRow struct {
-	customerKey
-	listingKey
-}
-
-// version is a stored row and the write timestamp (µs) its cells carry.
-type version[T any] struct {
-	ts  int64
-	row T
-}
-
-// upsert stores row unless the stored one carries a larger timestamp: the
-// larger timestamp wins, as in Cassandra. On equal timestamps Cassandra
-// keeps, cell by cell, the larger value (its bytes compared); tie does the
-// same for the cells of T (nil: the rows written at one timestamp are
-// identical by construction, a creation's rows).
-func upsert[K comparable, T any](m map[K]version[T], k K, ts int64, row T, tie func(cur, row T) T) {
-	cur, ok := m[k]
-	switch {
-	case ok && cur.ts > ts:
-		return
-	case ok && cur.ts == ts:
-		if tie != nil {
-			m[k] = version[T]{ts: ts, row: tie(cur.row, row)}
-		}
-		return
-	}
-	m[k] = version[T]{ts: ts, row: row}
-}
-
-// laterTime is the larger of two timestamp cells (after 1970 their bytes
-// order as their values).
-func laterTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// stateTie resolves a change's cells written at one timestamp as Cassandra
-// does: each cell its larger value.
-func stateTie(cur, row state) state {
-	return state{Version: max(cur.Version, row.Version), Status: max(cur.Status, row.Status), UpdatedAt: laterTime(cur.UpdatedAt, row.UpdatedAt)}
-}
-
-// eventTie is stateTie for an event row's cells.
-func eventTie(cur, row Event) Event {
-	return Event{ID: cur.ID, Type: max(cur.Type, row.Type), Detail: max(cur.Detail, row.Detail), Time: laterTime(cur.Time, row.Time),
-		Version: max(cur.Version, row.Version)}
-}
-
-// noteTie is the larger of two shipping_note cells.
-func noteTie(cur, row string) string { return max(cur, row) }
-
-// Memory is an in-memory projection store with projection.Store's
-// semantics (see the package doc). Safe for concurrent use; the zero value
-// is not usable: call NewMemory.
+// Memory is projection.Store, the store's own protocol, on an in-memory
+// table (see the package doc), counting the calls tests ask about. Safe
+// for concurrent use; the zero value is not usable: call NewMemory.
 type Memory struct {
+	*projection.Store
 	// Faults armed by statement name (projection.StmtOrdersByID, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
+	t *table
 
-	mu         sync.Mutex
-	byID       map[idKey]version[order.Order]
-	byCustomer map[customerKey]map[listingKey]version[order.Order]
-	events     map[idKey]map[uuid.UUID]version[Event]
-	// The cells changes write, by table.
-	idState       map[idKey]version[state]
-	idNote        map[idKey]version[string]
-	customerState map[customerRow]version[state]
-
+	mu     sync.Mutex
 	calls  map[string]int // by method
-	writes []order.Order  // the orders of Write calls that returned nil, as passed
+	writes []order.Order  // the orders of Write calls that returned nil, as created
 }
 
 // NewMemory returns an empty store with nothing armed.
 func NewMemory() *Memory {
-	return &Memory{
-		byID:          map[idKey]version[order.Order]{},
-		byCustomer:    map[customerKey]map[listingKey]version[order.Order]{},
-		events:        map[idKey]map[uuid.UUID]version[Event]{},
-		idState:       map[idKey]version[state]{},
-		idNote:        map[idKey]version[string]{},
-		customerState: map[customerRow]version[state]{},
-		Faults:        cassandra.NewFaults(),
-		calls:         map[string]int{},
-	}
+	t := &table{faults: cassandra.NewFaults(), parts: map[partKey]map[rowKey]cells{}}
+	return &Memory{Store: projection.NewOnTable(t, nil), Faults: t.faults, t: t, calls: map[string]int{}}
 }
 
 // FailNext makes the next n Write calls fail as refused (kind Unavailable)
@@ -183,8 +47,8 @@ func NewMemory() *Memory {
 // written: Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, n).
 func (m *Memory) FailNext(n int) { m.Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, n) }
 
-// Calls is how many times method ("Write", "Order", "CustomerOrders") was
-// called, failed calls included.
+// Calls is how many times method ("Write", "WriteChange", "Order",
+// "CustomerOrders") was called, failed calls included.
 func (m *Memory) Calls(method string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -192,23 +56,22 @@ func (m *Memory) Calls(method string) int {
 }
 
 // Writes returns the orders of every Write call that returned nil, in call
-// order, as they were passed.
+// order, as written (order.Order.AsCreated).
 func (m *Memory) Writes() []order.Order {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]order.Order, len(m.writes))
 	for i, o := range m.writes {
-		out[i] = cloneOrder(o)
+		out[i] = o
+		out[i].Lines = slices.Clone(o.Lines)
 	}
 	return out
 }
 
 // WriteCount is how many Write calls of order id returned nil.
 func (m *Memory) WriteCount(id uuid.UUID) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	n := 0
-	for _, o := range m.writes {
+	for _, o := range m.Writes() {
 		if o.ID == id {
 			n++
 		}
@@ -222,289 +85,277 @@ func (m *Memory) enter(method string) {
 	m.calls[method]++
 }
 
-// Write implements Store: orders_by_customer_time and order_events_by_order
-// (both attempted; the first error is returned), then, only if both were
-// confirmed, orders_by_id.
+// Write is projection.Store.Write, counted, and kept if it returns nil.
 func (m *Memory) Write(ctx context.Context, o order.Order) error {
 	m.enter("Write")
-	o = o.AsCreated()
-	var first error
-	for _, table := range projection.Tables {
-		if table == projection.OrdersByID {
-			continue
-		}
-		if err := m.WriteOne(ctx, o, table); err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return first
-	}
-	if err := m.WriteOne(ctx, o, projection.OrdersByID); err != nil {
+	if err := m.Store.Write(ctx, o); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.writes = append(m.writes, cloneOrder(o))
+	o = o.AsCreated()
+	o.Lines = slices.Clone(o.Lines)
+	m.writes = append(m.writes, o)
 	return nil
 }
 
-// WriteOne projects o into one table (one of projection.Tables), as
-// projection.Store.WriteOne does.
-func (m *Memory) WriteOne(ctx context.Context, o order.Order, table string) error {
-	row, err := stored(o)
-	if err != nil {
-		return err
-	}
-	switch table {
-	case projection.OrdersByID, projection.OrdersByCustomerTime, projection.EventsByOrder:
-	default:
-		return fmt.Errorf("no projection table %q", table)
-	}
-	return m.write(ctx, "projection."+table, "write "+table, func() { m.apply(row, table, o.CreatedAt.UnixMicro()) })
-}
-
-// write runs do as a write of statement would run, under the fault armed
-// for it (cassandra.Served, as every fake serves faults).
-func (m *Memory) write(ctx context.Context, statement, op string, do func()) error {
-	f, _ := m.Take(statement)
-	_, err := cassandra.Served(ctx, statement, op, true, f, func() bool { do(); return true })
-	return err
-}
-
-// WriteChange implements Store, as projection.Store.WriteChange: the
-// customer's row and the event first (both attempted), then orders_by_id,
-// each cell at projection.ChangeTimestamp.
+// WriteChange is projection.Store.WriteChange, counted.
 func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change) error {
 	m.enter("WriteChange")
-	ts := projection.ChangeTimestamp(o.CreatedAt, c)
-	id := idKey{o.Tenant, o.ID}
-	st := state{Version: c.Version, Status: c.Status, UpdatedAt: c.At.UTC().Truncate(time.Millisecond)}
-	first := m.write(ctx, projection.StmtChangePrefix+projection.OrdersByCustomerTime, "write a change to "+projection.OrdersByCustomerTime, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		upsert(m.customerState, customerRow{customerKey{o.Tenant, o.CustomerID, o.Month}, listingKeyOf(o)}, ts, st, stateTie)
-	})
-	err := m.write(ctx, projection.StmtChangePrefix+projection.EventsByOrder, "write a change to "+projection.EventsByOrder, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if m.events[id] == nil {
-			m.events[id] = map[uuid.UUID]version[Event]{}
-		}
-		upsert(m.events[id], c.ID, ts, Event{ID: c.ID, Type: c.EventType(), Detail: projection.ChangeDetail(c), Time: st.UpdatedAt, Version: c.Version}, eventTie)
-	})
-	if first == nil {
-		first = err
-	}
-	if first != nil {
-		return first
-	}
-	return m.write(ctx, projection.StmtChangePrefix+projection.OrdersByID, "write a change to "+projection.OrdersByID, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		upsert(m.idState, id, ts, st, stateTie)
-		if c.SetsNote() {
-			upsert(m.idNote, id, ts, c.ShippingNote, noteTie)
-		}
-	})
+	return m.Store.WriteChange(ctx, o, c)
 }
 
-// withState is o (a stored creation row) with the cells changes wrote.
-func withState(o order.Order, st version[state], note version[string]) order.Order {
-	if st.ts != 0 {
-		o.Version, o.Status, o.UpdatedAt = st.row.Version, st.row.Status, st.row.UpdatedAt
-	}
-	if note.ts != 0 {
-		o.ShippingNote = note.row
-	}
-	return o
-}
-
-func (m *Memory) apply(o order.Order, table string, ts int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	id := idKey{o.Tenant, o.ID}
-	created := state{Version: o.Version, Status: o.Status, UpdatedAt: o.CreatedAt}
-	switch table {
-	case projection.OrdersByID:
-		upsert(m.byID, id, ts, o, nil)
-		upsert(m.idState, id, ts, created, stateTie)
-	case projection.OrdersByCustomerTime:
-		k := customerKey{o.Tenant, o.CustomerID, o.Month}
-		if m.byCustomer[k] == nil {
-			m.byCustomer[k] = map[listingKey]version[order.Order]{}
-		}
-		listed := o
-		listed.Lines = nil // orders_by_customer_time has no lines column
-		upsert(m.byCustomer[k], listingKeyOf(o), ts, listed, nil)
-		upsert(m.customerState, customerRow{k, listingKeyOf(o)}, ts, created, stateTie)
-	case projection.EventsByOrder:
-		if m.events[id] == nil {
-			m.events[id] = map[uuid.UUID]version[Event]{}
-		}
-		upsert(m.events[id], o.RequestID, ts, Event{
-			ID:      o.RequestID,
-			Type:    projection.EventOrderCreated,
-			Detail:  projection.CreatedDetail(o),
-			Time:    o.CreatedAt,
-			Version: o.Version,
-		}, eventTie)
-	}
-}
-
-// Order implements Store.
+// Order is projection.Store.Order, counted.
 func (m *Memory) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
 	m.enter("Order")
-	if err := m.read(ctx, projection.StmtGetOrder, "read order"); err != nil {
-		return order.Order{}, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.byID[idKey{tenant, id}]
-	if !ok {
-		return order.Order{}, projection.ErrNotFound
-	}
-	k := idKey{tenant, id}
-	return cloneOrder(withState(v.row, m.idState[k], m.idNote[k])), nil
+	return m.Store.Order(ctx, tenant, id)
 }
 
-// read fails as a read of statement would: any fault, or an ended
-// context, is Unavailable (cassandra.Served).
-func (m *Memory) read(ctx context.Context, statement, op string) error {
-	f, _ := m.Take(statement)
-	_, err := cassandra.Served(ctx, statement, op, false, f, func() bool { return false })
-	return err
-}
-
-// memoryState marks the page states Memory hands out: the marker, then the
-// clustering key of the page's last row (created_at in ms, big-endian,
-// then the order id).
-const memoryState = "projectiontest.Memory/"
-
-// CustomerOrders implements Store: the customer's orders of month's month
-// (in UTC), newest first as the table clusters them (created_at to the
-// millisecond descending, then order id ascending), without lines;
-// pageSize <= 0 is one page of all. A row that holds a change's cells but
-// not its creation's takes its place in a page and is left out of it, as
-// projection.Store leaves it out of the rows Cassandra returns. A full page
-// always has a NextState, so a listing whose last page is exactly full ends
-// with an empty page, as on Cassandra.
+// CustomerOrders is projection.Store.CustomerOrders, counted.
 func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error) {
 	m.enter("CustomerOrders")
-	if err := m.read(ctx, projection.StmtCustomerOrders, "read customer orders"); err != nil {
-		return projection.Page{}, err
-	}
-	var after *listingKey
-	if len(state) > 0 {
-		rest, ok := bytes.CutPrefix(state, []byte(memoryState))
-		if !ok || len(rest) != 8+16 {
-			return projection.Page{}, fault.New(fault.ReasonInternal, fmt.Errorf("read customer orders: page state %q is not one of this store's", state))
-		}
-		after = &listingKey{created: int64(binary.BigEndian.Uint64(rest[:8])), id: uuid.UUID(rest[8:])}
-	}
-	first := month.UTC().AddDate(0, 0, 1-month.UTC().Day())
-	k := customerKey{tenant, customerID, first.Format(time.DateOnly)}
-	type listed struct {
-		key listingKey
-		o   *order.Order // nil: a change's cells only, not listed
-	}
-	m.mu.Lock()
-	var rows []listed
-	for lk, v := range m.byCustomer[k] {
-		if after == nil || lk.compare(*after) > 0 {
-			o := withState(v.row, m.customerState[customerRow{k, lk}], version[string]{})
-			rows = append(rows, listed{lk, &o})
-		}
-	}
-	for row := range m.customerState {
-		if _, created := m.byCustomer[k][row.listingKey]; row.customerKey == k && !created && (after == nil || row.compare(*after) > 0) {
-			rows = append(rows, listed{key: row.listingKey})
-		}
-	}
-	m.mu.Unlock()
-	slices.SortFunc(rows, func(a, b listed) int { return a.key.compare(b.key) })
-	var page projection.Page
-	if pageSize > 0 && len(rows) >= pageSize {
-		// A full page has a next one, even if that one is empty: Cassandra
-		// does not look past the page it returns.
-		rows = rows[:pageSize]
-		last := rows[len(rows)-1].key
-		page.NextState = binary.BigEndian.AppendUint64([]byte(memoryState), uint64(last.created))
-		page.NextState = append(page.NextState, last.id[:]...)
-	}
-	for _, r := range rows {
-		if r.o != nil {
-			page.Orders = append(page.Orders, cloneOrder(*r.o))
-		}
-	}
-	return page, nil
-}
-
-// ChangeEvents implements projection.Store.ChangeEvents.
-func (m *Memory) ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) ([]projection.ChangeEvent, error) {
-	if err := m.read(ctx, projection.StmtEvents, "read an order's events"); err != nil {
-		return nil, err
-	}
-	rows, _ := m.Events(ctx, tenant, id)
-	var out []projection.ChangeEvent
-	for _, r := range rows {
-		if ev, ok := projection.ChangeEventOf(r.ID, r.Type, r.Detail, r.Time, r.Version); ok {
-			out = append(out, ev)
-		}
-	}
-	slices.SortFunc(out, func(a, b projection.ChangeEvent) int { return cmp.Compare(a.Version, b.Version) })
-	return out, nil
+	return m.Store.CustomerOrders(ctx, tenant, customerID, month, pageSize, state)
 }
 
 // Events lists the rows of order_events_by_order for one order, in event_id
-// order (a test helper: projection.Store has no reader of that table).
+// order (a test helper: projection.Store reads only their changes). No
+// fault is served.
 func (m *Memory) Events(_ context.Context, tenant string, id uuid.UUID) ([]Event, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.t.mu.Lock()
+	defer m.t.mu.Unlock()
+	return m.t.eventsLocked(tenant, id), nil
+}
+
+// table is projection.Table in memory: partitions of rows of cells, each
+// cell with the write time of the write that set it. It knows nothing of
+// the protocol (projection.Store runs that on it).
+type table struct {
+	faults *cassandra.Faults
+	mu     sync.Mutex
+	parts  map[partKey]map[rowKey]cells
+}
+
+// partKey is a partition's key: orders_by_id's and the events' (tenant,
+// id), the listing's (tenant, customer, month).
+type partKey struct {
+	table, tenant   string
+	id              uuid.UUID
+	customer, month string
+}
+
+// rowKey is a row's key in its partition: the listing's created_at (ms)
+// and order id, the events' event id; orders_by_id has one row.
+type rowKey struct {
+	created int64
+	id      uuid.UUID
+}
+
+// keyOf is the key of r's row in table.
+func keyOf(table string, r projection.Row) (partKey, rowKey) {
+	o := r.Order
+	switch table {
+	case projection.OrdersByCustomerTime:
+		return partKey{table: table, tenant: o.Tenant, customer: o.CustomerID, month: o.Month}, rowKey{o.CreatedAt.UnixMilli(), o.ID}
+	case projection.EventsByOrder:
+		return partKey{table: table, tenant: o.Tenant, id: o.ID}, rowKey{id: r.Event.ID}
+	}
+	return partKey{table: table, tenant: o.Tenant, id: o.ID}, rowKey{}
+}
+
+// cells are a row's cells by column; a row exists while it has one.
+type cells map[string]cell
+
+type cell struct {
+	ts int64 // write time, µs
+	v  any
+}
+
+// set writes v into column col at ts: the larger write time wins; at equal
+// ones, the larger value, as Cassandra compares a cell's bytes (for text,
+// bigint and timestamp cells, those a change writes; the cells a creation
+// writes at one write time are equal by construction, and the first stays).
+func (c cells) set(col string, v any, ts int64) {
+	cur, ok := c[col]
+	if !ok || cur.ts < ts || cur.ts == ts && larger(v, cur.v) {
+		c[col] = cell{ts: ts, v: v}
+	}
+}
+
+func larger(a, b any) bool {
+	switch a := a.(type) {
+	case string:
+		return a > b.(string)
+	case int64:
+		return a > b.(int64)
+	case time.Time:
+		return a.After(b.(time.Time))
+	}
+	return false
+}
+
+// get is column col's value (T's zero value: null).
+func get[T any](c cells, col string) T {
+	v, _ := c[col].v.(T)
+	return v
+}
+
+// exec runs one statement under the fault armed for it (cassandra.Served,
+// as every fake serves faults); do runs under the lock.
+func (t *table) exec(ctx context.Context, stmt, op string, write bool, do func()) error {
+	f, _ := t.faults.Take(stmt)
+	_, err := cassandra.Served(ctx, stmt, op, write, f, func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		do()
+		return write
+	})
+	return err
+}
+
+// write runs stmt, setting cols in r's row of table at ts.
+func (t *table) write(ctx context.Context, stmt, op, table string, r projection.Row, ts int64, cols map[string]any) error {
+	pk, rk := keyOf(table, r)
+	return t.exec(ctx, stmt, op, true, func() {
+		if t.parts[pk] == nil {
+			t.parts[pk] = map[rowKey]cells{}
+		}
+		if t.parts[pk][rk] == nil {
+			t.parts[pk][rk] = cells{}
+		}
+		for col, v := range cols {
+			t.parts[pk][rk].set(col, v, ts)
+		}
+	})
+}
+
+// creationStmt names the creation write of each table.
+var creationStmt = map[string]string{projection.OrdersByID: projection.StmtOrdersByID,
+	projection.OrdersByCustomerTime: projection.StmtOrdersByCustomerTime, projection.EventsByOrder: projection.StmtEventsByOrder}
+
+func (t *table) WriteCreation(ctx context.Context, table string, r projection.Row, ts int64) error {
+	o, e := r.Order, r.Event
+	cols := map[string]any{"type": e.Type, "detail": e.Detail, "time": e.Time, "version": e.Version}
+	if table != projection.EventsByOrder {
+		cols = map[string]any{"status": o.Status, "total": o.Total, "currency": o.Currency, "request_id": o.RequestID,
+			"updated_at": o.UpdatedAt, "version": o.Version}
+	}
+	if table == projection.OrdersByID {
+		cols["customer"], cols["month"], cols["created_at"], cols["lines"] = o.CustomerID, o.Month, o.CreatedAt, o.Lines
+	}
+	return t.write(ctx, creationStmt[table], "write "+table, table, r, ts, cols)
+}
+
+func (t *table) WriteChange(ctx context.Context, table string, r projection.Row, ts int64) error {
+	o, e := r.Order, r.Event
+	cols := map[string]any{"status": o.Status, "version": o.Version, "updated_at": o.UpdatedAt}
+	if table == projection.EventsByOrder {
+		cols = map[string]any{"type": e.Type, "detail": e.Detail, "time": e.Time, "version": e.Version}
+	}
+	if r.SetsNote && table == projection.OrdersByID {
+		cols["note"] = o.ShippingNote
+	}
+	return t.write(ctx, projection.StmtChangePrefix+table, "write a change to "+table, table, r, ts, cols)
+}
+
+// order is the order row of an order table: its key's columns, then its cells.
+func (c cells) order(pk partKey, rk rowKey) order.Order {
+	o := order.Order{Tenant: pk.tenant, ID: rk.id, CustomerID: pk.customer, Month: pk.month, CreatedAt: time.UnixMilli(rk.created).UTC(),
+		Status: get[string](c, "status"), Total: get[string](c, "total"), Currency: get[string](c, "currency"),
+		RequestID: get[uuid.UUID](c, "request_id"), UpdatedAt: get[time.Time](c, "updated_at"), Version: get[int64](c, "version"),
+		ShippingNote: get[string](c, "note"), Lines: slices.Clone(get[[]order.Line](c, "lines"))}
+	if pk.table == projection.OrdersByID {
+		o.ID, o.CustomerID, o.Month, o.CreatedAt = pk.id, get[string](c, "customer"), get[string](c, "month"), get[time.Time](c, "created_at")
+	}
+	return o
+}
+
+func (t *table) ReadOrder(ctx context.Context, tenant string, id uuid.UUID) (o order.Order, ok bool, err error) {
+	err = t.exec(ctx, projection.StmtGetOrder, "read order", false, func() {
+		pk := partKey{table: projection.OrdersByID, tenant: tenant, id: id}
+		if c := t.parts[pk][rowKey{}]; c != nil {
+			o, ok = c.order(pk, rowKey{}), true
+		}
+	})
+	return o, ok && err == nil, err
+}
+
+func (t *table) ScanOrders(ctx context.Context, fn func(order.Order) error) error {
+	var all []order.Order
+	if err := t.exec(ctx, projection.StmtScanOrders, "scan orders", false, func() {
+		for pk, rows := range t.parts {
+			if c := rows[rowKey{}]; pk.table == projection.OrdersByID && c != nil {
+				all = append(all, c.order(pk, rowKey{}))
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	for _, o := range all {
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *table) ReadEvents(ctx context.Context, tenant string, id uuid.UUID) (out []Event, err error) {
+	err = t.exec(ctx, projection.StmtEvents, "read an order's events", false, func() { out = t.eventsLocked(tenant, id) })
+	return out, err
+}
+
+func (t *table) eventsLocked(tenant string, id uuid.UUID) []Event {
 	var out []Event
-	for _, v := range m.events[idKey{tenant, id}] {
-		out = append(out, v.row)
+	for rk, c := range t.parts[partKey{table: projection.EventsByOrder, tenant: tenant, id: id}] {
+		out = append(out, Event{ID: rk.id, Type: get[string](c, "type"), Detail: get[string](c, "detail"),
+			Time: get[time.Time](c, "time"), Version: get[int64](c, "version")})
 	}
 	slices.SortFunc(out, func(a, b Event) int { return bytes.Compare(a.ID[:], b.ID[:]) })
-	return out, nil
+	return out
 }
 
-// stored is o as the tables hold it and reads return it: the checks
-// projection.Store makes before writing, decimals as inf.Dec prints them,
-// the month as a date, created_at in UTC to the millisecond, nil for no lines.
-func stored(o order.Order) (order.Order, error) {
-	total, err := decimal(o.Total)
-	if err != nil {
-		return order.Order{}, err
-	}
-	month, err := time.Parse(time.DateOnly, o.Month)
-	if err != nil {
-		return order.Order{}, fmt.Errorf("order %s month %q: %w", o.ID, o.Month, err)
-	}
-	out := o
-	out.Total, out.Month = total, month.Format(time.DateOnly)
-	out.CreatedAt = o.CreatedAt.UTC().Truncate(time.Millisecond)
-	out.Lines = nil
-	for _, l := range o.Lines {
-		price, err := decimal(l.UnitPrice)
-		if err != nil {
-			return order.Order{}, err
+// clusterOrder orders the listing's rows as the table clusters them:
+// created_at descending, then order id ascending (Cassandra sorts uuids of
+// one version, as order ids all are, by their bytes).
+func clusterOrder(a, b rowKey) int {
+	return cmp.Or(cmp.Compare(b.created, a.created), bytes.Compare(a.id[:], b.id[:]))
+}
+
+// memoryState marks the page states the table hands out; the key of the
+// page's last row follows it (created_at in ms, big-endian; the order id).
+const memoryState = "projectiontest.Memory/"
+
+// ReadCustomer pages as Cassandra does: a full page always has a next
+// state (Cassandra does not look past the page it returns), so a listing
+// whose last page is exactly full ends with an empty page.
+func (t *table) ReadCustomer(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) ([]order.Order, []byte, error) {
+	var after *rowKey
+	if len(state) > 0 {
+		rest, ok := bytes.CutPrefix(state, []byte(memoryState))
+		if !ok || len(rest) != 8+16 {
+			return nil, nil, fault.New(fault.ReasonInternal, fmt.Errorf("read customer orders: page state %q is not one of this store's", state))
 		}
-		l.UnitPrice = price
-		out.Lines = append(out.Lines, l)
+		after = &rowKey{int64(binary.BigEndian.Uint64(rest[:8])), uuid.UUID(rest[8:])}
 	}
-	return out, nil
-}
-
-func decimal(s string) (string, error) {
-	d, ok := new(inf.Dec).SetString(s)
-	if !ok {
-		return "", fmt.Errorf("amount %q is not a decimal", s)
+	pk := partKey{table: projection.OrdersByCustomerTime, tenant: tenant, customer: customerID, month: month.Format(time.DateOnly)}
+	var keys []rowKey
+	var rows []order.Order
+	err := t.exec(ctx, projection.StmtCustomerOrders, "read customer orders", false, func() {
+		for rk := range t.parts[pk] {
+			if after == nil || clusterOrder(rk, *after) > 0 {
+				keys = append(keys, rk)
+			}
+		}
+		slices.SortFunc(keys, clusterOrder)
+		if pageSize > 0 && len(keys) > pageSize {
+			keys = keys[:pageSize]
+		}
+		for _, rk := range keys {
+			rows = append(rows, t.parts[pk][rk].order(pk, rk))
+		}
+	})
+	if err != nil || pageSize <= 0 || len(keys) < pageSize {
+		return rows, nil, err
 	}
-	return d.String(), nil
-}
-
-func cloneOrder(o order.Order) order.Order {
-	o.Lines = slices.Clone(o.Lines)
-	return o
+	last := keys[len(keys)-1]
+	return rows, append(binary.BigEndian.AppendUint64([]byte(memoryState), uint64(last.created)), last.id[:]...), nil
 }

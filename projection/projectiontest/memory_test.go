@@ -5,6 +5,6 @@ import "testing"
 func TestProjectionContractMemory(t *testing.T) {
 	Run(t, func(t *testing.T) Subject {
 		m := NewMemory()
-		return Subject{Store: m, Arm: m.Arm, Events: m.Events}
+		return Subject{Store: m.Store, Arm: m.Arm, Events: m.Events}
 	})
 }

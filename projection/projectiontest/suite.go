@@ -22,7 +22,7 @@ import (
 
 // Subject is one store under test.
 type Subject struct {
-	Store Store
+	Store *projection.Store
 	// Arm makes the next times executions of a named statement fail
 	// (Memory.Arm, or cassandra.FaultSession.Arm under a projection.Store).
 	Arm func(statement string, f cassandra.Fault, times int)
