@@ -87,8 +87,8 @@
  * SWITCHES (spin -D...): P2=A|B, MAXFAULTS, MAXCRASH, MAXPOLL, TRIES1,
  * TRIES2, MAXBAD (unreadable claims), REQUEUE=0|1|2 (no operator, Requeue
  * as coded, the proposed fix); EXPIRE_UNFINISHED, DUE_ANYTIME (drop T3's
- * or T1's assumption), DOUBT_UNREADABLE_PROJECTED (drop A5); the defects of
- * the earlier correctness issue put back: BUG_DEADLETTER_VISIBLE,
+ * or T1's assumption), DOUBT_UNREADABLE_PROJECTED (drop A5); defects fixed
+ * earlier in the code, put back: BUG_DEADLETTER_VISIBLE,
  * BUG_LATE_RETRY_REWRITE, BUG_CLAIM_BEFORE_ENTRY, BUG_RELEASE_EARLY.
  */
 

@@ -2,7 +2,7 @@
 # Model-checks orderd's protocols with SPIN (model/orderd.pml: CreateOrder's
 # writes; model/changes.pml: changes, event delivery, mixed versions, clocks;
 # see model/README.md): every "pass" configuration must verify with no error; every
-# "bug" configuration (a defect of the earlier correctness issue put back),
+# "bug" configuration (a defect fixed earlier in the code, put back),
 # "finding" configuration (an open defect of the current code, or the
 # documented window) and "assume" configuration (a timing assumption
 # dropped) must yield a counterexample. Exits non-zero otherwise. One line
