@@ -37,7 +37,7 @@ import (
 //     order is also recorded as a conflict receipt in the ledger
 //     (COMPLETE with the reason and the version found) and answered.
 //  4. After the answer, publish the change's event and release the due
-//     entry (settleLater), as for CreateOrder; the reconciler finishes a
+//     entry (delivery.go), as for CreateOrder; the reconciler finishes a
 //     change a crash left half done (Settle).
 
 // Versions is the order's authoritative version (versions.Store).
