@@ -97,16 +97,21 @@ var Tables = []string{OrdersByCustomerTime, EventsByOrder, OrdersByID}
 // writes at the creation's timestamp, below every change's.
 func (p *Store) Write(ctx context.Context, o order.Order) error {
 	o = o.AsCreated()
+	r, err := createdRow(o)
+	if err != nil {
+		return err
+	}
+	ts := o.CreatedAt.UnixMicro()
 	g, gctx := errgroup.WithContext(ctx)
 	for _, table := range Tables {
 		if table != OrdersByID {
-			g.Go(func() error { return p.WriteOne(gctx, o, table) })
+			g.Go(func() error { return p.writeCreation(gctx, table, r, ts) })
 		}
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return p.WriteOne(ctx, o, OrdersByID)
+	return p.writeCreation(ctx, OrdersByID, r, ts)
 }
 
 // WriteOne projects o into one table (one of Tables), every cell at the
@@ -115,14 +120,27 @@ func (p *Store) WriteOne(ctx context.Context, o order.Order, table string) error
 	if !slices.Contains(Tables, table) {
 		return fmt.Errorf("no projection table %q", table)
 	}
-	s, err := stored(o)
+	r, err := createdRow(o)
 	if err != nil {
 		return err
 	}
+	return p.writeCreation(ctx, table, r, o.CreatedAt.UnixMicro())
+}
+
+// createdRow is what o's creation writes: o as the tables hold it, and
+// its ORDER_CREATED event row. Made once per Write, for all three tables.
+func createdRow(o order.Order) (Row, error) {
+	s, err := stored(o)
+	if err != nil {
+		return Row{}, err
+	}
 	ev := Event{ID: o.RequestID, Type: EventOrderCreated, Detail: CreatedDetail(o), Time: s.CreatedAt, Version: o.Version}
-	return p.write(table, func() error {
-		return p.t.WriteCreation(ctx, table, Row{Order: s, Event: ev}, o.CreatedAt.UnixMicro())
-	})
+	return Row{Order: s, Event: ev}, nil
+}
+
+// writeCreation writes r, a creation row, into table at ts.
+func (p *Store) writeCreation(ctx context.Context, table string, r Row, ts int64) error {
+	return p.write(table, func() error { return p.t.WriteCreation(ctx, table, r, ts) })
 }
 
 // write runs one write to table with the failpoints every write of the
