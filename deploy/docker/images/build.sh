@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Builds the container images orderd's compose file and the e2e docker
+# backend use, here, with no image registry: every image starts from a
+# Debian root filesystem made by debootstrap from Debian's packages, and the
+# Cassandra and Kafka jars are the ones the local launcher fetches from
+# Maven Central.
+#
+#   deploy/docker/images/build.sh [all|base|jre|golang|cassandra|kafka|orderd]...
+#
+# Needs a Docker engine, and debootstrap for the base image. Each image is
+# built by `docker build` (its layers cached: a second run with nothing
+# changed takes seconds); the base image is made once and kept. Tags (each
+# overridable by its variable):
+#
+#   BASE_IMAGE      local/debian:bookworm     debootstrap --variant=minbase
+#   JRE_IMAGE       local/jre:17              + openjdk-17-jre-headless
+#   GOLANG_IMAGE    local/golang:<go.mod>     + the Go toolchain from the module proxy
+#   CASSANDRA_IMAGE orderd/cassandra:<ver>    Cassandra from Maven Central
+#   KAFKA_IMAGE     orderd/kafka:<ver>        Kafka from Maven Central
+#   ORDERD_IMAGE    atlasmart/orderd:dev      the repo-root Dockerfile
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+bin=$root/bin
+work=$root/.images # build contexts assembled here (git-ignored)
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+go_version=$(awk '$1 == "go" { print $2 }' "$root/go.mod")
+
+: "${BASE_IMAGE:=local/debian:bookworm}"
+: "${JRE_IMAGE:=local/jre:17}"
+: "${GOLANG_IMAGE:=local/golang:$go_version}"
+: "${CASSANDRA_IMAGE:=orderd/cassandra:5.0.9}"
+: "${KAFKA_IMAGE:=orderd/kafka:4.4.0}"
+: "${ORDERD_IMAGE:=atlasmart/orderd:dev}"
+
+log() { printf 'images: %s\n' "$*" >&2; }
+
+# timed NAME CMD... runs CMD and says how long building NAME took.
+timed() {
+	local name=$1 start=$SECONDS
+	shift
+	"$@"
+	log "$name ready in $((SECONDS - start)) s"
+}
+
+# build TAG DOCKERFILE CONTEXT [ARGS...]: the legacy builder (no BuildKit
+# plugin is installed here), host network for apt and the Go module proxy.
+build() {
+	local tag=$1 file=$2 ctx=$3
+	shift 3
+	docker build --network host --quiet -t "$tag" -f "$file" "$@" "$ctx" >/dev/null
+}
+
+has_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+image_base() {
+	if has_image "$BASE_IMAGE"; then
+		log "$BASE_IMAGE: present, kept"
+		return
+	fi
+	command -v debootstrap >/dev/null || { log "debootstrap is missing: apt-get install -y debootstrap"; return 1; }
+	local rootfs
+	rootfs=$(mktemp -d)
+	trap 'rm -rf "$rootfs"' RETURN
+	log "$BASE_IMAGE: debootstrap bookworm from $mirror"
+	debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
+		{ tail -20 "$rootfs.log" >&2; return 1; }
+	rm -f "$rootfs.log"
+	tar -C "$rootfs" -c . | docker import -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+}
+
+image_jre() {
+	build "$JRE_IMAGE" "$here/jre.Dockerfile" "$here" --build-arg BASE_IMAGE="$BASE_IMAGE"
+}
+
+# context NAME FILES...: a fresh build context in .images/NAME with FILES
+# and the extra CA certificates (EXTRA_CA_DIR, default this machine's
+# /usr/local/share/ca-certificates: a TLS-intercepting egress proxy signs
+# with one) that a build step fetching over HTTPS must trust.
+context() {
+	local dir=$work/$1
+	shift
+	rm -rf "$dir" && mkdir -p "$dir/ca"
+	cp "$@" "$dir/"
+	local ca=${EXTRA_CA_DIR:-/usr/local/share/ca-certificates}
+	if compgen -G "$ca/*.crt" >/dev/null; then cp "$ca"/*.crt "$dir/ca/"; fi
+	echo "$dir"
+}
+
+image_golang() {
+	local ctx
+	ctx=$(context golang "$here/golang.Dockerfile")
+	build "$GOLANG_IMAGE" "$ctx/golang.Dockerfile" "$ctx" \
+		--build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg GO_VERSION="$go_version" \
+		--build-arg GOPROXY="$(go env GOPROXY | cut -d, -f1)"
+}
+
+images=()
+for target in "${@:-all}"; do
+	case $target in
+	all) images+=(base jre golang cassandra kafka orderd) ;;
+	base | jre | golang | cassandra | kafka | orderd) images+=("$target") ;;
+	*) log "unknown image $target (all, base, jre, golang, cassandra, kafka, orderd)"; exit 2 ;;
+	esac
+done
+for image in "${images[@]}"; do
+	timed "$image" "image_$image"
+done
