@@ -19,6 +19,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -59,15 +60,26 @@ type Cluster interface {
 	Close(ctx context.Context) error
 }
 
-// OpenCluster chooses and, if needed, starts the cluster for this run.
+// OpenCluster chooses and, if needed, starts the cluster for this run:
+// CASSANDRA_CONTACT_POINTS names a cluster someone else runs; otherwise
+// ORDERD_E2E_CLUSTER picks the backend, local (the default: the local
+// launcher's three JVMs) or docker (three containers started with
+// testcontainers-go, docker.go).
 func OpenCluster(ctx context.Context, log io.Writer) (Cluster, error) {
 	if cps := os.Getenv("CASSANDRA_CONTACT_POINTS"); cps != "" {
 		return &externalCluster{hosts: strings.Split(cps, ",")}, nil
 	}
-	if dockerAnswers(ctx) {
+	switch backend := os.Getenv("ORDERD_E2E_CLUSTER"); backend {
+	case "", "local":
+		return openLocal(ctx, log)
+	case "docker":
+		if !dockerAnswers(ctx) {
+			return nil, errors.New("ORDERD_E2E_CLUSTER=docker, but no Docker engine answers on DOCKER_HOST or /var/run/docker.sock")
+		}
 		return openDocker(ctx, log)
+	default:
+		return nil, fmt.Errorf("ORDERD_E2E_CLUSTER=%q: use local (the default) or docker", backend)
 	}
-	return openLocal(ctx, log)
 }
 
 // externalCluster is a cluster someone else runs.

@@ -8,24 +8,33 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
-	"github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 const (
-	// dockerDefaultImage is the Cassandra image; CASSANDRA_IMAGE overrides it.
+	// dockerDefaultImage is the Cassandra image; CASSANDRA_IMAGE overrides it
+	// (deploy/docker/images/build.sh builds orderd/cassandra:5.0.9 where no
+	// registry is reachable). Either image takes the same variables.
 	dockerDefaultImage = "cassandra:5.0"
 	// dockerNodes is the cluster size.
 	dockerNodes = 3
-	// dockerCQLPort is the native protocol port inside each container.
-	dockerCQLPort = "9042/tcp"
+	// dockerFirstAddress is node 1's loopback address, 127.0.0.11; node i
+	// has 127.0.0.(10+i). Apart from the local launcher's 127.0.0.1-3, so
+	// both clusters can run on one machine.
+	dockerFirstAddress = 11
+	// dockerLabel marks the containers this harness starts, so a run can
+	// remove what a killed run left behind (their addresses are fixed).
+	dockerLabel = "org.atlasmart.orderd.e2e"
 	// dockerCQLReadyLog is what Cassandra logs once it has joined the ring and
 	// opens the native protocol port. It precedes the bind by a moment, so
 	// the waits below also check that the port accepts connections.
@@ -65,35 +74,31 @@ rm -f "$tmp"
 exec docker-entrypoint.sh cassandra -f`
 
 // dockerCluster is a three-node Cassandra cluster in Docker containers,
-// started with testcontainers-go on a dedicated network.
+// started with testcontainers-go.
 //
-// Addressing: each node publishes 9042 on a random host port, and
-// ContactPoints returns those mapped addresses ("127.0.0.1:32768"). That is
-// enough to open the first connection from the host, but the driver then
-// discovers the peers from system.peers / system.local under their
-// container-network IPs (172.x.y.z:9042):
-//   - on Linux, where the host routes to the Docker bridge network, those
-//     container IPs work as they are;
-//   - where it does not (Docker Desktop on macOS/Windows, a remote engine),
-//     the orderd/gocql client must be given an address translator
-//     (gocql ClusterConfig.AddressTranslator) mapping each container
-//     IP:9042 to its mapped host:port, or it only reaches the contact
-//     points. This cluster does not provide one: that limitation is known.
-//
-// Mapped ports are assigned again whenever a container starts, so StartNode
-// re-reads them and ContactPoints reflects the latest ones.
+// Addressing: the containers share the host's network and each node binds
+// its own loopback address (dockerAddress), as the local launcher's nodes
+// do: the driver reaches every node at the address the node gossips, with
+// no port mapping and no address translation, and no bridge network is
+// needed (where Docker runs without one). JMX is local to each node, so
+// each gets its own port (dockerJMXPort).
 type dockerCluster struct {
 	image string
 	log   io.Writer
 	tcLog dockerTCLogger
 
 	mu    sync.Mutex
-	net   *testcontainers.DockerNetwork
 	nodes []*testcontainers.DockerContainer // index i-1 is node i; nil once closed
-	addrs []string                          // mapped CQL host:port of each node
 }
 
-// openDocker starts a three-node cassandra:5.0 cluster with testcontainers-go.
+// dockerAddress is node i's address (all its ports bind there).
+func dockerAddress(i int) string { return fmt.Sprintf("127.0.0.%d", dockerFirstAddress+i-1) }
+
+// dockerJMXPort is node i's JMX port, by the local launcher's rule (7000 +
+// 100 × the address's last byte).
+func dockerJMXPort(i int) int { return 7000 + 100*(dockerFirstAddress+i-1) }
+
+// openDocker starts a three-node Cassandra cluster with testcontainers-go.
 func openDocker(ctx context.Context, log io.Writer) (Cluster, error) {
 	image := os.Getenv("CASSANDRA_IMAGE")
 	if image == "" {
@@ -104,32 +109,26 @@ func openDocker(ctx context.Context, log io.Writer) (Cluster, error) {
 		log:   log,
 		tcLog: dockerTCLogger{w: log},
 		nodes: make([]*testcontainers.DockerContainer, dockerNodes),
-		addrs: make([]string, dockerNodes),
 	}
 	begin := time.Now()
-
-	nw, err := network.New(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("create the Docker network for the Cassandra cluster: %w", err)
+	if err := dockerRemoveLeftovers(ctx, log, "cassandra"); err != nil {
+		return nil, err
 	}
-	c.net = nw
 
 	// One node at a time: Cassandra refuses concurrent bootstraps, and each
 	// node waits for the seed (node 1) to be up.
 	for i := 1; i <= dockerNodes; i++ {
-		fmt.Fprintf(log, "e2e: starting Cassandra node %d of %d (%s, alias %s on network %s)\n", i, dockerNodes, image, dockerAlias(i), nw.Name)
+		fmt.Fprintf(log, "e2e: starting Cassandra node %d of %d (%s on %s, host network)\n", i, dockerNodes, image, dockerAddress(i))
 		took := time.Now()
 		ctr, err := c.runNode(ctx, i)
 		c.nodes[i-1] = ctr // possibly non-nil on error: it is then terminated below
-		var addr string
 		if err == nil {
-			addr, err = dockerCQLAddress(ctx, ctr)
+			err = dockerWaitCQL(ctx, i)
 		}
 		if err != nil {
-			return nil, c.abort(ctx, fmt.Errorf("start Cassandra node %d (%s, image %s): %w%s", i, dockerAlias(i), image, err, dockerLogTail(ctr)))
+			return nil, c.abort(ctx, fmt.Errorf("start Cassandra node %d (image %s): %w%s", i, image, err, dockerLogTail(ctr)))
 		}
-		c.addrs[i-1] = addr
-		fmt.Fprintf(log, "e2e: Cassandra node %d is up, CQL on %s (%s)\n", i, addr, time.Since(took).Round(time.Second))
+		fmt.Fprintf(log, "e2e: Cassandra node %d is up, CQL on %s:9042 (%s)\n", i, dockerAddress(i), time.Since(took).Round(time.Second))
 	}
 
 	upCtx, cancel := context.WithTimeout(ctx, dockerStartTimeout)
@@ -152,82 +151,122 @@ func (c *dockerCluster) abort(ctx context.Context, cause error) error {
 	return cause
 }
 
-// runNode creates and starts node i and waits until it serves CQL.
+// runNode creates and starts node i and waits until it logs that it serves CQL.
 func (c *dockerCluster) runNode(ctx context.Context, i int) (*testcontainers.DockerContainer, error) {
+	addr, jmx := dockerAddress(i), strconv.Itoa(dockerJMXPort(i))
 	return testcontainers.Run(ctx, c.image,
 		testcontainers.WithLogger(c.tcLog),
-		network.WithNetwork([]string{dockerAlias(i)}, c.net),
+		testcontainers.WithLabels(map[string]string{dockerLabel: "cassandra"}),
+		dockerHostNetwork(),
 		testcontainers.WithEnv(map[string]string{
 			"CASSANDRA_CLUSTER_NAME":    "orderd-e2e",
 			"CASSANDRA_DC":              "dc1",
 			"CASSANDRA_RACK":            fmt.Sprintf("rack%d", i),
 			"CASSANDRA_ENDPOINT_SNITCH": "GossipingPropertyFileSnitch",
 			"CASSANDRA_NUM_TOKENS":      "16",
-			"CASSANDRA_SEEDS":           dockerAlias(1),
+			"CASSANDRA_LISTEN_ADDRESS":  addr,
+			"CASSANDRA_RPC_ADDRESS":     addr,
+			"CASSANDRA_SEEDS":           dockerAddress(1),
 			"MAX_HEAP_SIZE":             "768M",
 			"HEAP_NEWSIZE":              "128M",
+			// JMX_PORT for orderd/cassandra; the official image's
+			// cassandra-env.sh fixes JMX_PORT, and a later -D wins.
+			"JMX_PORT":       jmx,
+			"JVM_EXTRA_OPTS": "-Dcassandra.jmx.local.port=" + jmx,
 		}),
-		testcontainers.WithExposedPorts(dockerCQLPort),
 		testcontainers.WithEntrypoint("sh", "-c", dockerPaxosV2Entrypoint),
 		// Start runs this strategy again on a restart, where the log line
 		// is already there from the previous run: StartNode replaces it
 		// with one waiting for the next occurrence.
-		testcontainers.WithWaitStrategyAndDeadline(dockerStartTimeout, dockerCQLReady(1)...),
+		testcontainers.WithWaitStrategyAndDeadline(dockerStartTimeout, dockerCQLLogged(1)),
 	)
 }
 
-// dockerCQLReady waits for the n-th "Starting listening for CQL clients" and then
-// for the mapped CQL port to accept connections. Each strategy gets the full
-// timeout explicitly: one without its own timeout would default to 60 s
-// whatever deadline the enclosing wait.ForAll has.
-func dockerCQLReady(n int) []wait.Strategy {
-	return []wait.Strategy{
-		wait.ForLog(dockerCQLReadyLog).WithOccurrence(n).
-			WithStartupTimeout(dockerStartTimeout).WithPollInterval(time.Second),
-		wait.ForListeningPort(dockerCQLPort).
-			WithStartupTimeout(dockerStartTimeout).WithPollInterval(500 * time.Millisecond),
+// dockerHostNetwork puts a container on the host's network and on no other.
+// (Where Docker has no default bridge, as with dockerd --bridge=none,
+// testcontainers-go would attach every container to a network of its own.)
+func dockerHostNetwork() testcontainers.CustomizeRequestOption {
+	return testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
+		for _, opt := range []testcontainers.CustomizeRequestOption{
+			testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) { hc.NetworkMode = "host" }),
+			testcontainers.WithEndpointSettingsModifier(func(m map[string]*network.EndpointSettings) { clear(m) }),
+		} {
+			if err := opt(req); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// dockerCQLLogged waits for the n-th "Starting listening for CQL clients".
+// It gets the full timeout explicitly: a strategy without its own would
+// default to 60 s whatever deadline encloses it.
+func dockerCQLLogged(n int) wait.Strategy {
+	return wait.ForLog(dockerCQLReadyLog).WithOccurrence(n).
+		WithStartupTimeout(dockerStartTimeout).WithPollInterval(time.Second)
+}
+
+// dockerWaitCQL waits until node i's CQL port accepts connections.
+func dockerWaitCQL(ctx context.Context, i int) error {
+	ctx, cancel := context.WithTimeout(ctx, dockerStartTimeout)
+	defer cancel()
+	return dockerPort(net.JoinHostPort(dockerAddress(i), "9042")).WaitUntilReady(ctx, nil)
+}
+
+// dockerPort is a wait.Strategy: the address, on the host network, accepts
+// connections. (No port is published, so wait.ForListeningPort has nothing
+// to look at.) It waits as long as its context lets it.
+type dockerPort string
+
+func (a dockerPort) WaitUntilReady(ctx context.Context, _ wait.StrategyTarget) error {
+	for {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", string(a))
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("port %s: %w", a, err)
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
 
-func dockerAlias(i int) string { return fmt.Sprintf("cassandra-%d", i) }
-
-// dockerCQLAddress is the host:port where the host reaches ctr's CQL port.
-func dockerCQLAddress(ctx context.Context, ctr *testcontainers.DockerContainer) (string, error) {
-	host, err := ctr.Host(ctx)
+// dockerRemoveLeftovers removes the containers of kind (dockerLabel's value)
+// that an earlier, killed run left: they hold the addresses this run needs.
+func dockerRemoveLeftovers(ctx context.Context, log io.Writer, kind string) error {
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return "", fmt.Errorf("docker host: %w", err)
+		return fmt.Errorf("docker client: %w", err)
 	}
-	port, err := ctr.MappedPort(ctx, dockerCQLPort)
+	defer cli.Close()
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", dockerLabel+"="+kind)})
 	if err != nil {
-		return "", fmt.Errorf("mapped port of %s: %w", dockerCQLPort, err)
+		return fmt.Errorf("list leftover %s containers: %w", kind, err)
 	}
-	return net.JoinHostPort(host, port.Port()), nil
+	for _, ctr := range list.Items {
+		fmt.Fprintf(log, "e2e: removing %s container %.12s left by an earlier run\n", kind, ctr.ID)
+		if _, err := cli.ContainerRemove(ctx, ctr.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			return fmt.Errorf("remove leftover %s container %.12s: %w", kind, ctr.ID, err)
+		}
+	}
+	return nil
 }
 
 func (c *dockerCluster) Describe() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var b strings.Builder
-	fmt.Fprintf(&b, "Docker cluster (testcontainers-go), %d × %s", dockerNodes, c.image)
-	if c.net != nil {
-		fmt.Fprintf(&b, " on network %s", c.net.Name)
-	}
-	b.WriteString(":")
-	for i, addr := range c.addrs {
-		sep := ","
-		if i == 0 {
-			sep = ""
-		}
-		fmt.Fprintf(&b, "%s node %d %s at %s", sep, i+1, dockerAlias(i+1), addr)
-	}
-	return b.String()
+	return fmt.Sprintf("Docker cluster (testcontainers-go, host network), %d × %s on %v", dockerNodes, c.image, c.ContactPoints())
 }
 
-// ContactPoints are the nodes' mapped CQL addresses (see dockerCluster).
+// ContactPoints are the nodes' addresses.
 func (c *dockerCluster) ContactPoints() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.addrs...)
+	out := make([]string, dockerNodes)
+	for i := range out {
+		out[i] = dockerAddress(i + 1)
+	}
+	return out
 }
 
 func (c *dockerCluster) Nodes() int            { return dockerNodes }
@@ -348,10 +387,9 @@ func (c *dockerCluster) ResumeNode(ctx context.Context, i int) error {
 }
 
 // StartNode starts node i (if it is not running), waits until it serves CQL
-// again (the port accepts connections and it logged "Starting listening for
-// CQL clients" after this start), re-reads its mapped port, and waits until
-// every running node sees every running node Up/Normal. All bounded by
-// 4 minutes.
+// again (it logged "Starting listening for CQL clients" after this start and
+// the port accepts connections), and waits until every running node sees
+// every running node Up/Normal. All bounded by 4 minutes.
 func (c *dockerCluster) StartNode(ctx context.Context, i int) error {
 	ctr, err := c.node(i)
 	if err != nil {
@@ -364,79 +402,52 @@ func (c *dockerCluster) StartNode(ctx context.Context, i int) error {
 	if err != nil {
 		return fmt.Errorf("start Cassandra node %d: state: %w", i, err)
 	}
-	want := 1 // already running: any occurrence will do
 	if st == nil || !st.Running {
 		// Docker keeps a container's logs across restarts, so the line is
-		// already there from the previous run: wait for one more.
+		// already there from the previous run: wait for one more. Start
+		// runs the container's WaitingFor (its readiness hook).
 		before, err := dockerCountLog(ctx, ctr, dockerCQLReadyLog)
 		if err != nil {
 			return fmt.Errorf("start Cassandra node %d: read its log: %w", i, err)
 		}
-		want = before + 1
-		// Start runs the container's WaitingFor (its readiness hook): make
-		// it wait for this start's line rather than pass at once on the
-		// previous run's, and only then probe the port. The wait below is
-		// then immediate; it matters when the node was already running.
-		ctr.WaitingFor = wait.ForAll(dockerCQLReady(want)...).WithDeadline(dockerStartTimeout)
+		ctr.WaitingFor = dockerCQLLogged(before + 1)
 		if err := ctr.Start(ctx); err != nil {
 			return fmt.Errorf("start Cassandra node %d: %w%s", i, err, dockerLogTail(ctr))
 		}
 	}
-	if err := wait.ForAll(dockerCQLReady(want)...).WithDeadline(dockerStartTimeout).WaitUntilReady(ctx, ctr); err != nil {
+	if err := dockerWaitCQL(ctx, i); err != nil {
 		return fmt.Errorf("start Cassandra node %d: not serving CQL: %w%s", i, err, dockerLogTail(ctr))
 	}
-	addr, err := dockerCQLAddress(ctx, ctr) // a new host port after a restart
-	if err != nil {
-		return fmt.Errorf("start Cassandra node %d: %w", i, err)
-	}
-	c.mu.Lock()
-	c.addrs[i-1] = addr
-	c.mu.Unlock()
 	if err := c.waitUpNormal(ctx); err != nil {
 		return fmt.Errorf("start Cassandra node %d: %w", i, err)
 	}
-	fmt.Fprintf(c.log, "e2e: Cassandra node %d is back, CQL on %s\n", i, addr)
+	fmt.Fprintf(c.log, "e2e: Cassandra node %d is back, CQL on %s:9042\n", i, dockerAddress(i))
 	return nil
 }
 
-// dockerRunningNode is a running container and its IP on the cluster network.
+// dockerRunningNode is a running node: its number and container.
 type dockerRunningNode struct {
 	i   int
 	ctr *testcontainers.DockerContainer
-	ip  string
 }
 
-// running lists the running nodes.
+// running lists the running nodes (a paused one counts as running).
 func (c *dockerCluster) running(ctx context.Context) ([]dockerRunningNode, error) {
 	c.mu.Lock()
 	nodes := append([]*testcontainers.DockerContainer(nil), c.nodes...)
-	netName := ""
-	if c.net != nil {
-		netName = c.net.Name
-	}
 	c.mu.Unlock()
 	var out []dockerRunningNode
 	for idx, ctr := range nodes {
 		if ctr == nil {
 			continue
 		}
-		insp, err := ctr.Inspect(ctx)
+		st, err := ctr.State(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("inspect Cassandra node %d: %w", idx+1, err)
+			return nil, fmt.Errorf("state of Cassandra node %d: %w", idx+1, err)
 		}
-		if insp.State == nil || !insp.State.Running {
-			continue
+		if st != nil && st.Running {
+			out = append(out, dockerRunningNode{i: idx + 1, ctr: ctr})
 		}
-		n := dockerRunningNode{i: idx + 1, ctr: ctr}
-		if insp.NetworkSettings != nil {
-			if ep := insp.NetworkSettings.Networks[netName]; ep != nil && ep.IPAddress.IsValid() {
-				n.ip = ep.IPAddress.String()
-			}
-		}
-		if n.ip == "" {
-			return nil, fmt.Errorf("Cassandra node %d has no IP address on network %s", n.i, netName)
-		}
-		out = append(out, n)
 	}
 	return out, nil
 }
@@ -451,7 +462,7 @@ func (c *dockerCluster) waitUpNormal(ctx context.Context) error {
 		}
 		ok, last := true, ""
 		for _, n := range nodes {
-			out, err := dockerNodetoolStatus(ctx, n.ctr)
+			out, err := dockerNodetoolStatus(ctx, n)
 			last = fmt.Sprintf("node %d: %s", n.i, out)
 			if err != nil {
 				last = fmt.Sprintf("node %d: %v", n.i, err)
@@ -472,11 +483,11 @@ func (c *dockerCluster) waitUpNormal(ctx context.Context) error {
 	}
 }
 
-// dockerNodetoolStatus runs `nodetool status` inside ctr.
-func dockerNodetoolStatus(ctx context.Context, ctr *testcontainers.DockerContainer) (string, error) {
+// dockerNodetoolStatus runs `nodetool status` inside node n, on its JMX port.
+func dockerNodetoolStatus(ctx context.Context, n dockerRunningNode) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	code, r, err := ctr.Exec(ctx, []string{"nodetool", "status"}, tcexec.Multiplexed())
+	code, r, err := n.ctr.Exec(ctx, []string{"nodetool", "-p", strconv.Itoa(dockerJMXPort(n.i)), "status"}, tcexec.Multiplexed())
 	if err != nil {
 		return "", fmt.Errorf("nodetool status: %w", err)
 	}
@@ -490,8 +501,8 @@ func dockerNodetoolStatus(ctx context.Context, ctr *testcontainers.DockerContain
 	return string(b), nil
 }
 
-// dockerAllUpNormal reports whether nodetool status output lists every node's IP
-// as UN. Cassandra prints the address without the port unless asked
+// dockerAllUpNormal reports whether nodetool status output lists every node's
+// address as UN. Cassandra prints the address without the port unless asked
 // (--print-port), but accept both.
 func dockerAllUpNormal(status string, nodes []dockerRunningNode) bool {
 	un := map[string]bool{}
@@ -506,7 +517,7 @@ func dockerAllUpNormal(status string, nodes []dockerRunningNode) bool {
 		}
 	}
 	for _, n := range nodes {
-		if !un[n.ip] {
+		if !un[dockerAddress(n.i)] {
 			return false
 		}
 	}
@@ -514,11 +525,11 @@ func dockerAllUpNormal(status string, nodes []dockerRunningNode) bool {
 }
 
 // Close terminates (stops and removes, with their volumes) the three
-// containers, then removes the network.
+// containers.
 func (c *dockerCluster) Close(ctx context.Context) error {
 	c.mu.Lock()
-	nodes, nw := c.nodes, c.net
-	c.nodes, c.net = make([]*testcontainers.DockerContainer, dockerNodes), nil
+	nodes := c.nodes
+	c.nodes = make([]*testcontainers.DockerContainer, dockerNodes)
 	c.mu.Unlock()
 	var errs []error
 	for idx, ctr := range nodes {
@@ -528,11 +539,6 @@ func (c *dockerCluster) Close(ctx context.Context) error {
 		// No grace: the cluster's data is thrown away anyway.
 		if err := ctr.Terminate(ctx, testcontainers.StopTimeout(0)); err != nil {
 			errs = append(errs, fmt.Errorf("terminate Cassandra node %d: %w", idx+1, err))
-		}
-	}
-	if nw != nil {
-		if err := nw.Remove(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("remove Docker network %s: %w", nw.Name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -4,25 +4,26 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
 	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 const (
-	// dockerKafkaImage is the broker image; KAFKA_IMAGE overrides it.
+	// dockerKafkaImage is the broker image; KAFKA_IMAGE overrides it
+	// (deploy/docker/images/build.sh builds orderd/kafka where no registry
+	// is reachable). Either image takes the same variables.
 	dockerKafkaImage = "apache/kafka:4.1.0"
-	// dockerKafkaHostPort is where the host reaches the broker: a fixed
-	// port, because the broker must advertise the address clients use.
-	dockerKafkaHostPort = "19092"
+	// dockerKafkaAddress is the loopback address the broker binds on the
+	// host network, beside the Cassandra containers' and apart from the
+	// local launcher's broker (127.0.0.1).
+	dockerKafkaAddress = "127.0.0.14"
+	// dockerKafkaStartTimeout bounds the broker's start.
+	dockerKafkaStartTimeout = 2 * time.Minute
 )
 
-// dockerBroker is a single apache/kafka container in KRaft mode.
+// dockerBroker is a single Kafka container in KRaft mode on the host network.
 type dockerBroker struct {
 	ctr   *testcontainers.DockerContainer
 	image string
@@ -33,30 +34,30 @@ func openDockerBroker(ctx context.Context, log io.Writer) (*dockerBroker, error)
 	if image == "" {
 		image = dockerKafkaImage
 	}
-	fmt.Fprintf(log, "e2e: starting a Kafka broker (%s) on 127.0.0.1:%s\n", image, dockerKafkaHostPort)
-	port := network.MustParsePort(dockerKafkaHostPort + "/tcp")
+	if err := dockerRemoveLeftovers(ctx, log, "kafka"); err != nil {
+		return nil, err
+	}
+	client, controller := dockerKafkaAddress+":19092", dockerKafkaAddress+":19093"
+	fmt.Fprintf(log, "e2e: starting a Kafka broker (%s) on %s, host network\n", image, client)
 	ctr, err := testcontainers.Run(ctx, image,
 		testcontainers.WithLogger(dockerTCLogger{w: log}),
+		testcontainers.WithLabels(map[string]string{dockerLabel: "kafka"}),
+		dockerHostNetwork(),
 		testcontainers.WithEnv(map[string]string{
 			"KAFKA_NODE_ID":                                  "1",
 			"KAFKA_PROCESS_ROLES":                            "broker,controller",
-			"KAFKA_LISTENERS":                                "HOST://:" + dockerKafkaHostPort + ",CONTROLLER://:9093",
-			"KAFKA_ADVERTISED_LISTENERS":                     "HOST://127.0.0.1:" + dockerKafkaHostPort,
+			"KAFKA_LISTENERS":                                "HOST://" + client + ",CONTROLLER://" + controller,
+			"KAFKA_ADVERTISED_LISTENERS":                     "HOST://" + client,
 			"KAFKA_LISTENER_SECURITY_PROTOCOL_MAP":           "HOST:PLAINTEXT,CONTROLLER:PLAINTEXT",
 			"KAFKA_INTER_BROKER_LISTENER_NAME":               "HOST",
 			"KAFKA_CONTROLLER_LISTENER_NAMES":                "CONTROLLER",
-			"KAFKA_CONTROLLER_QUORUM_VOTERS":                 "1@localhost:9093",
+			"KAFKA_CONTROLLER_QUORUM_VOTERS":                 "1@" + controller,
 			"KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR":         "1",
 			"KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
 			"KAFKA_TRANSACTION_STATE_LOG_MIN_ISR":            "1",
 			"KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS":         "0",
 		}),
-		testcontainers.WithExposedPorts(dockerKafkaHostPort+"/tcp"),
-		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-			hc.PortBindings = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: dockerKafkaHostPort}}}
-		}),
-		testcontainers.WithWaitStrategyAndDeadline(2*time.Minute,
-			wait.ForListeningPort(dockerKafkaHostPort+"/tcp").WithStartupTimeout(2*time.Minute)),
+		testcontainers.WithWaitStrategyAndDeadline(dockerKafkaStartTimeout, dockerPort(client)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("start the Kafka container (%s): %w%s", image, err, dockerLogTail(ctr))
@@ -65,9 +66,9 @@ func openDockerBroker(ctx context.Context, log io.Writer) (*dockerBroker, error)
 }
 
 func (k *dockerBroker) Describe() string {
-	return fmt.Sprintf("Kafka container %s on 127.0.0.1:%s", k.image, dockerKafkaHostPort)
+	return fmt.Sprintf("Kafka container %s on %s:19092 (host network)", k.image, dockerKafkaAddress)
 }
-func (k *dockerBroker) Addr() string     { return "127.0.0.1:" + dockerKafkaHostPort }
+func (k *dockerBroker) Addr() string     { return dockerKafkaAddress + ":19092" }
 func (k *dockerBroker) CanControl() bool { return true }
 
 func (k *dockerBroker) Kill(ctx context.Context) error {

@@ -41,6 +41,9 @@ const usage = `usage: cassandra-local [-nodes N] [-dcs N] [-first-address N] COM
   -first-address N  node 1 listens on 127.0.0.N (CASSANDRA_FIRST_ADDRESS, default 1)
 commands:
   fetch           download Cassandra from Maven Central into the cache
+  image-context DIR
+                  write the jars and configuration of a Cassandra image into DIR
+                  (deploy/docker/images/build.sh); prints the Cassandra version
   up              start every node and wait until all are Up/Normal
   down            stop every node gracefully
   status          nodetool status, and which nodes are paused
@@ -93,6 +96,15 @@ func run() error {
 	switch cmd {
 	case "fetch":
 		return c.Fetch(ctx)
+	case "image-context":
+		if len(args) != 1 {
+			return errors.New("usage: image-context DIR")
+		}
+		version, err := c.WriteImageContext(ctx, args[0])
+		if err == nil {
+			fmt.Println(version)
+		}
+		return err
 	case "up":
 		took, err := c.Up(ctx)
 		if err != nil {

@@ -96,6 +96,17 @@ image_golang() {
 		--build-arg GOPROXY="$(go env GOPROXY | cut -d, -f1)"
 }
 
+image_cassandra() {
+	local ctx version
+	ctx=$(context cassandra "$here/cassandra.Dockerfile" "$here"/cassandra-*.sh)
+	version=$("$bin/cassandra-local" image-context "$ctx")
+	if [ "${CASSANDRA_IMAGE##*:}" != "$version" ]; then
+		log "note: $CASSANDRA_IMAGE holds Cassandra $version"
+	fi
+	build "$CASSANDRA_IMAGE" "$ctx/cassandra.Dockerfile" "$ctx" \
+		--build-arg JRE_IMAGE="$JRE_IMAGE" --build-arg CASSANDRA_VERSION="$version"
+}
+
 images=()
 for target in "${@:-all}"; do
 	case $target in

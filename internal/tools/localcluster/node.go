@@ -205,10 +205,13 @@ func (n *node) writeConfig() error {
 	if err != nil {
 		return err
 	}
+	conf := filepath.Join(n.dir, "conf")
 	data := map[string]any{
 		"Index":        n.index,
 		"Address":      n.address(),
 		"Dir":          n.dir,
+		"ConfDir":      conf,
+		"Console":      false,
 		"Seeds":        strings.Join(seeds, ","),
 		"InitialToken": n.c.token(n.index),
 		"DC":           n.c.placement(n.index).dc,
@@ -222,7 +225,6 @@ func (n *node) writeConfig() error {
 		"JammJar":      jamm,
 		"ModuleFlags":  jdkModuleFlags,
 	}
-	conf := filepath.Join(n.dir, "conf")
 	for tmpl, dest := range map[string]string{
 		"cassandra.yaml.tmpl":              "cassandra.yaml",
 		"logback.xml.tmpl":                 "logback.xml",
@@ -233,11 +235,12 @@ func (n *node) writeConfig() error {
 			return err
 		}
 	}
-	// nodetool logs to the console only, at WARN.
-	tools := `<configuration><appender name="E" class="ch.qos.logback.core.ConsoleAppender"><target>System.err</target>` +
-		`<encoder><pattern>%msg%n</pattern></encoder></appender><root level="WARN"><appender-ref ref="E"/></root></configuration>`
-	return os.WriteFile(filepath.Join(conf, "logback-tools.xml"), []byte(tools), 0o644)
+	return os.WriteFile(filepath.Join(conf, "logback-tools.xml"), []byte(logbackTools), 0o644)
 }
+
+// logbackTools is nodetool's logging: to the console only, at WARN.
+const logbackTools = `<configuration><appender name="E" class="ch.qos.logback.core.ConsoleAppender"><target>System.err</target>` +
+	`<encoder><pattern>%msg%n</pattern></encoder></appender><root level="WARN"><appender-ref ref="E"/></root></configuration>`
 
 // jvmArgs reads the node's option file: one option a line, '#' comments.
 func (n *node) jvmArgs() ([]string, error) {
