@@ -32,7 +32,7 @@ LDFLAGS  := -X $(PROMVER).Version=$(VERSION) -X $(PROMVER).Revision=$(REVISION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit test-deploy model-check test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
+	cluster-wipe kafka-up kafka-down kafka-status images test-e2e-docker migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
 
 all: build
 
@@ -132,6 +132,33 @@ model-check:
 test-e2e:
 	$(GO) test -count=1 -p 1 -parallel 4 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
 		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e.log; exit $$rc
+
+# Container images, built here from Debian's packages, the Go module proxy
+# and Maven Central (no registry needed; deploy/docker/images/build.sh):
+# Cassandra and Kafka for the compose file and the e2e docker backend, and
+# orderd's own from the Dockerfile. Needs a Docker engine and debootstrap.
+CASSANDRA_IMAGE ?= orderd/cassandra:5.0.9
+KAFKA_IMAGE     ?= orderd/kafka:4.4.0
+images: build
+	CASSANDRA_IMAGE=$(CASSANDRA_IMAGE) KAFKA_IMAGE=$(KAFKA_IMAGE) deploy/docker/images/build.sh all
+
+# The e2e tests about the cluster itself (node kill and pause, quorum loss,
+# the store contract suites, the fault tests), on three Cassandra containers
+# and a Kafka container started by testcontainers-go on the host network
+# (e2e/docker.go) instead of the local launcher's JVMs. Ryuk, the reaper
+# container, needs an image from Docker Hub: the harness removes its own
+# leftovers instead.
+DOCKER_E2E_TESTS := TestClusterQuorumSurvivesOneNodeLossNotTwo TestLoadWithOneNodePaused TestLoadWithOneNodeKilled \
+	TestTwoNodesDownFailsFastThenRecovers TestAmbiguousClaimIsSettledAsApplied TestHealthNotServingWhileClusterDown \
+	TestLedgerContract TestLedgerTTL TestCoordinatorContract TestProjectionContract TestVersionsContract \
+	TestKafkaPublisherMeetsThePublisherContract TestMigrateTwiceIsNoop TestCreateOrderAcceptOnce \
+	TestCreateOrder32ConcurrentIdenticalAttempts
+space := $(subst ,, )
+test-e2e-docker: images
+	ORDERD_E2E_CLUSTER=docker CASSANDRA_IMAGE=$(CASSANDRA_IMAGE) KAFKA_IMAGE=$(KAFKA_IMAGE) TESTCONTAINERS_RYUK_DISABLED=true \
+	$(GO) test -count=1 -p 1 -parallel 4 -timeout 30m -v -run '^($(subst $(space),|,$(strip $(DOCKER_E2E_TESTS))))$$' ./e2e/ 2>&1 | \
+		tee $(BIN)/e2e-docker.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
+		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e-docker.log; exit $$rc
 
 # The robustness suite alone (docs/robustness.md): DURATION of randomised
 # traffic under faults (default 2m), SEED to replay a run's calls and
