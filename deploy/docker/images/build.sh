@@ -16,7 +16,8 @@
 #   JRE_IMAGE       local/jre:17              + openjdk-17-jre-headless
 #   GOLANG_IMAGE    local/golang:<go.mod>     + the Go toolchain from the module proxy
 #   CASSANDRA_IMAGE orderd/cassandra:<ver>    Cassandra from Maven Central
-#   KAFKA_IMAGE     orderd/kafka:<ver>        Kafka from Maven Central
+#   KAFKA_IMAGE     orderd/kafka:<ver>        Kafka from Maven Central (the version
+#                                             `kafka-local runtime` resolves)
 #   ORDERD_IMAGE    atlasmart/orderd:dev      the repo-root Dockerfile
 set -euo pipefail
 
@@ -31,7 +32,6 @@ go_version=$(awk '$1 == "go" { print $2 }' "$root/go.mod")
 : "${JRE_IMAGE:=local/jre:17}"
 : "${GOLANG_IMAGE:=local/golang:$go_version}"
 : "${CASSANDRA_IMAGE:=orderd/cassandra:5.0.9}"
-: "${KAFKA_IMAGE:=orderd/kafka:4.4.0}"
 : "${ORDERD_IMAGE:=atlasmart/orderd:dev}"
 
 log() { printf 'images: %s\n' "$*" >&2; }
@@ -94,6 +94,33 @@ image_golang() {
 	build "$GOLANG_IMAGE" "$ctx/golang.Dockerfile" "$ctx" \
 		--build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg GO_VERSION="$go_version" \
 		--build-arg GOPROXY="$(go env GOPROXY | cut -d, -f1)"
+}
+
+# kafka_runtime prints the folder of the Kafka jars the local launcher runs
+# (fetching them from Maven Central the first time; KAFKA_VERSION pins one);
+# its name ends in the version.
+kafka_runtime() {
+	(cd "$root" && go build -o "$bin/kafka-local" ./cmd/kafka-local)
+	"$bin/kafka-local" runtime
+}
+
+# The launcher's jars, the tools' jar (kafka/tools-pom.xml), the entrypoint
+# and configuration (kafka/).
+image_kafka() {
+	local lib version log4j ctx
+	lib=$(kafka_runtime)
+	version=${lib##*/kafka-}
+	log4j=$(cd "$lib" && ls log4j-core-*.jar) && log4j=${log4j#log4j-core-} && log4j=${log4j%.jar}
+	: "${KAFKA_IMAGE:=orderd/kafka:$version}"
+	ctx=$(context kafka "$here/kafka.Dockerfile")
+	cp -r "$here/kafka" "$ctx/kafka"
+	cp -r "$lib" "$ctx/libs"
+	mvn -q -B -f "$here/kafka/tools-pom.xml" -Dkafka.version="$version" -Dlog4j.version="$log4j" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$ctx/libs" >"$ctx/mvn.log" 2>&1 ||
+		{ tail -30 "$ctx/mvn.log" >&2; return 1; }
+	rm -f "$ctx/mvn.log" "$ctx"/libs/log4j-slf4j2-impl-*.jar # see kafka/tools-pom.xml
+	build "$KAFKA_IMAGE" "$ctx/kafka.Dockerfile" "$ctx" --build-arg JRE_IMAGE="$JRE_IMAGE"
+	log "$KAFKA_IMAGE: Kafka $version"
 }
 
 images=()
