@@ -5,7 +5,7 @@
 # Cassandra and Kafka jars are the ones the local launcher fetches from
 # Maven Central.
 #
-#   deploy/docker/images/build.sh [all|base|jre|golang|cassandra|kafka|orderd]...
+#   deploy/docker/images/build.sh [all|base|jre|golang|static|cassandra|kafka|orderd]...
 #
 # Needs a Docker engine, and debootstrap for the base image. Each image is
 # built by `docker build` (its layers cached: a second run with nothing
@@ -15,6 +15,7 @@
 #   BASE_IMAGE      local/debian:bookworm     debootstrap --variant=minbase
 #   JRE_IMAGE       local/jre:17              + openjdk-17-jre-headless
 #   GOLANG_IMAGE    local/golang:<go.mod>     + the Go toolchain from the module proxy
+#   STATIC_IMAGE    local/static:nonroot      + ca-certificates, tzdata, user 65532 (distroless's stand-in)
 #   CASSANDRA_IMAGE orderd/cassandra:<ver>    Cassandra from Maven Central
 #   KAFKA_IMAGE     orderd/kafka:<ver>        Kafka from Maven Central (the version
 #                                             `kafka-local runtime` resolves)
@@ -31,6 +32,7 @@ go_version=$(awk '$1 == "go" { print $2 }' "$root/go.mod")
 : "${BASE_IMAGE:=local/debian:bookworm}"
 : "${JRE_IMAGE:=local/jre:17}"
 : "${GOLANG_IMAGE:=local/golang:$go_version}"
+: "${STATIC_IMAGE:=local/static:nonroot}"
 : "${CASSANDRA_IMAGE:=orderd/cassandra:5.0.9}"
 : "${ORDERD_IMAGE:=atlasmart/orderd:dev}"
 
@@ -96,6 +98,22 @@ image_golang() {
 		--build-arg GOPROXY="$(go env GOPROXY | cut -d, -f1)"
 }
 
+image_static() {
+	build "$STATIC_IMAGE" "$here/static.Dockerfile" "$here" --build-arg BASE_IMAGE="$BASE_IMAGE"
+}
+
+# The repo-root Dockerfile with the builder and runtime made here, stamped
+# with the version and revision as `make build` stamps bin/orderd.
+image_orderd() {
+	local version revision
+	version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)
+	revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+	build "$ORDERD_IMAGE" "$root/Dockerfile" "$root" \
+		--build-arg BUILD_IMAGE="$GOLANG_IMAGE" --build-arg RUNTIME_IMAGE="$STATIC_IMAGE" \
+		--build-arg VERSION="$version" --build-arg REVISION="$revision"
+	log "$ORDERD_IMAGE: orderd $version"
+}
+
 # kafka_runtime prints the folder of the Kafka jars the local launcher runs
 # (fetching them from Maven Central the first time; KAFKA_VERSION pins one);
 # its name ends in the version.
@@ -126,9 +144,9 @@ image_kafka() {
 images=()
 for target in "${@:-all}"; do
 	case $target in
-	all) images+=(base jre golang cassandra kafka orderd) ;;
-	base | jre | golang | cassandra | kafka | orderd) images+=("$target") ;;
-	*) log "unknown image $target (all, base, jre, golang, cassandra, kafka, orderd)"; exit 2 ;;
+	all) images+=(base jre golang static cassandra kafka orderd) ;;
+	base | jre | golang | static | cassandra | kafka | orderd) images+=("$target") ;;
+	*) log "unknown image $target (all, base, jre, golang, static, cassandra, kafka, orderd)"; exit 2 ;;
 	esac
 done
 for image in "${images[@]}"; do
