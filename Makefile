@@ -32,7 +32,7 @@ LDFLAGS  := -X $(PROMVER).Version=$(VERSION) -X $(PROMVER).Revision=$(REVISION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit test-deploy model-check test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe kafka-up kafka-down kafka-status migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
+	cluster-wipe kafka-up kafka-down kafka-status compose-smoke migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
 
 all: build
 
@@ -77,6 +77,18 @@ kafka-status: build
 
 migrate: cluster-up
 	$(ORDERD) migrate
+
+# deploy/docker/compose.yaml run for real (deploy/docker/smoke.sh): the
+# images built here (deploy/docker/images/build.sh; the Cassandra image is
+# expected already built, see SMOKE_IMAGES), the services up on the
+# host's network (127.0.0.21-25), one order created, retried and read back
+# over gRPC, then all removed. Needs a Docker engine and its compose plugin
+# (deploy/docker/images/compose-plugin.sh). A few minutes: the three
+# Cassandra nodes start one after another.
+SMOKE_IMAGES ?= base jre golang static kafka orderd
+compose-smoke: build
+	deploy/docker/images/build.sh $(SMOKE_IMAGES)
+	deploy/docker/smoke.sh
 
 # Development credentials (a throwaway CA, server and client certificates,
 # one API key printed once) in .dev/, made on the first run; the gRPC port

@@ -48,10 +48,18 @@ timed() {
 
 # build TAG DOCKERFILE CONTEXT [ARGS...]: the legacy builder (no BuildKit
 # plugin is installed here), host network for apt and the Go module proxy.
+# Its output (and the CLI's notice that the legacy builder is deprecated)
+# is shown only when the build fails.
 build() {
-	local tag=$1 file=$2 ctx=$3
+	local tag=$1 file=$2 ctx=$3 out
 	shift 3
-	docker build --network host --quiet -t "$tag" -f "$file" "$@" "$ctx" >/dev/null
+	out=$(mktemp)
+	if ! docker build --network host -t "$tag" -f "$file" "$@" "$ctx" >"$out" 2>&1; then
+		tail -40 "$out" >&2
+		rm -f "$out"
+		return 1
+	fi
+	rm -f "$out"
 }
 
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
