@@ -137,3 +137,16 @@ step "get order" eval 'got=$("$orderctl" "${creds[@]}" get "$order_id")'
 [ "$(field order_id "$got")" = "$order_id" ] || fail "get answered another order: $got"
 [ "$(field customer_id "$got")" = smoke-customer ] || fail "get answered another customer: $got"
 log "read back: $got"
+
+# The order's event reached Kafka (orderd's outbox, docs/outbox.md): read
+# with the console consumer in the broker's image. Records are keyed by
+# order id; the value is protobuf.
+event() {
+	local out
+	out=$(compose exec -T kafka kafka-console-consumer.sh --bootstrap-server 127.0.0.24:9092 \
+		--topic atlasmart.orders.v1.events --from-beginning --max-messages 1 --timeout-ms 60000 \
+		--property print.key=true 2>&1) || fail "the console consumer failed: $out"
+	grep -aq "^$order_id" <<<"$out" || fail "no event for order $order_id on atlasmart.orders.v1.events: $out"
+}
+step "event on kafka" event
+log "event for order $order_id on atlasmart.orders.v1.events"
