@@ -7,7 +7,8 @@
 #
 #   deploy/docker/images/build.sh [all|base|jre|golang|static|cassandra|kafka|orderd]...
 #
-# Needs a Docker engine, and debootstrap for the base image. Each image is
+# Needs a Docker engine, and debootstrap for the base image. NO_CACHE=1
+# rebuilds every layer (docker build --no-cache), e.g. for security fixes. Each image is
 # built by `docker build` (its layers cached: a second run with nothing
 # changed takes seconds); the base image is made once and kept. Tags (each
 # overridable by its variable):
@@ -54,7 +55,7 @@ build() {
 	local tag=$1 file=$2 ctx=$3 out
 	shift 3
 	out=$(mktemp)
-	if ! docker build --network host -t "$tag" -f "$file" "$@" "$ctx" >"$out" 2>&1; then
+	if ! docker build --network host ${NO_CACHE:+--no-cache} -t "$tag" -f "$file" "$@" "$ctx" >"$out" 2>&1; then
 		tail -40 "$out" >&2
 		rm -f "$out"
 		return 1
