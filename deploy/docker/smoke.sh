@@ -122,18 +122,28 @@ create() {
 		--customer smoke-customer --total 77.70 --currency EUR --line SKU-1:2:38.85
 }
 
-step "create order" eval 'first=$(create)'
+# capture FILE CMD...: CMD's output into FILE (a step's result).
+capture() {
+	local file=$1
+	shift
+	"$@" >"$file"
+}
+
+step "create order" capture "$work/create.json" create
+first=$(<"$work/create.json")
 order_id=$(field order_id "$first")
 [ -n "$order_id" ] || fail "create answered no order id: $first"
 grep -q '"replayed": *false' <<<"$first" || fail "the first create was answered as a replay: $first"
 log "created order $order_id (request $request_id)"
 
-step "retry (same request_id)" eval 'again=$(create)'
+step "retry (same request_id)" capture "$work/retry.json" create
+again=$(<"$work/retry.json")
 [ "$(field order_id "$again")" = "$order_id" ] || fail "the retry answered another order: $again"
 grep -q '"replayed": *true' <<<"$again" || fail "the retry was not answered as a replay: $again"
 log "retry answered order $order_id, replayed"
 
-step "get order" eval 'got=$("$orderctl" "${creds[@]}" get "$order_id")'
+step "get order" capture "$work/get.json" "$orderctl" "${creds[@]}" get "$order_id"
+got=$(<"$work/get.json")
 [ "$(field order_id "$got")" = "$order_id" ] || fail "get answered another order: $got"
 [ "$(field customer_id "$got")" = smoke-customer ] || fail "get answered another customer: $got"
 log "read back: $got"

@@ -4,6 +4,7 @@
 # distribution does: a small heap and warnings only, on stderr, so that
 # its output is the tool's.
 set -euo pipefail
+# shellcheck disable=SC2086 # KAFKA_TOOLS_HEAP_OPTS is a list of options
 exec java ${KAFKA_TOOLS_HEAP_OPTS:--Xmx256M} -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
 	-Dlog4j2.configurationFile=/opt/kafka/config/tools-log4j2.properties \
 	-cp '/opt/kafka/libs/*' "$@"
