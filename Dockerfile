@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # orderd container image.
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) \
@@ -7,21 +5,37 @@
 #   docker run --rm atlasmart/orderd:dev migrate   # or: serve (the default)
 #
 # Used by deploy/docker/compose.yaml and deploy/kubernetes. The build context
-# is the repo root; .dockerignore keeps .git, .cluster/ and bin/ out of it.
+# is the repo root; .dockerignore keeps .git, bin/ and the local state
+# folders (.cluster/, .kafka/, .dev/, .images/) out of it.
 #
-# Both base images are pinned by digest, so a build today and a rebuild next
-# month use the same bytes; the tag beside each digest says what it was. To
-# move to newer images (security fixes), update tag and digest together:
+# Both base images are build arguments whose defaults are pinned by digest,
+# so a build today and a rebuild next month use the same bytes; the tag
+# beside each digest says what it was. To move to newer images (security
+# fixes), update tag and digest together:
 #   crane digest golang:1.26.8-bookworm
 #   crane digest gcr.io/distroless/static-debian12:nonroot
 # (or let Renovate/Dependabot propose it). The digests were taken from
 # published references; this machine has no registry access to re-resolve
 # them, which is why deploy/docker's test checks that they are pinned, not
 # what they point to.
+#
+# Where no registry is reachable, deploy/docker/images/build.sh builds both
+# from Debian's packages and the Go module proxy and passes them in:
+#   --build-arg BUILD_IMAGE=local/golang:1.26.8 --build-arg RUNTIME_IMAGE=local/static:nonroot
+#
+# The file uses only what Docker's legacy builder understands as well as
+# BuildKit (no `# syntax=` line, no RUN --mount), so that it builds on an
+# engine without BuildKit too; the price is a Go build cache that does not
+# outlive a changed source layer.
 
 # go.mod pins go 1.26.8 and the golang images set GOTOOLCHAIN=local, so the
 # builder's Go must be at least that patch.
-FROM golang:1.26.8-bookworm@sha256:dc9ad6c05acc7a88e5b71bde60a5fe3bd4b9f0db209011711b464107438a8107 AS build
+ARG BUILD_IMAGE=golang:1.26.8-bookworm@sha256:dc9ad6c05acc7a88e5b71bde60a5fe3bd4b9f0db209011711b464107438a8107
+# A static runtime with ca-certificates, tzdata and the nonroot user 65532
+# whose home /home/nonroot compose.yaml mounts into.
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
+
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 
 # Dependencies first, in their own layer, so source edits do not refetch them.
@@ -36,13 +50,17 @@ ARG REVISION=unknown
 # -buildvcs=false: the context may be a git worktree whose .git points outside
 # it; the revision comes in as a build argument instead (orderd version and
 # the orderd_build_info metric show it: internal/platform/buildinfo).
-RUN --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
         -ldflags="-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
-        -o /out/orderd ./cmd/orderd
+        -o /out/orderd ./cmd/orderd \
+ && mkdir -p /out/dev
 
-FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab
+FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/orderd /orderd
+# The folder compose.yaml mounts a volume on for `orderd dev-setup`: a new
+# named volume takes the owner of the folder it is mounted over, and
+# without this one it would be root's, which the nonroot user cannot write.
+COPY --from=build --chown=65532:65532 /out/dev /home/nonroot/dev
 # Numeric, so that Kubernetes' runAsNonRoot can verify it (a user name
 # cannot be checked without reading the image's /etc/passwd). 65532 is
 # distroless's nonroot.

@@ -32,7 +32,7 @@ LDFLAGS  := -X $(PROMVER).Version=$(VERSION) -X $(PROMVER).Revision=$(REVISION)
 UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build run test test-unit test-deploy model-check test-e2e cluster-up cluster-down cluster-status \
-	cluster-wipe kafka-up kafka-down kafka-status images test-e2e-docker migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
+	cluster-wipe kafka-up kafka-down kafka-status images test-e2e-docker compose-smoke test-docker migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
 
 all: build
 
@@ -133,14 +133,39 @@ test-e2e:
 	$(GO) test -count=1 -p 1 -parallel 4 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
 		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e.log; exit $$rc
 
+# ---- With Docker (README.md, "With Docker"; deploy/docker/README.md)
+#
 # Container images, built here from Debian's packages, the Go module proxy
 # and Maven Central (no registry needed; deploy/docker/images/build.sh):
 # Cassandra and Kafka for the compose file and the e2e docker backend, and
-# orderd's own from the Dockerfile. Needs a Docker engine and debootstrap.
-CASSANDRA_IMAGE ?= orderd/cassandra:5.0.9
-KAFKA_IMAGE     ?= orderd/kafka:4.4.0
+# orderd's own from the Dockerfile. Needs a Docker engine (scripts/dockerd-up.sh
+# starts Debian's) and debootstrap. The images pin their versions; the
+# local launchers take the newest 5.0.x and 4.x.
+IMAGE_CASSANDRA_VERSION ?= 5.0.9
+IMAGE_KAFKA_VERSION     ?= 4.4.0
+CASSANDRA_IMAGE ?= orderd/cassandra:$(IMAGE_CASSANDRA_VERSION)
+KAFKA_IMAGE     ?= orderd/kafka:$(IMAGE_KAFKA_VERSION)
+IMAGE_ENV = CASSANDRA_IMAGE=$(CASSANDRA_IMAGE) KAFKA_IMAGE=$(KAFKA_IMAGE)
 images: build
-	CASSANDRA_IMAGE=$(CASSANDRA_IMAGE) KAFKA_IMAGE=$(KAFKA_IMAGE) deploy/docker/images/build.sh all
+	CASSANDRA_VERSION=$(IMAGE_CASSANDRA_VERSION) KAFKA_VERSION=$(IMAGE_KAFKA_VERSION) $(IMAGE_ENV) \
+		deploy/docker/images/build.sh all
+
+# The `docker compose` plugin, built from its Go module when the docker CLI
+# has none (deploy/docker/images/compose-plugin.sh).
+compose-plugin:
+	@docker compose version >/dev/null 2>&1 || deploy/docker/images/compose-plugin.sh
+
+# deploy/docker/compose.yaml run for real (deploy/docker/smoke.sh): the
+# images above, the services up on the host's network (127.0.0.21-25,
+# compose.host.yaml), one order created, retried and read back over gRPC and
+# its event found on the broker, then everything removed. A few minutes:
+# the three Cassandra nodes start one after another.
+compose-smoke: images compose-plugin
+	$(IMAGE_ENV) deploy/docker/smoke.sh
+
+# Everything Docker: the compose smoke test and the e2e tests on containers.
+# CI runs it after `make test`, as its own step with its own time.
+test-docker: compose-smoke test-e2e-docker
 
 # The e2e tests about the cluster itself (node kill and pause, quorum loss,
 # the store contract suites, the fault tests), on three Cassandra containers

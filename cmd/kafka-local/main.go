@@ -2,7 +2,7 @@
 // (KRaft mode, on loopback) that orderd's event delivery uses on machines
 // without Docker. See internal/tools/localcluster for how the broker is built and started.
 //
-//	kafka-local up|down|kill|status|wipe|fetch|logs
+//	kafka-local up|down|kill|status|wipe|fetch|runtime|logs
 //
 // Settings come from the environment: KAFKA_VERSION (newest 4.x),
 // KAFKA_HEAP_MB (512), ORDERD_KAFKA_ADDR (127.0.0.1:19092),
@@ -24,6 +24,7 @@ import (
 
 const usage = `usage: kafka-local COMMAND
   fetch    download Kafka from Maven Central into the cache
+  runtime  fetch if need be, then print the cached folder of Kafka's jars (the container image copies it)
   up       start the broker (formatting its storage the first time) and wait until it answers
   down     stop the broker gracefully
   kill     SIGKILL the broker, as a crash would
@@ -64,6 +65,13 @@ func run() error {
 	switch os.Args[1] {
 	case "fetch":
 		return b.Fetch(ctx)
+	case "runtime":
+		dir, err := b.RuntimeDir(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Println(dir)
+		return nil
 	case "up":
 		took, err := b.Up(ctx)
 		if err != nil {

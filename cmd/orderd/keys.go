@@ -91,14 +91,21 @@ func devSetup(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("orderd dev-setup", flag.ContinueOnError)
 	dir := fs.String("dir", ".dev", "directory to write into")
 	tenant := fs.String("tenant", "default", "tenant of the development client certificate and key")
+	hosts := fs.String("hosts", "", "comma-separated addresses or names the server certificate names besides 127.0.0.1, ::1 and localhost")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var extra []string
+	for h := range strings.SplitSeq(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			extra = append(extra, h)
+		}
 	}
 	if (devsetup.Files{Dir: *dir}).Exists() {
 		fmt.Fprintf(stdout, "development credentials already in %s (remove the directory to make new ones)\n", *dir)
 		return nil
 	}
-	_, key, err := devsetup.Write(*dir, *tenant, 365*24*time.Hour)
+	_, key, err := devsetup.Write(*dir, *tenant, 365*24*time.Hour, extra...)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,21 +18,38 @@ import (
 // environment so that nothing on the test machine leaks in.
 func load(t *testing.T, file string) (*types.Project, error) {
 	t.Helper()
-	details := types.ConfigDetails{
-		WorkingDir:  ".",
-		ConfigFiles: []types.ConfigFile{{Filename: file}},
-		Environment: types.Mapping{},
+	return loadWith(t, types.Mapping{}, file)
+}
+
+// loadWith reads files as `docker compose -f A -f B` does (each later file
+// overriding the earlier ones), interpolated from env.
+func loadWith(t *testing.T, env types.Mapping, files ...string) (*types.Project, error) {
+	t.Helper()
+	details := types.ConfigDetails{WorkingDir: ".", Environment: env}
+	for _, f := range files {
+		details.ConfigFiles = append(details.ConfigFiles, types.ConfigFile{Filename: f})
 	}
 	return loader.LoadWithContext(context.Background(), details)
 }
+
+// interpolation is a ${...} compose reads (not $${...}, which it leaves
+// to the container's shell); defaulted is one with a default.
+var (
+	interpolation = regexp.MustCompile(`(^|[^$])\$\{[^}]*\}`)
+	defaulted     = regexp.MustCompile(`\$\{[A-Z_]+:-[^}]+\}$`)
+)
 
 func TestComposeFile(t *testing.T) {
 	raw, err := os.ReadFile("compose.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(raw), "${") {
-		t.Error("compose.yaml interpolates variables: the file should run as written")
+	// The file runs as written: a variable only replaces a default (the
+	// images, for machines that build their own).
+	for _, m := range interpolation.FindAllString(string(raw), -1) {
+		if !defaulted.MatchString(m) {
+			t.Errorf("compose.yaml interpolates %q without a default: the file should run as written", m)
+		}
 	}
 	p, err := load(t, "compose.yaml")
 	if err != nil {
@@ -148,6 +166,110 @@ func TestComposeFile(t *testing.T) {
 		if s.Privileged {
 			t.Errorf("%s is privileged", name)
 		}
+	}
+}
+
+// Every image can be swapped for one built elsewhere (deploy/docker/images)
+// through its variable; unset, the official images are used.
+func TestComposeImagesAreOverridable(t *testing.T) {
+	p, err := loadWith(t, types.Mapping{
+		"CASSANDRA_IMAGE": "orderd/cassandra:5.0.9",
+		"KAFKA_IMAGE":     "orderd/kafka:4.4.0",
+		"ORDERD_IMAGE":    "atlasmart/orderd:test",
+	}, "compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"cassandra-1": "orderd/cassandra:5.0.9", "cassandra-2": "orderd/cassandra:5.0.9", "cassandra-3": "orderd/cassandra:5.0.9",
+		"kafka":  "orderd/kafka:4.4.0",
+		"orderd": "atlasmart/orderd:test", "orderd-migrate": "atlasmart/orderd:test", "orderd-dev-setup": "atlasmart/orderd:test",
+	}
+	for name, image := range want {
+		if s, err := p.GetService(name); err != nil || s.Image != image {
+			t.Errorf("%s runs %q (%v), want %s", name, s.Image, err, image)
+		}
+	}
+	// The healthcheck works in both Cassandra images: no cqlsh.
+	c, _ := p.GetService("cassandra-1")
+	if test := strings.Join(c.HealthCheck.Test, " "); strings.Contains(test, "cqlsh") {
+		t.Errorf("cassandra healthcheck %q needs cqlsh, which orderd/cassandra lacks", test)
+	}
+}
+
+// compose.host.yaml: every service on the host's network on its own
+// loopback address, nothing on 127.0.0.1's ports a local cluster or
+// broker uses, and each client pointed at the addresses its servers listen on.
+func TestComposeHostOverride(t *testing.T) {
+	p, err := loadWith(t, types.Mapping{}, "compose.yaml", "compose.host.yaml")
+	if err != nil {
+		t.Fatalf("compose.yaml with compose.host.yaml does not load: %v", err)
+	}
+	for _, s := range p.Services {
+		if s.NetworkMode != "host" {
+			t.Errorf("%s: network_mode %q, want host", s.Name, s.NetworkMode)
+		}
+		if len(s.Ports) != 0 || s.Hostname != "" {
+			t.Errorf("%s: a host-network service publishes no ports (%v) and sets no hostname (%q)", s.Name, s.Ports, s.Hostname)
+		}
+	}
+	svc := func(name string) types.ServiceConfig {
+		t.Helper()
+		s, err := p.GetService(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var rpc []string
+	jmx := map[string]bool{}
+	for i, name := range []string{"cassandra-1", "cassandra-2", "cassandra-3"} {
+		c := svc(name)
+		addr := "127.0.0.2" + strconv.Itoa(i+1)
+		for _, k := range []string{"CASSANDRA_LISTEN_ADDRESS", "CASSANDRA_BROADCAST_ADDRESS", "CASSANDRA_RPC_ADDRESS"} {
+			if got := envValue(c, k); got != addr {
+				t.Errorf("%s %s=%q, want %s", name, k, got, addr)
+			}
+		}
+		if envValue(c, "CASSANDRA_SEEDS") != "127.0.0.21,127.0.0.22" {
+			t.Errorf("%s seeds %q", name, envValue(c, "CASSANDRA_SEEDS"))
+		}
+		port := envValue(c, "JMX_PORT")
+		if port == "" || port == "7199" || jmx[port] {
+			t.Errorf("%s JMX_PORT %q: each node needs its own, not the default 7199", name, port)
+		}
+		jmx[port] = true
+		rpc = append(rpc, addr)
+	}
+	kafka := svc("kafka")
+	for _, k := range []string{"KAFKA_LISTENERS", "KAFKA_ADVERTISED_LISTENERS", "KAFKA_CONTROLLER_QUORUM_VOTERS"} {
+		v := envValue(kafka, k)
+		if !strings.Contains(v, "127.0.0.24:") || strings.Contains(v, "127.0.0.1") || strings.Contains(v, "://:") {
+			t.Errorf("kafka %s=%q: want it on 127.0.0.24 only", k, v)
+		}
+	}
+	if test := strings.Join(kafka.HealthCheck.Test, " "); !strings.Contains(test, "127.0.0.24:9092") {
+		t.Errorf("kafka healthcheck %q does not ask the broker on 127.0.0.24:9092", test)
+	}
+	for _, name := range []string{"orderd", "orderd-migrate"} {
+		s := svc(name)
+		if got := envValue(s, "ORDERD_CASSANDRA_CONTACT_POINTS"); got != strings.Join(rpc, ",") {
+			t.Errorf("%s contact points %q, want %s", name, got, strings.Join(rpc, ","))
+		}
+		if got := envValue(s, "ORDERD_KAFKA_BROKERS"); got != "127.0.0.24:9092" {
+			t.Errorf("%s brokers %q, want 127.0.0.24:9092", name, got)
+		}
+	}
+	orderd := svc("orderd")
+	for k, want := range map[string]string{
+		"ORDERD_GRPC_ADDR": "127.0.0.25:8080", "ORDERD_HEALTH_ADDR": "127.0.0.25:8081", "ORDERD_METRICS_ADDR": "127.0.0.25:9090",
+	} {
+		if got := envValue(orderd, k); got != want {
+			t.Errorf("orderd %s=%q, want %s", k, got, want)
+		}
+	}
+	if cmd := strings.Join(svc("orderd-dev-setup").Command, " "); !strings.Contains(cmd, "-hosts 127.0.0.25") {
+		t.Errorf("orderd-dev-setup runs %q: its server certificate must name 127.0.0.25", cmd)
 	}
 }
 

@@ -5,9 +5,10 @@
 # Cassandra and Kafka jars are the ones the local launcher fetches from
 # Maven Central.
 #
-#   deploy/docker/images/build.sh [all|base|jre|golang|cassandra|kafka|orderd]...
+#   deploy/docker/images/build.sh [all|base|jre|golang|static|cassandra|kafka|orderd]...
 #
-# Needs a Docker engine, and debootstrap for the base image. Each image is
+# Needs a Docker engine, and debootstrap for the base image. NO_CACHE=1
+# rebuilds every layer (docker build --no-cache), e.g. for security fixes. Each image is
 # built by `docker build` (its layers cached: a second run with nothing
 # changed takes seconds); the base image is made once and kept. Tags (each
 # overridable by its variable):
@@ -15,8 +16,10 @@
 #   BASE_IMAGE      local/debian:bookworm     debootstrap --variant=minbase
 #   JRE_IMAGE       local/jre:17              + openjdk-17-jre-headless
 #   GOLANG_IMAGE    local/golang:<go.mod>     + the Go toolchain from the module proxy
+#   STATIC_IMAGE    local/static:nonroot      + ca-certificates, tzdata, user 65532 (distroless's stand-in)
 #   CASSANDRA_IMAGE orderd/cassandra:<ver>    Cassandra from Maven Central
-#   KAFKA_IMAGE     orderd/kafka:<ver>        Kafka from Maven Central
+#   KAFKA_IMAGE     orderd/kafka:<ver>        Kafka from Maven Central (the version
+#                                             `kafka-local runtime` resolves)
 #   ORDERD_IMAGE    atlasmart/orderd:dev      the repo-root Dockerfile
 set -euo pipefail
 
@@ -30,8 +33,8 @@ go_version=$(awk '$1 == "go" { print $2 }' "$root/go.mod")
 : "${BASE_IMAGE:=local/debian:bookworm}"
 : "${JRE_IMAGE:=local/jre:17}"
 : "${GOLANG_IMAGE:=local/golang:$go_version}"
+: "${STATIC_IMAGE:=local/static:nonroot}"
 : "${CASSANDRA_IMAGE:=orderd/cassandra:5.0.9}"
-: "${KAFKA_IMAGE:=orderd/kafka:4.4.0}"
 : "${ORDERD_IMAGE:=atlasmart/orderd:dev}"
 
 log() { printf 'images: %s\n' "$*" >&2; }
@@ -46,10 +49,18 @@ timed() {
 
 # build TAG DOCKERFILE CONTEXT [ARGS...]: the legacy builder (no BuildKit
 # plugin is installed here), host network for apt and the Go module proxy.
+# Its output (and the CLI's notice that the legacy builder is deprecated)
+# is shown only when the build fails.
 build() {
-	local tag=$1 file=$2 ctx=$3
+	local tag=$1 file=$2 ctx=$3 out
 	shift 3
-	docker build --network host --quiet -t "$tag" -f "$file" "$@" "$ctx" >/dev/null
+	out=$(mktemp)
+	if ! docker build --network host ${NO_CACHE:+--no-cache} -t "$tag" -f "$file" "$@" "$ctx" >"$out" 2>&1; then
+		tail -40 "$out" >&2
+		rm -f "$out"
+		return 1
+	fi
+	rm -f "$out"
 }
 
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
@@ -96,9 +107,13 @@ image_golang() {
 		--build-arg GOPROXY="$(go env GOPROXY | cut -d, -f1)"
 }
 
+# The launcher's jars and configuration (cassandra-local image-context),
+# the entrypoint and scripts of this folder.
 image_cassandra() {
 	local ctx version
 	ctx=$(context cassandra "$here/cassandra.Dockerfile" "$here"/cassandra-*.sh)
+	(cd "$root" && go build -o "$bin/cassandra-local" ./cmd/cassandra-local)
+	# The launcher's jars (CASSANDRA_VERSION pins one) and node configuration.
 	version=$("$bin/cassandra-local" image-context "$ctx")
 	if [ "${CASSANDRA_IMAGE##*:}" != "$version" ]; then
 		log "note: $CASSANDRA_IMAGE holds Cassandra $version"
@@ -107,12 +122,55 @@ image_cassandra() {
 		--build-arg JRE_IMAGE="$JRE_IMAGE" --build-arg CASSANDRA_VERSION="$version"
 }
 
+image_static() {
+	build "$STATIC_IMAGE" "$here/static.Dockerfile" "$here" --build-arg BASE_IMAGE="$BASE_IMAGE"
+}
+
+# The repo-root Dockerfile with the builder and runtime made here, stamped
+# with the version and revision as `make build` stamps bin/orderd.
+image_orderd() {
+	local version revision
+	version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)
+	revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+	build "$ORDERD_IMAGE" "$root/Dockerfile" "$root" \
+		--build-arg BUILD_IMAGE="$GOLANG_IMAGE" --build-arg RUNTIME_IMAGE="$STATIC_IMAGE" \
+		--build-arg VERSION="$version" --build-arg REVISION="$revision"
+	log "$ORDERD_IMAGE: orderd $version"
+}
+
+# kafka_runtime prints the folder of the Kafka jars the local launcher runs
+# (fetching them from Maven Central the first time; KAFKA_VERSION pins one);
+# its name ends in the version.
+kafka_runtime() {
+	(cd "$root" && go build -o "$bin/kafka-local" ./cmd/kafka-local)
+	"$bin/kafka-local" runtime
+}
+
+# The launcher's jars, the tools' jar (kafka/tools-pom.xml), the entrypoint
+# and configuration (kafka/).
+image_kafka() {
+	local lib version log4j ctx
+	lib=$(kafka_runtime)
+	version=${lib##*/kafka-}
+	log4j=$(cd "$lib" && ls log4j-core-*.jar) && log4j=${log4j#log4j-core-} && log4j=${log4j%.jar}
+	: "${KAFKA_IMAGE:=orderd/kafka:$version}"
+	ctx=$(context kafka "$here/kafka.Dockerfile")
+	cp -r "$here/kafka" "$ctx/kafka"
+	cp -r "$lib" "$ctx/libs"
+	mvn -q -B -f "$here/kafka/tools-pom.xml" -Dkafka.version="$version" -Dlog4j.version="$log4j" \
+		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$ctx/libs" >"$ctx/mvn.log" 2>&1 ||
+		{ tail -30 "$ctx/mvn.log" >&2; return 1; }
+	rm -f "$ctx/mvn.log" "$ctx"/libs/log4j-slf4j2-impl-*.jar # see kafka/tools-pom.xml
+	build "$KAFKA_IMAGE" "$ctx/kafka.Dockerfile" "$ctx" --build-arg JRE_IMAGE="$JRE_IMAGE"
+	log "$KAFKA_IMAGE: Kafka $version"
+}
+
 images=()
 for target in "${@:-all}"; do
 	case $target in
-	all) images+=(base jre golang cassandra kafka orderd) ;;
-	base | jre | golang | cassandra | kafka | orderd) images+=("$target") ;;
-	*) log "unknown image $target (all, base, jre, golang, cassandra, kafka, orderd)"; exit 2 ;;
+	all) images+=(base jre golang static cassandra kafka orderd) ;;
+	base | jre | golang | static | cassandra | kafka | orderd) images+=("$target") ;;
+	*) log "unknown image $target (all, base, jre, golang, static, cassandra, kafka, orderd)"; exit 2 ;;
 	esac
 done
 for image in "${images[@]}"; do

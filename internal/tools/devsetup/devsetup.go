@@ -51,8 +51,12 @@ func (f Files) Client(token string) clientcreds.Options {
 
 // Write makes a setup in dir for tenant: the client certificate and the one
 // API key have every permission. It returns the key, which is stored
-// nowhere (the key file keeps its salted hash).
-func Write(dir, tenant string, validity time.Duration) (Files, string, error) {
+// nowhere (the key file keeps its salted hash). The server certificate
+// names the loopback addresses and localhost, and extraHosts (addresses or
+// DNS names) besides: orderd serving on another address, e.g. 127.0.0.25
+// in deploy/docker's host-network layout, needs its address there for
+// clients to accept it.
+func Write(dir, tenant string, validity time.Duration, extraHosts ...string) (Files, string, error) {
 	f := Files{Dir: dir}
 	if f.Exists() {
 		return f, "", errors.New("a development setup already exists in " + dir)
@@ -62,7 +66,7 @@ func Write(dir, tenant string, validity time.Duration) (Files, string, error) {
 	if err != nil {
 		return f, "", err
 	}
-	server, err := ca.Server([]string{"127.0.0.1", "localhost", "::1"}, validity)
+	server, err := ca.Server(append([]string{"127.0.0.1", "localhost", "::1"}, extraHosts...), validity)
 	if err != nil {
 		return f, "", err
 	}

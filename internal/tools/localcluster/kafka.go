@@ -140,6 +140,11 @@ func (b *Broker) Fetch(ctx context.Context) error {
 	return err
 }
 
+// RuntimeDir is the cache folder holding the Kafka jars the broker runs
+// from (fetched first if need be); its name ends in the version
+// (kafka-4.1.0). deploy/docker/images builds its Kafka image from it.
+func (b *Broker) RuntimeDir(ctx context.Context) (string, error) { return b.runtime(ctx) }
+
 func (b *Broker) runtime(ctx context.Context) (string, error) {
 	return b.jars.get(ctx, b.cfg.CacheDir, kafkaRuntime, b.cfg.Version, b.logf)
 }
