@@ -39,6 +39,10 @@ go_version=$(awk '$1 == "go" { print $2 }' "$root/go.mod")
 
 log() { printf 'images: %s\n' "$*" >&2; }
 
+# Temporary files and folders, removed however the script ends.
+scratch=()
+trap 'rm -rf "${scratch[@]}"' EXIT
+
 # timed NAME CMD... runs CMD and says how long building NAME took.
 timed() {
 	local name=$1 start=$SECONDS
@@ -73,11 +77,10 @@ image_base() {
 	command -v debootstrap >/dev/null || { log "debootstrap is missing: apt-get install -y debootstrap"; return 1; }
 	local rootfs
 	rootfs=$(mktemp -d)
-	trap 'rm -rf "$rootfs"' RETURN
+	scratch+=("$rootfs" "$rootfs.log")
 	log "$BASE_IMAGE: debootstrap bookworm from $mirror"
 	debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 ||
 		{ tail -20 "$rootfs.log" >&2; return 1; }
-	rm -f "$rootfs.log"
 	tar -C "$rootfs" -c . | docker import -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
 }
 
