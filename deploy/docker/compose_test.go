@@ -39,6 +39,16 @@ var (
 	defaulted     = regexp.MustCompile(`\$\{[A-Z_]+:-[^}]+\}$`)
 )
 
+// service is the project's service name; the test stops if there is none.
+func service(t *testing.T, p *types.Project, name string) types.ServiceConfig {
+	t.Helper()
+	s, err := p.GetService(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestComposeFile(t *testing.T) {
 	raw, err := os.ReadFile("compose.yaml")
 	if err != nil {
@@ -58,14 +68,7 @@ func TestComposeFile(t *testing.T) {
 	if p.Name != "atlasmart-orderd" {
 		t.Errorf("project name %q", p.Name)
 	}
-	svc := func(name string) types.ServiceConfig {
-		t.Helper()
-		s, err := p.GetService(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	svc := func(name string) types.ServiceConfig { return service(t, p, name) }
 
 	// Three Cassandra nodes, one per rack, with Paxos v2, each with a
 	// volume; the later ones start after the earlier ones are healthy.
@@ -213,14 +216,7 @@ func TestComposeHostOverride(t *testing.T) {
 			t.Errorf("%s: a host-network service publishes no ports (%v) and sets no hostname (%q)", s.Name, s.Ports, s.Hostname)
 		}
 	}
-	svc := func(name string) types.ServiceConfig {
-		t.Helper()
-		s, err := p.GetService(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	svc := func(name string) types.ServiceConfig { return service(t, p, name) }
 	var rpc []string
 	jmx := map[string]bool{}
 	for i, name := range []string{"cassandra-1", "cassandra-2", "cassandra-3"} {

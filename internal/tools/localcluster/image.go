@@ -58,22 +58,12 @@ func (c *Cluster) WriteImageContext(ctx context.Context, dir string) (string, er
 		"JammJar":      jamm,
 		"ModuleFlags":  jdkModuleFlags,
 	}
-	for tmpl, dest := range map[string]string{
-		"cassandra.yaml.tmpl":              "cassandra.yaml",
-		"logback.xml.tmpl":                 "logback.xml",
-		"cassandra-rackdc.properties.tmpl": "cassandra-rackdc.properties",
-		"jvm17.options.tmpl":               "jvm17.options",
-	} {
-		if err := renderFile(tmpl, filepath.Join(conf, dest), data); err != nil {
-			return "", err
-		}
+	if err := renderNodeConf(conf, data); err != nil {
+		return "", err
 	}
 	// nodetool needs the same module access as the node, and its own logging.
 	clients := strings.Join(jdkModuleFlags, "\n") + "\n-Dlogback.configurationFile=file://" + imageConf + "/logback-tools.xml\n"
-	if err := os.WriteFile(filepath.Join(conf, "jvm17-clients.options"), []byte(clients), 0o644); err != nil {
-		return "", err
-	}
-	return version, os.WriteFile(filepath.Join(conf, "logback-tools.xml"), []byte(logbackTools), 0o644)
+	return version, os.WriteFile(filepath.Join(conf, "jvm17-clients.options"), []byte(clients), 0o644)
 }
 
 // copyJars puts every jar of lib into dest, hard-linked where it can be

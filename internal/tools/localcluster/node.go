@@ -225,6 +225,13 @@ func (n *node) writeConfig() error {
 		"JammJar":      jamm,
 		"ModuleFlags":  jdkModuleFlags,
 	}
+	return renderNodeConf(conf, data)
+}
+
+// renderNodeConf writes a node's configuration into conf from the
+// templates: cassandra.yaml, logback.xml, cassandra-rackdc.properties,
+// jvm17.options, and nodetool's logback-tools.xml.
+func renderNodeConf(conf string, data map[string]any) error {
 	for tmpl, dest := range map[string]string{
 		"cassandra.yaml.tmpl":              "cassandra.yaml",
 		"logback.xml.tmpl":                 "logback.xml",
