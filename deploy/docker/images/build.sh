@@ -152,18 +152,17 @@ kafka_runtime() {
 # The launcher's jars, the tools' jar (kafka/tools-pom.xml), the entrypoint
 # and configuration (kafka/).
 image_kafka() {
-	local lib version log4j ctx
+	local lib version ctx
 	lib=$(kafka_runtime)
 	version=${lib##*/kafka-}
-	log4j=$(cd "$lib" && ls log4j-core-*.jar) && log4j=${log4j#log4j-core-} && log4j=${log4j%.jar}
 	: "${KAFKA_IMAGE:=orderd/kafka:$version}"
 	ctx=$(context kafka "$here/kafka.Dockerfile")
 	cp -r "$here/kafka" "$ctx/kafka"
 	cp -r "$lib" "$ctx/libs"
-	mvn -q -B -f "$here/kafka/tools-pom.xml" -Dkafka.version="$version" -Dlog4j.version="$log4j" \
+	mvn -q -B -f "$here/kafka/tools-pom.xml" -Dkafka.version="$version" \
 		dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$ctx/libs" >"$ctx/mvn.log" 2>&1 ||
 		{ tail -30 "$ctx/mvn.log" >&2; return 1; }
-	rm -f "$ctx/mvn.log" "$ctx"/libs/log4j-slf4j2-impl-*.jar # see kafka/tools-pom.xml
+	rm -f "$ctx/mvn.log"
 	build "$KAFKA_IMAGE" "$ctx/kafka.Dockerfile" "$ctx" --build-arg JRE_IMAGE="$JRE_IMAGE"
 	log "$KAFKA_IMAGE: Kafka $version"
 }

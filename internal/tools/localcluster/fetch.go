@@ -26,6 +26,10 @@ type runtimeSpec struct {
 	jar    *regexp.Regexp // the server jar's file name; group 1 is its version
 	newest string         // Maven version range used when none is pinned
 	jarOf  func(version string) string
+	// needs are name prefixes of jars a complete runtime holds besides the
+	// server's: a cached runtime without one (fetched by an older pom) is
+	// fetched again.
+	needs []string
 }
 
 var cassandraRuntime = runtimeSpec{
@@ -130,7 +134,7 @@ func cachedRuntime(cacheDir string, spec runtimeSpec, pinned string) (string, bo
 			continue
 		}
 		dir := filepath.Join(cacheDir, e.Name())
-		if _, err := os.Stat(filepath.Join(dir, spec.jarOf(v))); err != nil {
+		if !hasJars(dir, append([]string{spec.jarOf(v)}, spec.needs...)) {
 			continue
 		}
 		if best == "" || newerVersion(v, bestVersion) {
@@ -138,6 +142,17 @@ func cachedRuntime(cacheDir string, spec runtimeSpec, pinned string) (string, bo
 		}
 	}
 	return best, best != ""
+}
+
+// hasJars reports whether dir holds a jar whose name starts with each of
+// prefixes (a full name is its own prefix).
+func hasJars(dir string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if m, _ := filepath.Glob(filepath.Join(dir, p+"*")); len(m) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // newerVersion reports whether dotted version a is newer than b.

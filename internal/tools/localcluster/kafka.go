@@ -22,6 +22,7 @@ var kafkaRuntime = runtimeSpec{
 	// Maven picks the newest 4.x release that resolves from Maven Central.
 	newest: "[4.0.0,5.0)",
 	jarOf:  func(v string) string { return "kafka_2.13-" + v + ".jar" },
+	needs:  []string{"log4j-slf4j-impl-"}, // the binding Kafka's slf4j-api 1.7 logs through
 }
 
 // KafkaConfig says where the local Kafka broker lives. The zero value of each

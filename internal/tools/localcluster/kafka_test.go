@@ -28,24 +28,28 @@ func TestNewerVersion(t *testing.T) {
 }
 
 // The cache holds several runtimes: the newest complete one of the right
-// kind is used, or exactly the pinned one.
+// kind is used, or exactly the pinned one. Complete means the server jar
+// and every jar the runtime needs (a runtime an older pom fetched without
+// the logging binding is fetched again).
 func TestCachedRuntimePicksTheNewestCompleteOne(t *testing.T) {
 	cache := t.TempDir()
-	put := func(dir, jar string) {
+	put := func(dir string, jars ...string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Join(cache, dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if jar != "" {
+		for _, jar := range jars {
 			if err := os.WriteFile(filepath.Join(cache, dir, jar), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	put("kafka-4.4.0", "kafka_2.13-4.4.0.jar")
-	put("kafka-4.10.1", "kafka_2.13-4.10.1.jar")
-	put("kafka-4.11.0", "")                    // an interrupted fetch: no server jar
-	put("kafka-3.9.0", "kafka_2.13-3.9.0.jar") // not 4.x
+	const binding = "log4j-slf4j-impl-2.24.3.jar"
+	put("kafka-4.4.0", "kafka_2.13-4.4.0.jar", binding)
+	put("kafka-4.10.1", "kafka_2.13-4.10.1.jar", binding)
+	put("kafka-4.11.0")                                                          // an interrupted fetch: no server jar
+	put("kafka-4.12.0", "kafka_2.13-4.12.0.jar", "log4j-slf4j2-impl-2.24.3.jar") // an older pom's: no SLF4J 1.x binding
+	put("kafka-3.9.0", "kafka_2.13-3.9.0.jar", binding)                          // not 4.x
 	put("cassandra-5.0.9", "cassandra-all-5.0.9.jar")
 
 	dir, ok := cachedRuntime(cache, kafkaRuntime, "")
@@ -58,6 +62,9 @@ func TestCachedRuntimePicksTheNewestCompleteOne(t *testing.T) {
 	}
 	if _, ok := cachedRuntime(cache, kafkaRuntime, "4.2.0"); ok {
 		t.Error("a pinned version that is not cached was found")
+	}
+	if _, ok := cachedRuntime(cache, kafkaRuntime, "4.12.0"); ok {
+		t.Error("a pinned runtime without the SLF4J 1.x binding was taken as complete")
 	}
 	dir, ok = cachedRuntime(cache, cassandraRuntime, "")
 	if !ok || filepath.Base(dir) != "cassandra-5.0.9" {
