@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -94,9 +95,8 @@ type dockerCluster struct {
 // dockerAddress is node i's address (all its ports bind there).
 func dockerAddress(i int) string { return fmt.Sprintf("127.0.0.%d", dockerFirstAddress+i-1) }
 
-// dockerJMXPort is node i's JMX port, by the local launcher's rule (7000 +
-// 100 × the address's last byte).
-func dockerJMXPort(i int) int { return 7000 + 100*(dockerFirstAddress+i-1) }
+// dockerJMXPort is node i's JMX port, by the local launcher's rule.
+func dockerJMXPort(i int) int { return localcluster.JMXPort(dockerFirstAddress + i - 1) }
 
 // openDocker starts a three-node Cassandra cluster with testcontainers-go.
 func openDocker(ctx context.Context, log io.Writer) (Cluster, error) {

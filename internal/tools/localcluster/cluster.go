@@ -195,7 +195,7 @@ func (c *Cluster) token(i int) string {
 
 // jmxPort is node i's JMX port: by its address, so that two clusters side
 // by side never share one.
-func (c *Cluster) jmxPort(i int) int { return jmxPort(c.cfg.FirstAddress + i - 1) }
+func (c *Cluster) jmxPort(i int) int { return JMXPort(c.cfg.FirstAddress + i - 1) }
 
 // ContactPoints lists every node's address.
 func (c *Cluster) ContactPoints() []string {

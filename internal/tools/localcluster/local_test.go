@@ -69,8 +69,8 @@ func TestInitialToken(t *testing.T) {
 
 func TestJMXPort(t *testing.T) {
 	for _, tt := range []struct{ node, port int }{{1, 7100}, {2, 7200}, {3, 7300}} {
-		if got := jmxPort(tt.node); got != tt.port {
-			t.Errorf("jmxPort(%d) = %d, want %d", tt.node, got, tt.port)
+		if got := JMXPort(tt.node); got != tt.port {
+			t.Errorf("JMXPort(%d) = %d, want %d", tt.node, got, tt.port)
 		}
 	}
 }

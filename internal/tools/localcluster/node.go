@@ -27,9 +27,10 @@ func initialToken(i, n int) string {
 	return strconv.FormatInt(int64(tok), 10)
 }
 
-// Local JMX always binds 127.0.0.1, so every node needs its own port (as ccm
-// does: 7100, 7200, ...).
-func jmxPort(i int) int { return 7000 + 100*i }
+// JMXPort is the JMX port of the node on 127.0.0.i. Local JMX always binds
+// 127.0.0.1, so every node on one host needs its own port (as ccm does:
+// 7100, 7200, ...); the e2e docker backend's containers follow the same rule.
+func JMXPort(i int) int { return 7000 + 100*i }
 
 type node struct {
 	c     *Cluster

@@ -337,7 +337,7 @@ func TestTwoDCLayout(t *testing.T) {
 				if !strings.Contains(readConf(t, n, "cassandra.yaml"), c.Address(tc.nodes)+":7000") {
 					t.Errorf("node %d: the seeds do not list the last node of dc2", i)
 				}
-				if p := c.jmxPort(i); tc.first > 3 && p <= jmxPort(3) {
+				if p := c.jmxPort(i); tc.first > 3 && p <= JMXPort(3) {
 					t.Errorf("node %d: JMX port %d collides with the main cluster's (7100-7300)", i, p)
 				}
 				if !strings.Contains(readConf(t, n, "jvm17.options"), fmt.Sprintf("-Dcassandra.jmx.local.port=%d", c.jmxPort(i))) {
