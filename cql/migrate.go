@@ -91,6 +91,20 @@ type Result struct {
 	Current int   // highest version recorded after the run
 }
 
+// The migrator's statements, by the names they give themselves in a
+// leading comment (cassandra.StatementName); the DDL and the schema reads
+// have none.
+const (
+	StmtApplied   cassandra.Stmt = "migrate.applied"
+	StmtRecord    cassandra.Stmt = "migrate.record"
+	StmtLock      cassandra.Stmt = "migrate.lock"
+	StmtLockOwner cassandra.Stmt = "migrate.lock_owner"
+	StmtRelease   cassandra.Stmt = "migrate.release"
+)
+
+// Statements names every named statement the migrator runs.
+var Statements = []cassandra.Stmt{StmtApplied, StmtRecord, StmtLock, StmtLockOwner, StmtRelease}
+
 const (
 	createKeyspace = `CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': %d}`
 	// schema_migrations and schema_lock are written only with LWTs.
@@ -101,11 +115,11 @@ const (
 
 	selectKeyspace   = `SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?`
 	selectTable      = `SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`
-	selectApplied    = `/* migrate.applied */ SELECT version, checksum FROM %s.schema_migrations`
-	insertApplied    = `/* migrate.record */ INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
-	takeLock         = `/* migrate.lock */ INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 120`
-	lockOwner        = `/* migrate.lock_owner */ SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`
-	releaseLock      = `/* migrate.release */ DELETE FROM %s.schema_lock WHERE id = 'migrate' IF owner = ?`
+	selectApplied    = `/* ` + string(StmtApplied) + ` */ SELECT version, checksum FROM %s.schema_migrations`
+	insertApplied    = `/* ` + string(StmtRecord) + ` */ INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
+	takeLock         = `/* ` + string(StmtLock) + ` */ INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 120`
+	lockOwner        = `/* ` + string(StmtLockOwner) + ` */ SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`
+	releaseLock      = `/* ` + string(StmtRelease) + ` */ DELETE FROM %s.schema_lock WHERE id = 'migrate' IF owner = ?`
 	lockWait         = 2 * time.Second
 	ddlAttempts      = 4
 	lockMaxWaitTotal = 3 * time.Minute

@@ -23,7 +23,7 @@ type gatedSession struct {
 
 func (s *gatedSession) Query(stmt string, values ...any) cassandra.Query {
 	q := s.Recorder.Query(stmt, values...)
-	if strings.Contains(stmt, StmtEnqueue) {
+	if strings.Contains(stmt, string(StmtEnqueue)) {
 		return &gatedQuery{Query: q, s: s}
 	}
 	return q

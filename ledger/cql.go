@@ -17,23 +17,26 @@ import (
 // (cassandra.StatementName): what a FaultSession and the in-memory table
 // serve faults by, and what traces and metrics call them.
 const (
-	StmtClaim      = "ledger.claim"
-	StmtGet        = "ledger.get" // Get, Peek (one row or many), and every settling read
-	StmtAttempt    = "ledger.attempt"
-	StmtFail       = "ledger.fail"
-	StmtComplete   = "ledger.complete"
-	StmtRequeue    = "ledger.requeue"
-	StmtWithdraw   = "ledger.withdraw"
-	StmtClusterNow = "ledger.cluster-now"
-	StmtScan       = "ledger.scan"
-	StmtEnqueue    = "queue.enqueue"
-	StmtRemove     = "queue.remove"
-	StmtDue        = "queue.due"
-	StmtDropBucket = "queue.drop-bucket"
+	StmtClaim      cassandra.Stmt = "ledger.claim"
+	StmtGet        cassandra.Stmt = "ledger.get" // Get, Peek (one row or many), and every settling read
+	StmtAttempt    cassandra.Stmt = "ledger.attempt"
+	StmtFail       cassandra.Stmt = "ledger.fail"
+	StmtComplete   cassandra.Stmt = "ledger.complete"
+	StmtRequeue    cassandra.Stmt = "ledger.requeue"
+	StmtWithdraw   cassandra.Stmt = "ledger.withdraw"
+	StmtClusterNow cassandra.Stmt = "ledger.cluster-now"
+	StmtScan       cassandra.Stmt = "ledger.scan"
+	StmtEnqueue    cassandra.Stmt = "queue.enqueue"
+	StmtRemove     cassandra.Stmt = "queue.remove"
+	StmtDue        cassandra.Stmt = "queue.due"
+	StmtDropBucket cassandra.Stmt = "queue.drop-bucket"
 )
 
+// Statements names every statement the ledger runs.
+var Statements = []cassandra.Stmt{StmtClaim, StmtGet, StmtAttempt, StmtFail, StmtComplete, StmtRequeue, StmtWithdraw, StmtClusterNow, StmtScan, StmtEnqueue, StmtRemove, StmtDue, StmtDropBucket}
+
 // UpdateStatement is the statement of an update of kind.
-func UpdateStatement(kind UpdateKind) string { return "ledger." + string(kind) }
+func UpdateStatement(kind UpdateKind) cassandra.Stmt { return cassandra.Stmt("ledger." + string(kind)) }
 
 // Every write rewrites every cell of the row that can hold a value, with one
 // TTL: the time left until the claim's expiry instant (Record.ExpiresAt).
@@ -49,46 +52,46 @@ const (
 	// The claim's cells, rewritten by every update (bound by claimArgs).
 	claimCells = `entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?`
 
-	claimCQL = `/* ` + StmtClaim + ` */ INSERT INTO write_requests_by_id
+	claimCQL = `/* ` + string(StmtClaim) + ` */ INSERT INTO write_requests_by_id
 		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token)
 		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL ?`
-	selectCQL = `/* ` + StmtGet + ` */ SELECT ` + columns + ` FROM write_requests_by_id
+	selectCQL = `/* ` + string(StmtGet) + ` */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
 	// The quorum reads of one tenant's and operation's requests that meet
 	// (Peek). Named as the single read: a fault armed on ledger.get, and
 	// its metrics, cover both.
-	selectManyCQL = `/* ` + StmtGet + ` */ SELECT ` + columns + ` FROM write_requests_by_id
+	selectManyCQL = `/* ` + string(StmtGet) + ` */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id IN ?`
-	attemptCQL = `/* ` + StmtAttempt + ` */ UPDATE write_requests_by_id USING TTL ?
+	attemptCQL = `/* ` + string(StmtAttempt) + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, state = 'PENDING', attempts = ?, last_error = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ? AND attempts = ?`
-	failCQL = `/* ` + StmtFail + ` */ UPDATE write_requests_by_id USING TTL ?
+	failCQL = `/* ` + string(StmtFail) + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'FAILED', completed_at = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
-	completeCQL = `/* ` + StmtComplete + ` */ UPDATE write_requests_by_id USING TTL ?
+	completeCQL = `/* ` + string(StmtComplete) + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = ?, last_error = ?, state = 'COMPLETE', completed_at = ?, outcome = ?
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
-	requeueCQL = `/* ` + StmtRequeue + ` */ UPDATE write_requests_by_id USING TTL ?
+	requeueCQL = `/* ` + string(StmtRequeue) + ` */ UPDATE write_requests_by_id USING TTL ?
 		SET ` + claimCells + `, attempts = 0, last_error = ?, state = 'PENDING', completed_at = null
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'FAILED' AND claim_token = ?`
-	withdrawCQL = `/* ` + StmtWithdraw + ` */ DELETE FROM write_requests_by_id
+	withdrawCQL = `/* ` + string(StmtWithdraw) + ` */ DELETE FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ? IF state = 'PENDING' AND claim_token = ?`
 	// The cluster's clock, for entries an operator's machine schedules.
-	clusterNowCQL = `/* ` + StmtClusterNow + ` */ SELECT toTimestamp(now()) FROM system.local`
-	scanCQL       = `/* ` + StmtScan + ` */ SELECT tenant, operation, request_id, entity_id, payload_hash, command, state,
+	clusterNowCQL = `/* ` + string(StmtClusterNow) + ` */ SELECT toTimestamp(now()) FROM system.local`
+	scanCQL       = `/* ` + string(StmtScan) + ` */ SELECT tenant, operation, request_id, entity_id, payload_hash, command, state,
 	created_at, completed_at, attempts, last_error, claim_token FROM write_requests_by_id`
 
-	enqueueCQL = `/* ` + StmtEnqueue + ` */ INSERT INTO due_requests
+	enqueueCQL = `/* ` + string(StmtEnqueue) + ` */ INSERT INTO due_requests
 		(shard, due_bucket, not_before, tenant, operation, request_id, claim_token, created_at, owed_order)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL ?`
 	// A removed entry is marked done, not deleted: an upsert of the same
 	// primary key, it never leaves a tombstone in the partitions the
 	// reconciler reads on every pass.
-	dequeueCQL = `/* ` + StmtRemove + ` */ UPDATE due_requests USING TTL ? SET done = true
+	dequeueCQL = `/* ` + string(StmtRemove) + ` */ UPDATE due_requests USING TTL ? SET done = true
 		WHERE shard = ? AND due_bucket = ? AND not_before = ? AND tenant = ? AND operation = ? AND request_id = ? AND claim_token = ?`
-	dueCQL = `/* ` + StmtDue + ` */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done, owed_order FROM due_requests
+	dueCQL = `/* ` + string(StmtDue) + ` */ SELECT not_before, tenant, operation, request_id, claim_token, created_at, done, owed_order FROM due_requests
 		WHERE shard = ? AND due_bucket = ? AND not_before > ? AND not_before <= ?`
-	dropBucketCQL = `/* ` + StmtDropBucket + ` */ DELETE FROM due_requests WHERE shard = ? AND due_bucket = ?`
+	dropBucketCQL = `/* ` + string(StmtDropBucket) + ` */ DELETE FROM due_requests WHERE shard = ? AND due_bucket = ?`
 )
 
 // updateCQL is each update's statement.

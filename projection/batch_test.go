@@ -75,7 +75,7 @@ func TestBatchOfOneWritesEveryRowAlone(t *testing.T) {
 // no orders_by_id row); the orders written alone are whole.
 func TestAFailedBatchFailsEveryOrderInIt(t *testing.T) {
 	s := newGatedSession()
-	s.failBatches, s.batchErr = "projection."+OrdersByCustomerTime, errors.New("connection reset mid-batch")
+	s.failBatches, s.batchErr = StmtOrdersByCustomerTime, errors.New("connection reset mid-batch")
 	p := New(Config{Batch: 8}, s, nil)
 	first, second := orders(inFlight), orders(6)
 
@@ -186,18 +186,18 @@ func waitFor(t *testing.T, cond func() bool) {
 type gatedSession struct {
 	gate chan struct{}
 	// failBatches names the statement whose batches fail with batchErr.
-	failBatches string
+	failBatches cassandra.Stmt
 	batchErr    error
 
 	mu      sync.Mutex
 	blocked int
-	rows    map[string][][]any    // by statement name
-	batches map[string][]int      // by statement name: each batch's rows
-	reads   map[string][][]string // by tenant: the ids each grouped read asked for
+	rows    map[cassandra.Stmt][][]any // by statement name
+	batches map[cassandra.Stmt][]int   // by statement name: each batch's rows
+	reads   map[string][][]string      // by tenant: the ids each grouped read asked for
 }
 
 func newGatedSession() *gatedSession {
-	return &gatedSession{gate: make(chan struct{}), rows: map[string][][]any{}, batches: map[string][]int{}, reads: map[string][][]string{}}
+	return &gatedSession{gate: make(chan struct{}), rows: map[cassandra.Stmt][][]any{}, batches: map[cassandra.Stmt][]int{}, reads: map[string][][]string{}}
 }
 
 func (s *gatedSession) Serial() gocql.Consistency { return gocql.LocalSerial }
@@ -250,7 +250,7 @@ func (s *gatedSession) waitBlocked(t *testing.T, n int) {
 func (s *gatedSession) batchSizes(table string) []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.batches["projection."+table]
+	return s.batches[cassandra.Stmt("projection."+table)]
 }
 
 // wantRows wants exactly one row written into table for each order, with
@@ -259,7 +259,7 @@ func (s *gatedSession) batchSizes(table string) []int {
 func (s *gatedSession) wantRows(t *testing.T, table string, want []order.Order) {
 	t.Helper()
 	s.mu.Lock()
-	rows := s.rows["projection."+table]
+	rows := s.rows[cassandra.Stmt("projection."+table)]
 	s.mu.Unlock()
 	if len(rows) != len(want) {
 		t.Fatalf("%s: %d rows written, want %d", table, len(rows), len(want))
@@ -279,7 +279,7 @@ func (s *gatedSession) wantRows(t *testing.T, table string, want []order.Order) 
 // gatedQuery is one statement of a gatedSession.
 type gatedQuery struct {
 	s      *gatedSession
-	name   string
+	name   cassandra.Stmt
 	values []any
 }
 

@@ -16,47 +16,47 @@ import (
 )
 
 const (
-	upsertByCustomerCQL = `/* ` + StmtOrdersByCustomerTime + ` */ INSERT INTO orders_by_customer_time
+	upsertByCustomerCQL = `/* ` + string(StmtOrdersByCustomerTime) + ` */ INSERT INTO orders_by_customer_time
 		(tenant, customer_id, order_month, created_at, order_id, status, total, currency, request_id, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	upsertByIDCQL = `/* ` + StmtOrdersByID + ` */ INSERT INTO orders_by_id
+	upsertByIDCQL = `/* ` + string(StmtOrdersByID) + ` */ INSERT INTO orders_by_id
 		(tenant, order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at, updated_at, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
-	upsertEventCQL = `/* ` + StmtEventsByOrder + ` */ INSERT INTO order_events_by_order
+	upsertEventCQL = `/* ` + string(StmtEventsByOrder) + ` */ INSERT INTO order_events_by_order
 		(tenant, order_id, event_id, event_type, detail, event_time, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?`
 
 	// A change writes only the cells it changes, at the write time the
 	// query carries (WithTimestamp).
-	changeByCustomerCQL = `/* ` + StmtChangePrefix + OrdersByCustomerTime + ` */ UPDATE orders_by_customer_time
+	changeByCustomerCQL = `/* ` + string(StmtChangeOrdersByCustomerTime) + ` */ UPDATE orders_by_customer_time
 		SET status = ?, version = ?, updated_at = ?
 		WHERE tenant = ? AND customer_id = ? AND order_month = ? AND created_at = ? AND order_id = ?`
-	changeByIDCQL = `/* ` + StmtChangePrefix + OrdersByID + ` */ UPDATE orders_by_id
+	changeByIDCQL = `/* ` + string(StmtChangeOrdersByID) + ` */ UPDATE orders_by_id
 		SET status = ?, version = ?, updated_at = ? WHERE tenant = ? AND order_id = ?`
-	changeByIDNoteCQL = `/* ` + StmtChangePrefix + OrdersByID + ` */ UPDATE orders_by_id
+	changeByIDNoteCQL = `/* ` + string(StmtChangeOrdersByID) + ` */ UPDATE orders_by_id
 		SET status = ?, version = ?, updated_at = ?, shipping_note = ? WHERE tenant = ? AND order_id = ?`
-	changeEventCQL = `/* ` + StmtChangePrefix + EventsByOrder + ` */ INSERT INTO order_events_by_order
+	changeEventCQL = `/* ` + string(StmtChangeEventsByOrder) + ` */ INSERT INTO order_events_by_order
 		(tenant, order_id, event_id, event_type, detail, event_time, version)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 	// An order's event rows (ChangeEvents).
-	selectEventsCQL = `/* ` + StmtEvents + ` */ SELECT event_id, event_type, detail, event_time, version
+	selectEventsCQL = `/* ` + string(StmtEvents) + ` */ SELECT event_id, event_type, detail, event_time, version
 		FROM order_events_by_order WHERE tenant = ? AND order_id = ?`
 
 	// byIDColumns are the orders_by_id columns an order is read from, in
 	// the order orderScan.dest scans them.
 	byIDColumns = `order_id, customer_id, order_month, status, total, currency, request_id, lines, created_at,
 		version, shipping_note, updated_at`
-	selectByIDCQL = `/* ` + StmtGetOrder + ` */ SELECT ` + byIDColumns + `
+	selectByIDCQL = `/* ` + string(StmtGetOrder) + ` */ SELECT ` + byIDColumns + `
 		FROM orders_by_id WHERE tenant = ? AND order_id = ?`
 	// The reads of one tenant's orders that meet (ReadOrder). Named as the
 	// single read: a fault armed on get_order, and its metrics, cover both.
-	selectByIDsCQL = `/* ` + StmtGetOrder + ` */ SELECT ` + byIDColumns + `
+	selectByIDsCQL = `/* ` + string(StmtGetOrder) + ` */ SELECT ` + byIDColumns + `
 		FROM orders_by_id WHERE tenant = ? AND order_id IN ?`
 	// Every order, for the tools that walk them all (ScanOrders).
-	scanByIDCQL = `/* ` + StmtScanOrders + ` */ SELECT tenant, ` + byIDColumns + ` FROM orders_by_id`
+	scanByIDCQL = `/* ` + string(StmtScanOrders) + ` */ SELECT tenant, ` + byIDColumns + ` FROM orders_by_id`
 	// Newest first: the table's clustering order (created_at DESC, order_id ASC).
-	selectByCustomerCQL = `/* ` + StmtCustomerOrders + ` */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
+	selectByCustomerCQL = `/* ` + string(StmtCustomerOrders) + ` */ SELECT order_id, customer_id, order_month, status, total, currency, request_id, created_at,
 		version, updated_at
 		FROM orders_by_customer_time WHERE tenant = ? AND customer_id = ? AND order_month = ?`
 )

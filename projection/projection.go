@@ -37,16 +37,22 @@ const EventOrderCreated = order.EventOrderCreated
 // serve faults by, and what traces and metrics call them. A projection
 // write is named by its table.
 const (
-	StmtOrdersByID           = "projection." + OrdersByID
-	StmtOrdersByCustomerTime = "projection." + OrdersByCustomerTime
-	StmtEventsByOrder        = "projection." + EventsByOrder
-	StmtGetOrder             = "projection.get_order"
-	StmtCustomerOrders       = "projection.customer_orders"
-	StmtEvents               = "projection.order_events"
-	StmtScanOrders           = "projection.scan_orders"
-	// StmtChangePrefix + table names a change's write to table.
-	StmtChangePrefix = "projection.change."
+	StmtOrdersByID           cassandra.Stmt = "projection." + OrdersByID
+	StmtOrdersByCustomerTime cassandra.Stmt = "projection." + OrdersByCustomerTime
+	StmtEventsByOrder        cassandra.Stmt = "projection." + EventsByOrder
+	StmtGetOrder             cassandra.Stmt = "projection.get_order"
+	StmtCustomerOrders       cassandra.Stmt = "projection.customer_orders"
+	StmtEvents               cassandra.Stmt = "projection.order_events"
+	StmtScanOrders           cassandra.Stmt = "projection.scan_orders"
+	// A change's write to each table.
+	StmtChangeOrdersByID           cassandra.Stmt = "projection.change." + OrdersByID
+	StmtChangeOrdersByCustomerTime cassandra.Stmt = "projection.change." + OrdersByCustomerTime
+	StmtChangeEventsByOrder        cassandra.Stmt = "projection.change." + EventsByOrder
 )
+
+// Statements names every statement the store runs.
+var Statements = []cassandra.Stmt{StmtOrdersByID, StmtOrdersByCustomerTime, StmtEventsByOrder, StmtGetOrder, StmtCustomerOrders,
+	StmtEvents, StmtScanOrders, StmtChangeOrdersByID, StmtChangeOrdersByCustomerTime, StmtChangeEventsByOrder}
 
 // Config shapes how a Store writes.
 type Config struct {

@@ -123,7 +123,7 @@ func dueCalls(l *ledgertest.Memory, shard int, bucket time.Time) int {
 
 // sent is how many statements named name (ledger.StmtFail, ...) the ledger
 // has run so far, failed ones included: what the loop sent.
-func sent(l *ledgertest.Memory, name string) int { return len(l.Statements(name)) }
+func sent(l *ledgertest.Memory, name cassandra.Stmt) int { return len(l.Statements(name)) }
 
 // completions is how many times the request's order was recorded.
 func completions(h *harness, key ledger.Key) int { return h.fin.Recorded(key) }

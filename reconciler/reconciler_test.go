@@ -631,7 +631,7 @@ func TestRequestOfAnUnknownOperationIsLeftForANewerRelease(t *testing.T) {
 		}
 		h.clock.Set(nextDue(t, h.ledger, rec.Key).Add(time.Second))
 	}
-	for _, stmt := range []string{ledger.StmtAttempt, ledger.StmtFail, ledger.StmtWithdraw} {
+	for _, stmt := range []cassandra.Stmt{ledger.StmtAttempt, ledger.StmtFail, ledger.StmtWithdraw} {
 		if n := sent(h.ledger, stmt); n != 0 {
 			t.Errorf("%d %s statements sent for a request of an unknown operation", n, stmt)
 		}
@@ -759,8 +759,8 @@ func TestRequestFailingTwiceThenSucceeding(t *testing.T) {
 func TestFailedAttemptTheLedgerCannotRecordKeepsTheEntry(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		stmt     string // the statement that fails
-		attempts int    // the row's attempts after the pass
+		stmt     cassandra.Stmt // the statement that fails
+		attempts int            // the row's attempts after the pass
 	}{
 		{"attempt not recorded", ledger.StmtAttempt, 0},
 		{"entry not rescheduled", ledger.StmtEnqueue, 1},
@@ -910,7 +910,7 @@ func TestDeadLetterNotSettledKeepsEntry(t *testing.T) {
 			l := h.loop(Config{MaxAttempts: 2})
 
 			res := mustPass(t, l, shard)
-			for _, st := range []string{ledger.StmtFail, ledger.StmtGet} {
+			for _, st := range []cassandra.Stmt{ledger.StmtFail, ledger.StmtGet} {
 				if n := h.ledger.Pending(st); n != 0 {
 					t.Fatalf("setup: %d faults on %s never served", n, st)
 				}
@@ -1320,7 +1320,7 @@ func TestCoordinateFailurePartWayKeepsTheLoopsShardsLeased(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		joiner bool // a second member joins, so a must give back half
-		stmt   string
+		stmt   cassandra.Stmt
 		f      cassandra.Fault
 		times  int
 	}{
@@ -1570,7 +1570,7 @@ func TestRunPassesThroughCoordinatorFailuresAndLeavesAnyway(t *testing.T) {
 		recs = append(recs, r)
 	}
 	const always = 1 << 20
-	for _, st := range []string{leases.StmtHeartbeat, leases.StmtRelease, leases.StmtLeave} {
+	for _, st := range []cassandra.Stmt{leases.StmtHeartbeat, leases.StmtRelease, leases.StmtLeave} {
 		h.coord.Arm(st, cassandra.FaultUnavailable, always)
 	}
 

@@ -215,7 +215,7 @@ type lwtTimes struct {
 }
 
 func (l *lwtTimes) ObserveQuery(_ context.Context, q gocql.ObservedQuery) {
-	if q.Err != nil || !strings.Contains(q.Statement, ledger.StmtClaim) {
+	if q.Err != nil || cassandra.StatementName(q.Statement) != ledger.StmtClaim {
 		return
 	}
 	l.mu.Lock()

@@ -30,6 +30,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -330,7 +331,8 @@ func statementSession(driver cassandra.Session, faults string, log *slog.Logger)
 		return nil, fmt.Errorf("cql faults %q: this binary was built without failpoints (only test builds, go build -tags failpoints, can arm them)", faults)
 	}
 	fs := cassandra.NewFaultSession(driver)
-	if err := fs.ArmSpec(faults); err != nil {
+	known := slices.Concat(ledger.Statements, projection.Statements, versions.Statements, leases.Statements, cql.Statements)
+	if err := fs.ArmSpec(faults, known); err != nil {
 		return nil, err
 	}
 	log.Warn("CQL faults armed: statements will fail on purpose", "cql_faults", faults)

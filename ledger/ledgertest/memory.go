@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra/memtable"
 	"github.com/atlasmart/orderd/ledger"
 )
 
@@ -30,8 +30,8 @@ type Config struct {
 // Statement is one statement Memory ran or failed, as a FaultSession under
 // the CQL table would have seen it.
 type Statement struct {
-	Name string     // ledger.StmtClaim, ...
-	Key  ledger.Key // the request it concerns; zero for ledger.StmtDue and ledger.StmtClusterNow
+	Name cassandra.Stmt // ledger.StmtClaim, ...
+	Key  ledger.Key     // the request it concerns; zero for ledger.StmtDue and ledger.StmtClusterNow
 	// Shard and Bucket are the due-queue partition of a queue statement;
 	// After and Through the range of due times a ledger.StmtDue read asked for.
 	Shard          int
@@ -70,28 +70,23 @@ func NewMemory(cfg Config) *Memory {
 	if cfg.ReleaseWindow == 0 {
 		cfg.ReleaseWindow = -1
 	}
-	faults := cassandra.NewFaults()
-	t := &table{faults: faults, now: cfg.Now, rows: map[ledger.Key]row{}, entries: map[entryKey]entryRow{}}
-	cfg.Config.Now = t.Now
+	t := &table{rt: memtable.New(cfg.Now), rows: map[ledger.Key]row{}, entries: map[entryKey]memtable.Expiring[entry]{}}
+	cfg.Config.Now = t.rt.Now
 	l, err := ledger.New(t, cfg.Config)
 	if err != nil {
 		panic("ledgertest: " + err.Error())
 	}
-	return &Memory{Ledger: l, Faults: faults, t: t}
+	return &Memory{Ledger: l, Faults: t.rt.Faults, t: t}
 }
 
 // ---------------------------------------------------------------- clock and faults
 
 // Now is the Memory's time: Config.Now plus everything Advance added.
-func (m *Memory) Now() time.Time { return m.t.Now() }
+func (m *Memory) Now() time.Time { return m.t.rt.Now() }
 
 // Advance moves the Memory's time on by d (rows and entries whose time is
 // up disappear).
-func (m *Memory) Advance(d time.Duration) {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	m.t.offset += d
-}
+func (m *Memory) Advance(d time.Duration) { m.t.rt.Advance(d) }
 
 // SetIntercept makes fn decide, for every statement no armed fault claims,
 // which fault it gets (0 for none), knowing what the statement concerns
@@ -99,21 +94,21 @@ func (m *Memory) Advance(d time.Duration) {
 // request or one bucket alone. fn runs without Memory's lock and may call
 // it. nil removes it.
 func (m *Memory) SetIntercept(fn func(Statement) cassandra.Fault) {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	m.t.intercept = fn
+	if fn == nil {
+		m.t.rt.SetIntercept(nil)
+		return
+	}
+	m.t.rt.SetIntercept(func(_ cassandra.Stmt, about any) cassandra.Fault { return fn(about.(Statement)) })
 }
 
 // Statements lists the statements run (or failed) so far, in order; only
 // those named name unless name is "".
-func (m *Memory) Statements(name string) []Statement {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
+func (m *Memory) Statements(name cassandra.Stmt) []Statement {
 	var out []Statement
-	for _, st := range m.t.log {
-		if name == "" || st.Name == name {
-			out = append(out, st)
-		}
+	for _, l := range m.t.rt.Log(name) {
+		st := l.About.(Statement)
+		st.Fault, st.Applied = l.Fault, l.Applied
+		out = append(out, st)
 	}
 	return out
 }
@@ -124,15 +119,9 @@ func (m *Memory) Statements(name string) []Statement {
 // each statement atomic, conditions evaluated as Cassandra evaluates them.
 // It knows nothing of the protocol (ledger.Ledger runs that on it).
 type table struct {
-	faults *cassandra.Faults
-	now    func() time.Time
-
-	mu        sync.Mutex
-	offset    time.Duration // Advance
-	rows      map[ledger.Key]row
-	entries   map[entryKey]entryRow
-	intercept func(Statement) cassandra.Fault
-	log       []Statement
+	rt      *memtable.Runtime
+	rows    map[ledger.Key]row
+	entries map[entryKey]memtable.Expiring[entry]
 }
 
 var _ ledger.Table = (*table)(nil)
@@ -156,60 +145,29 @@ type entryKey struct {
 	token     uuid.UUID
 }
 
-// entryRow is a due-queue row; a done one is a removed entry, as the table
+// entry is a due-queue row; a done one is a removed entry, as the table
 // keeps it (listed by no read).
-type entryRow struct {
-	e       ledger.DueEntry
-	done    bool
-	expires time.Time
+type entry struct {
+	e    ledger.DueEntry
+	done bool
 }
 
-// Now is the table's time: the clock plus everything Advance added.
-func (t *table) Now() time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.nowLocked()
-}
-
-func (t *table) nowLocked() time.Time { return t.now().Add(t.offset).UTC() }
-
-type stmtKind int
+type stmtKind bool
 
 const (
-	readStmt  stmtKind = iota // a read: any failure is Unavailable
-	writeStmt                 // a write: only a refusal is Unavailable
+	readStmt  stmtKind = false // a read: any failure is Unavailable
+	writeStmt stmtKind = true  // a write: only a refusal is Unavailable
 )
 
-// exec runs one statement as the CQL table's session would, with whatever
-// fault is armed for it (or the intercept picks), served by
-// cassandra.Served: do runs under the lock, with the table's time, and
-// reports whether it applied.
+// exec runs one statement as the CQL table's session would (memtable.Exec),
+// st telling what it concerns.
 func (t *table) exec(ctx context.Context, st Statement, kind stmtKind, op string, do func(now time.Time) bool) (bool, error) {
-	f, armed := t.faults.Take(st.Name)
-	if !armed {
-		t.mu.Lock()
-		intercept := t.intercept
-		t.mu.Unlock()
-		if intercept != nil {
-			f = intercept(st)
-		}
-	}
-	st.Fault = f
-	applied, err := cassandra.Served(ctx, st.Name, op, kind == writeStmt, f, func() bool {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		st.Applied = do(t.nowLocked())
-		return st.Applied
-	})
-	t.mu.Lock()
-	t.log = append(t.log, st)
-	t.mu.Unlock()
-	return applied, err
+	return t.rt.Exec(ctx, st.Name, st, op, bool(kind), do)
 }
 
-func keyStmt(name string, key ledger.Key) Statement { return Statement{Name: name, Key: key} }
+func keyStmt(name cassandra.Stmt, key ledger.Key) Statement { return Statement{Name: name, Key: key} }
 
-func entryStmt(name string, e ledger.DueEntry) Statement {
+func entryStmt(name cassandra.Stmt, e ledger.DueEntry) Statement {
 	return Statement{Name: name, Key: e.Key, Shard: e.Shard, Bucket: e.Due.UTC()}
 }
 
@@ -219,18 +177,10 @@ func cloneRecord(r ledger.Record) ledger.Record {
 	return r
 }
 
-// ms is t as a Cassandra timestamp returns it: UTC, to the millisecond.
-func ms(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.UTC().Truncate(time.Millisecond)
-}
-
 // stored is rec as the table holds it.
 func stored(rec ledger.Record) ledger.Record {
 	rec = cloneRecord(rec)
-	rec.CreatedAt, rec.CompletedAt = ms(rec.CreatedAt), ms(rec.CompletedAt)
+	rec.CreatedAt, rec.CompletedAt = memtable.MS(rec.CreatedAt), memtable.MS(rec.CompletedAt)
 	return rec
 }
 
@@ -370,7 +320,7 @@ func (t *table) ScanChunk(ctx context.Context, from []byte) ([]ledger.Record, []
 func (t *table) ClusterNow(ctx context.Context) (time.Time, error) {
 	var at time.Time
 	_, err := t.exec(ctx, Statement{Name: ledger.StmtClusterNow}, readStmt, "read the cluster's clock", func(now time.Time) bool {
-		at = ms(now)
+		at = memtable.MS(now)
 		return false
 	})
 	return at, err
@@ -382,19 +332,8 @@ func keyOf(e ledger.DueEntry) entryKey {
 
 // storedEntry is e as the table holds it.
 func storedEntry(e ledger.DueEntry) ledger.DueEntry {
-	e.Due, e.CreatedAt, e.NotBefore = ms(e.Due), ms(e.CreatedAt), ms(e.NotBefore)
+	e.Due, e.CreatedAt, e.NotBefore = memtable.MS(e.Due), memtable.MS(e.CreatedAt), memtable.MS(e.NotBefore)
 	return e
-}
-
-// never is the expiry of cells written without a TTL.
-var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// expiry is when cells written at now with ttl seconds expire (0: never).
-func expiry(now time.Time, ttl int) time.Time {
-	if ttl == 0 {
-		return never
-	}
-	return now.Add(seconds(ttl))
 }
 
 // ttlsOf is each entry's TTL, computed before the table's lock is taken
@@ -415,7 +354,7 @@ func (t *table) WriteEntries(ctx context.Context, entries []ledger.DueEntry, ttl
 		for i, e := range entries {
 			k := keyOf(e)
 			// The insert writes no done cell: a removed entry stays removed.
-			t.entries[k] = entryRow{e: storedEntry(e), done: t.entries[k].done, expires: expiry(now, ttls[i])}
+			t.entries[k] = memtable.Expire(entry{e: storedEntry(e), done: t.entries[k].V.done}, now, ttls[i])
 		}
 		return true
 	})
@@ -431,10 +370,9 @@ func (t *table) RemoveEntries(ctx context.Context, entries []ledger.DueEntry, tt
 			k := keyOf(e)
 			r, ok := t.entries[k]
 			if !ok {
-				r.e = storedEntry(e)
+				r.V.e = storedEntry(e)
 			}
-			r.done, r.expires = true, expiry(now, ttls[i])
-			t.entries[k] = r
+			t.entries[k] = memtable.Expire(entry{e: r.V.e, done: true}, now, ttls[i])
 		}
 		return true
 	})
@@ -462,13 +400,9 @@ func (t *table) ListDue(ctx context.Context, shard int, bucket, after, through t
 // time; it forgets those whose time is up.
 func (t *table) entriesLocked(now time.Time, match func(entryKey) bool) []ledger.DueEntry {
 	var out []ledger.DueEntry
-	for k, er := range t.entries {
-		if !now.Before(er.expires) {
-			delete(t.entries, k)
-			continue
-		}
-		if !er.done && match(k) {
-			out = append(out, er.e)
+	for k, er := range memtable.Live(t.entries, now) {
+		if !er.V.done && match(k) {
+			out = append(out, er.V.e)
 		}
 	}
 	slices.SortFunc(out, func(a, b ledger.DueEntry) int {
@@ -527,7 +461,7 @@ func (m *Memory) Put(rec ledger.Record) {
 func (m *Memory) PutEntry(e ledger.DueEntry) {
 	e.Due = ledger.BucketOf(e.NotBefore)
 	m.seed("PutEntry", e.RequestID, e.CreatedAt, func(expires time.Time) {
-		m.t.entries[keyOf(e)] = entryRow{e: storedEntry(e), expires: expires}
+		m.t.entries[keyOf(e)] = memtable.Expiring[entry]{V: entry{e: storedEntry(e)}, Expires: expires}
 	})
 }
 
@@ -536,35 +470,30 @@ func (m *Memory) PutEntry(e ledger.DueEntry) {
 // that request is past its retention.
 func (m *Memory) seed(what string, id uuid.UUID, created time.Time, put func(expires time.Time)) {
 	ttl := seconds(m.TTLFrom(created))
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	now := m.t.nowLocked()
-	if !now.Before(created.Add(m.Retention())) {
-		panic(fmt.Sprintf("ledgertest: %s of request %s claimed at %s, past its retention at %s", what, id, created, now))
-	}
-	put(now.Add(ttl))
+	m.t.rt.Locked(func(now time.Time) {
+		if !now.Before(created.Add(m.Retention())) {
+			panic(fmt.Sprintf("ledgertest: %s of request %s claimed at %s, past its retention at %s", what, id, created, now))
+		}
+		put(now.Add(ttl))
+	})
 }
 
 // Delete forgets the row of key, as its TTL would; its entries stay.
 func (m *Memory) Delete(key ledger.Key) {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	delete(m.t.rows, key)
+	m.t.rt.Locked(func(time.Time) { delete(m.t.rows, key) })
 }
 
 // Record returns the row of key as a read would (false if there is none),
 // without running a statement.
-func (m *Memory) Record(key ledger.Key) (ledger.Record, bool) {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	return m.t.liveLocked(key, m.t.nowLocked())
+func (m *Memory) Record(key ledger.Key) (rec ledger.Record, ok bool) {
+	m.t.rt.Locked(func(now time.Time) { rec, ok = m.t.liveLocked(key, now) })
+	return rec, ok
 }
 
 // Records returns every live row, by key.
-func (m *Memory) Records() []ledger.Record {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	return m.t.rowsLocked(m.t.nowLocked(), false)
+func (m *Memory) Records() (out []ledger.Record) {
+	m.t.rt.Locked(func(now time.Time) { out = m.t.rowsLocked(now, false) })
+	return out
 }
 
 // Entries lists the live due-queue entries of key, in any bucket, by due
@@ -578,8 +507,7 @@ func (m *Memory) AllEntries() []ledger.DueEntry {
 	return m.entriesWhere(func(entryKey) bool { return true })
 }
 
-func (m *Memory) entriesWhere(match func(entryKey) bool) []ledger.DueEntry {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	return m.t.entriesLocked(m.t.nowLocked(), match)
+func (m *Memory) entriesWhere(match func(entryKey) bool) (out []ledger.DueEntry) {
+	m.t.rt.Locked(func(now time.Time) { out = m.t.entriesLocked(now, match) })
+	return out
 }

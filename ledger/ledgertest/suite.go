@@ -15,6 +15,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra/memtable"
 	"github.com/atlasmart/orderd/ledger"
 )
 
@@ -25,15 +26,15 @@ type Subject struct {
 	Store *ledger.Ledger
 	// Arm makes the next times executions of a named statement fail
 	// (Memory.Arm, or cassandra.FaultSession.Arm under the CQL table).
-	Arm func(statement string, f cassandra.Fault, times int)
+	Arm func(statement cassandra.Stmt, f cassandra.Fault, times int)
 	// Before runs a function once, just before the next execution of a
 	// named statement (Memory.Before, FaultSession.Before): a racing
 	// client's write between a store's read and its conditional write.
-	Before func(statement string, do func())
+	Before func(statement cassandra.Stmt, do func())
 	// Pending is how many faults armed for a statement are still unserved
 	// (Memory.Pending, FaultSession.Pending): the suite checks that every
 	// fault it armed was served, i.e. that the branch it meant to run ran.
-	Pending func(statement string) int
+	Pending func(statement cassandra.Stmt) int
 	// NewKey, if set, returns a request key no other test uses. By default
 	// each subtest has a tenant of its own and every key a fresh request id.
 	NewKey func() ledger.Key
@@ -72,8 +73,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 				s.SettleAttempts = 3
 			}
 			tc.run(t, s)
-			for _, name := range []string{ledger.StmtClaim, ledger.StmtGet, ledger.StmtAttempt, ledger.StmtFail, ledger.StmtRequeue,
-				ledger.StmtWithdraw, ledger.StmtClusterNow, ledger.StmtEnqueue, ledger.StmtRemove, ledger.StmtDue, ledger.StmtDropBucket} {
+			for _, name := range ledger.Statements {
 				if n := s.Pending(name); n != 0 {
 					t.Errorf("%d faults armed on %s were never served: the branch under test did not run", n, name)
 				}
@@ -306,9 +306,9 @@ func (s *suite) wantEntry(t *testing.T, want ledger.DueEntry) {
 		if !e.SameRow(want) {
 			continue
 		}
-		if !e.NotBefore.Equal(ms(want.NotBefore)) || !e.CreatedAt.Equal(ms(want.CreatedAt)) {
+		if !e.NotBefore.Equal(memtable.MS(want.NotBefore)) || !e.CreatedAt.Equal(memtable.MS(want.CreatedAt)) {
 			t.Errorf("entry of %s: not_before %s, created_at %s; want %s, %s", want.RequestID,
-				e.NotBefore, e.CreatedAt, ms(want.NotBefore), ms(want.CreatedAt))
+				e.NotBefore, e.CreatedAt, memtable.MS(want.NotBefore), memtable.MS(want.CreatedAt))
 		}
 		return
 	}
@@ -333,8 +333,8 @@ func (s *suite) wantRequeueEntry(t *testing.T, rec ledger.Record, lo, hi time.Ti
 	for b := ledger.BucketOf(lo); !b.After(hi); b = b.Add(ledger.BucketWidth) {
 		for _, e := range s.entriesOf(t, rec.Key, ledger.ShardOf(rec.CreatedAt), b) {
 			if e.ClaimToken == rec.ClaimToken && !e.NotBefore.Before(lo) && !e.NotBefore.After(hi) {
-				if !e.CreatedAt.Equal(ms(rec.CreatedAt)) {
-					t.Errorf("entry due now of %s: created_at %s, want the claim's %s", rec.RequestID, e.CreatedAt, ms(rec.CreatedAt))
+				if !e.CreatedAt.Equal(memtable.MS(rec.CreatedAt)) {
+					t.Errorf("entry due now of %s: created_at %s, want the claim's %s", rec.RequestID, e.CreatedAt, memtable.MS(rec.CreatedAt))
 				}
 				return
 			}
@@ -381,7 +381,9 @@ func (s *suite) wantNoRequeueEntry(t *testing.T, rec ledger.Record, lo, hi time.
 }
 
 // arm makes the next times executions of statement fail with f.
-func (s *suite) arm(statement string, f cassandra.Fault, times int) { s.Arm(statement, f, times) }
+func (s *suite) arm(statement cassandra.Stmt, f cassandra.Fault, times int) {
+	s.Arm(statement, f, times)
+}
 
 // unsettled arms the settling reads to fail, every one of them.
 func (s *suite) unsettled() { s.Arm(ledger.StmtGet, cassandra.FaultUnavailable, s.SettleAttempts) }
@@ -932,7 +934,7 @@ var receipt = []byte(`{"reason":"STALE_VERSION","current_version":9}`)
 // wantCompleted checks a Complete result and the row.
 func (s *suite) wantCompleted(t *testing.T, got, rec ledger.Record, outcome []byte, lo, hi time.Time) {
 	t.Helper()
-	if got.CompletedAt.Before(ms(lo).Add(-2*time.Second)) || got.CompletedAt.After(hi.Add(2*time.Second)) {
+	if got.CompletedAt.Before(memtable.MS(lo).Add(-2*time.Second)) || got.CompletedAt.After(hi.Add(2*time.Second)) {
 		t.Errorf("Complete returned completed_at %s; want between %s and %s", got.CompletedAt, lo, hi)
 	}
 	want := rec
@@ -1027,7 +1029,7 @@ var completeCases = []testCase{
 func (s *suite) wantFailed(t *testing.T, got, rec ledger.Record, reason string, lo, hi time.Time) {
 	t.Helper()
 	if got.State != ledger.Failed || got.LastError != reason || got.Attempts != rec.Attempts+1 ||
-		got.CompletedAt.Before(ms(lo).Add(-2*time.Second)) || got.CompletedAt.After(hi.Add(2*time.Second)) {
+		got.CompletedAt.Before(memtable.MS(lo).Add(-2*time.Second)) || got.CompletedAt.After(hi.Add(2*time.Second)) {
 		t.Errorf("MarkFailed returned %s, last_error %q, attempts %d, completed_at %s; want FAILED, %q, %d, between %s and %s",
 			got.State, got.LastError, got.Attempts, got.CompletedAt, reason, rec.Attempts+1, lo, hi)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra/memtable"
 	"github.com/atlasmart/orderd/projection"
 )
 
@@ -38,8 +39,8 @@ type Memory struct {
 
 // NewMemory returns an empty store with nothing armed.
 func NewMemory() *Memory {
-	t := &table{faults: cassandra.NewFaults(), parts: map[partKey]map[rowKey]cells{}}
-	return &Memory{Store: projection.NewOnTable(t, nil), Faults: t.faults, t: t, calls: map[string]int{}}
+	t := &table{rt: memtable.New(nil), parts: map[partKey]map[rowKey]cells{}}
+	return &Memory{Store: projection.NewOnTable(t, nil), Faults: t.rt.Faults, t: t, calls: map[string]int{}}
 }
 
 // FailNext makes the next n Write calls fail as refused (kind Unavailable)
@@ -120,19 +121,17 @@ func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, 
 // Events lists the rows of order_events_by_order for one order, in event_id
 // order (a test helper: projection.Store reads only their changes). No
 // fault is served.
-func (m *Memory) Events(_ context.Context, tenant string, id uuid.UUID) ([]Event, error) {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	return m.t.eventsLocked(tenant, id), nil
+func (m *Memory) Events(_ context.Context, tenant string, id uuid.UUID) (out []Event, _ error) {
+	m.t.rt.Locked(func(time.Time) { out = m.t.eventsLocked(tenant, id) })
+	return out, nil
 }
 
 // table is projection.Table in memory: partitions of rows of cells, each
 // cell with the write time of the write that set it. It knows nothing of
 // the protocol (projection.Store runs that on it).
 type table struct {
-	faults *cassandra.Faults
-	mu     sync.Mutex
-	parts  map[partKey]map[rowKey]cells
+	rt    *memtable.Runtime
+	parts map[partKey]map[rowKey]cells
 }
 
 // partKey is a partition's key: orders_by_id's and the events' (tenant,
@@ -199,23 +198,10 @@ func get[T any](c cells, col string) T {
 	return v
 }
 
-// exec runs one statement under the fault armed for it (cassandra.Served,
-// as every fake serves faults); do runs under the lock.
-func (t *table) exec(ctx context.Context, stmt, op string, write bool, do func()) error {
-	f, _ := t.faults.Take(stmt)
-	_, err := cassandra.Served(ctx, stmt, op, write, f, func() bool {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		do()
-		return write
-	})
-	return err
-}
-
 // write runs stmt, setting cols in r's row of table at ts.
-func (t *table) write(ctx context.Context, stmt, op, table string, r projection.Row, ts int64, cols map[string]any) error {
+func (t *table) write(ctx context.Context, stmt cassandra.Stmt, op, table string, r projection.Row, ts int64, cols map[string]any) error {
 	pk, rk := keyOf(table, r)
-	return t.exec(ctx, stmt, op, true, func() {
+	return t.rt.Write(ctx, stmt, r.Order.ID, op, func(time.Time) {
 		if t.parts[pk] == nil {
 			t.parts[pk] = map[rowKey]cells{}
 		}
@@ -228,9 +214,13 @@ func (t *table) write(ctx context.Context, stmt, op, table string, r projection.
 	})
 }
 
-// creationStmt names the creation write of each table.
-var creationStmt = map[string]string{projection.OrdersByID: projection.StmtOrdersByID,
-	projection.OrdersByCustomerTime: projection.StmtOrdersByCustomerTime, projection.EventsByOrder: projection.StmtEventsByOrder}
+// creationStmt and changeStmt name the writes of each table.
+var (
+	creationStmt = map[string]cassandra.Stmt{projection.OrdersByID: projection.StmtOrdersByID,
+		projection.OrdersByCustomerTime: projection.StmtOrdersByCustomerTime, projection.EventsByOrder: projection.StmtEventsByOrder}
+	changeStmt = map[string]cassandra.Stmt{projection.OrdersByID: projection.StmtChangeOrdersByID,
+		projection.OrdersByCustomerTime: projection.StmtChangeOrdersByCustomerTime, projection.EventsByOrder: projection.StmtChangeEventsByOrder}
+)
 
 func (t *table) WriteCreation(ctx context.Context, table string, r projection.Row, ts int64) error {
 	o, e := r.Order, r.Event
@@ -254,7 +244,7 @@ func (t *table) WriteChange(ctx context.Context, table string, r projection.Row,
 	if r.SetsNote && table == projection.OrdersByID {
 		cols["note"] = o.ShippingNote
 	}
-	return t.write(ctx, projection.StmtChangePrefix+table, "write a change to "+table, table, r, ts, cols)
+	return t.write(ctx, changeStmt[table], "write a change to "+table, table, r, ts, cols)
 }
 
 // order is the order row of an order table: its key's columns, then its cells.
@@ -270,7 +260,7 @@ func (c cells) order(pk partKey, rk rowKey) order.Order {
 }
 
 func (t *table) ReadOrder(ctx context.Context, tenant string, id uuid.UUID) (o order.Order, ok bool, err error) {
-	err = t.exec(ctx, projection.StmtGetOrder, "read order", false, func() {
+	err = t.rt.Read(ctx, projection.StmtGetOrder, id, "read order", func(time.Time) {
 		pk := partKey{table: projection.OrdersByID, tenant: tenant, id: id}
 		if c := t.parts[pk][rowKey{}]; c != nil {
 			o, ok = c.order(pk, rowKey{}), true
@@ -281,7 +271,7 @@ func (t *table) ReadOrder(ctx context.Context, tenant string, id uuid.UUID) (o o
 
 func (t *table) ScanOrders(ctx context.Context, fn func(order.Order) error) error {
 	var all []order.Order
-	if err := t.exec(ctx, projection.StmtScanOrders, "scan orders", false, func() {
+	if err := t.rt.Read(ctx, projection.StmtScanOrders, nil, "scan orders", func(time.Time) {
 		for pk, rows := range t.parts {
 			if c := rows[rowKey{}]; pk.table == projection.OrdersByID && c != nil {
 				all = append(all, c.order(pk, rowKey{}))
@@ -299,7 +289,7 @@ func (t *table) ScanOrders(ctx context.Context, fn func(order.Order) error) erro
 }
 
 func (t *table) ReadEvents(ctx context.Context, tenant string, id uuid.UUID) (out []Event, err error) {
-	err = t.exec(ctx, projection.StmtEvents, "read an order's events", false, func() { out = t.eventsLocked(tenant, id) })
+	err = t.rt.Read(ctx, projection.StmtEvents, id, "read an order's events", func(time.Time) { out = t.eventsLocked(tenant, id) })
 	return out, err
 }
 
@@ -339,7 +329,7 @@ func (t *table) ReadCustomer(ctx context.Context, tenant, customerID string, mon
 	pk := partKey{table: projection.OrdersByCustomerTime, tenant: tenant, customer: customerID, month: month.Format(time.DateOnly)}
 	var keys []rowKey
 	var rows []order.Order
-	err := t.exec(ctx, projection.StmtCustomerOrders, "read customer orders", false, func() {
+	err := t.rt.Read(ctx, projection.StmtCustomerOrders, customerID, "read customer orders", func(time.Time) {
 		for rk := range t.parts[pk] {
 			if after == nil || clusterOrder(rk, *after) > 0 {
 				keys = append(keys, rk)

@@ -25,7 +25,7 @@ type Subject struct {
 	Store *projection.Store
 	// Arm makes the next times executions of a named statement fail
 	// (Memory.Arm, or cassandra.FaultSession.Arm under a projection.Store).
-	Arm func(statement string, f cassandra.Fault, times int)
+	Arm func(statement cassandra.Stmt, f cassandra.Fault, times int)
 	// Events reads the order's event rows, in event_id order (Memory.Events,
 	// or a plain SELECT on the real table).
 	Events func(ctx context.Context, tenant string, id uuid.UUID) ([]Event, error)
@@ -765,7 +765,7 @@ var cases = []struct {
 			s.write(t, o)
 			amend := changeOf(o, order.OperationAmend, 1, "x", base.Add(time.Hour))
 			v2 := o.Apply(amend)
-			s.Arm("projection.change."+projection.OrdersByID, wf.fault, 1)
+			s.Arm(projection.StmtChangeOrdersByID, wf.fault, 1)
 			wantKind(t, "WriteChange with "+wf.fault.String(), s.Store.WriteChange(s.ctx, v2, amend), wf.kind)
 			if wf.applied {
 				s.wantOrder(t, v2)

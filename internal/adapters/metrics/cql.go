@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -69,6 +70,9 @@ func (o *cqlObserver) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 		attribute.Int("orderd.cql.attempt", q.Attempt),
 		attribute.Bool("error", q.Err != nil),
 	}
+	if st.name != "" {
+		attrs = append(attrs, attribute.String("orderd.cql.name", string(st.name)))
+	}
 	if q.Keyspace != "" {
 		attrs = append(attrs, attribute.String("db.namespace", q.Keyspace))
 	}
@@ -88,7 +92,10 @@ func (o *cqlObserver) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 // statement is what the labels say about one CQL text.
 type statement struct {
 	label string // <verb>_<table>, e.g. insert_write_requests_by_id
-	lwt   string // "true" or "false"
+	// name is the name the statement gives itself (ledger.claim), the one
+	// faults are armed by; "" if it has none.
+	name cassandra.Stmt
+	lwt  string // "true" or "false"
 }
 
 const maxCachedStatements = 512
@@ -98,7 +105,7 @@ func (o *cqlObserver) statementOf(cql string) statement {
 		return v.(statement)
 	}
 	label, lwt := StatementLabel(cql)
-	st := statement{label: label, lwt: "false"}
+	st := statement{label: label, lwt: "false", name: cassandra.StatementName(cql)}
 	if lwt {
 		st.lwt = "true"
 	}

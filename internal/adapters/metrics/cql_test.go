@@ -205,6 +205,10 @@ func statementConsts(t *testing.T, paths []string) map[string]string {
 			}
 		case *ast.ParenExpr:
 			return eval(e.X)
+		case *ast.CallExpr: // string(StmtClaim): a typed name converted
+			if fn, ok := e.Fun.(*ast.Ident); ok && fn.Name == "string" && len(e.Args) == 1 {
+				return eval(e.Args[0])
+			}
 		}
 		return "", false
 	}
@@ -303,7 +307,7 @@ func TestCQLObserverMakesChildSpans(t *testing.T) {
 	obs := NewCQLObserver(nil, tracer)
 
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	q := gocql.ObservedQuery{Statement: `UPDATE write_requests_by_id SET a = ? WHERE k = ? IF state = 'PENDING'`,
+	q := gocql.ObservedQuery{Statement: `/* ledger.complete */ UPDATE write_requests_by_id SET a = ? WHERE k = ? IF state = 'PENDING'`,
 		Start: start, End: start.Add(2 * time.Millisecond), Err: errors.New("write timeout")}
 	obs.ObserveQuery(context.Background(), q) // no parent: no span
 
@@ -326,7 +330,8 @@ func TestCQLObserverMakesChildSpans(t *testing.T) {
 	for _, a := range s.Attributes() {
 		attrs[string(a.Key)] = a.Value.Emit()
 	}
-	for k, v := range map[string]string{"orderd.cql.statement": "update_write_requests_by_id", "orderd.cql.lwt": "true", "error": "true"} {
+	for k, v := range map[string]string{"orderd.cql.statement": "update_write_requests_by_id",
+		"orderd.cql.name": "ledger.complete", "orderd.cql.lwt": "true", "error": "true"} {
 		if attrs[k] != v {
 			t.Errorf("attribute %s = %q, want %q (all: %v)", k, attrs[k], v, attrs)
 		}

@@ -506,8 +506,8 @@ func TestSettleOfAnUnknownOperationActsOnNothing(t *testing.T) {
 	rec.Operation = "SPLIT_ORDER"
 	// The writes of RecordAttempt, MarkFailed, Withdraw, Complete and
 	// RemoveEntry (or Release).
-	writes := []string{ledger.StmtAttempt, ledger.StmtFail, ledger.StmtWithdraw, ledger.StmtComplete, ledger.StmtRemove}
-	sent := map[string]int{}
+	writes := []cassandra.Stmt{ledger.StmtAttempt, ledger.StmtFail, ledger.StmtWithdraw, ledger.StmtComplete, ledger.StmtRemove}
+	sent := map[cassandra.Stmt]int{}
 	for _, stmt := range writes {
 		sent[stmt] = len(f.led.Statements(stmt))
 	}
@@ -1012,8 +1012,8 @@ func TestAChangeRequestIDReusedForAnotherOrderIsRefused(t *testing.T) {
 // The binding's read or write failing ends the attempt before the version
 // check: nothing is decided, and the retry (same request id) is accepted.
 func TestChangeWhoseBindingFailsDecidesNothing(t *testing.T) {
-	for _, stmt := range []string{versions.StmtBound, versions.StmtBind} {
-		t.Run(stmt, func(t *testing.T) {
+	for _, stmt := range []cassandra.Stmt{versions.StmtBound, versions.StmtBind} {
+		t.Run(string(stmt), func(t *testing.T) {
 			f := newChangeFixture(t, nil)
 			in := f.amend(1, "back door")
 			f.ver.Arm(stmt, cassandra.FaultUnavailable, 1)

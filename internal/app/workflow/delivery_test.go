@@ -283,7 +283,7 @@ func TestSettleWhoseOrderRowReadFailsWritesNothing(t *testing.T) {
 // fails keeps the due entry; a failed attempt the ledger cannot note keeps
 // the request PENDING with its attempts as they were.
 func TestLedgerWritesThatFailAroundTheAnswerAreLoggedAndLeaveState(t *testing.T) {
-	failing := func(f *fixture, stmt string) *bytes.Buffer {
+	failing := func(f *fixture, stmt cassandra.Stmt) *bytes.Buffer {
 		var buf bytes.Buffer
 		f.svc.log = slog.New(slog.NewJSONHandler(&buf, nil))
 		f.led.SetIntercept(func(st ledgertest.Statement) cassandra.Fault {

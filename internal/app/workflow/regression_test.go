@@ -189,11 +189,11 @@ func TestFinishWhoseWithdrawalFindsTheClaimChanged(t *testing.T) {
 func TestFinishWhoseWithdrawalFailsKeepsTheClaim(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		faults map[string]cassandra.Fault
+		faults map[cassandra.Stmt]cassandra.Fault
 		kind   fault.Kind
 	}{
-		{"unavailable", map[string]cassandra.Fault{ledger.StmtWithdraw: cassandra.FaultUnavailable}, fault.Unavailable},
-		{"timed out, unsettled", map[string]cassandra.Fault{ledger.StmtWithdraw: cassandra.FaultTimeout,
+		{"unavailable", map[cassandra.Stmt]cassandra.Fault{ledger.StmtWithdraw: cassandra.FaultUnavailable}, fault.Unavailable},
+		{"timed out, unsettled", map[cassandra.Stmt]cassandra.Fault{ledger.StmtWithdraw: cassandra.FaultTimeout,
 			ledger.StmtGet: cassandra.FaultUnavailable}, fault.OutcomeUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

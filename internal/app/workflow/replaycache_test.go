@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/ledger"
 )
 
@@ -16,7 +17,7 @@ import (
 // in the background, are not counted.
 func storeCalls(f *fixture) int {
 	n := 0
-	for _, stmt := range []string{ledger.StmtEnqueue, ledger.StmtClaim, ledger.StmtGet} {
+	for _, stmt := range []cassandra.Stmt{ledger.StmtEnqueue, ledger.StmtClaim, ledger.StmtGet} {
 		n += len(f.led.Statements(stmt))
 	}
 	return n + f.proj.Calls("Order")

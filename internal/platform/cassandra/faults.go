@@ -3,6 +3,7 @@ package cassandra
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,19 +54,19 @@ func (f Fault) String() string {
 // Safe for concurrent use.
 type Faults struct {
 	mu     sync.Mutex
-	armed  map[string][]Fault  // statement name -> faults, one per execution, in order
-	hits   map[string]int      // statement name -> faults served
-	before map[string][]func() // statement name -> what runs before its next executions
+	armed  map[Stmt][]Fault  // statement name -> faults, one per execution, in order
+	hits   map[Stmt]int      // statement name -> faults served
+	before map[Stmt][]func() // statement name -> what runs before its next executions
 }
 
 // NewFaults returns a set with nothing armed.
 func NewFaults() *Faults {
-	return &Faults{armed: map[string][]Fault{}, hits: map[string]int{}, before: map[string][]func(){}}
+	return &Faults{armed: map[Stmt][]Fault{}, hits: map[Stmt]int{}, before: map[Stmt][]func(){}}
 }
 
 // Arm makes the next times executions of statement name fail with f
 // (after any faults already armed for it).
-func (s *Faults) Arm(name string, f Fault, times int) {
+func (s *Faults) Arm(name Stmt, f Fault, times int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range times {
@@ -74,14 +75,14 @@ func (s *Faults) Arm(name string, f Fault, times int) {
 }
 
 // Hits is how many faults statement name has been served.
-func (s *Faults) Hits(name string) int {
+func (s *Faults) Hits(name Stmt) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hits[name]
 }
 
 // Pending is how many armed faults of statement name are still unserved.
-func (s *Faults) Pending(name string) int {
+func (s *Faults) Pending(name Stmt) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.armed[name])
@@ -89,8 +90,10 @@ func (s *Faults) Pending(name string) int {
 
 // ArmSpec arms faults from a specification such as
 // "ledger.claim=lose-response;ledger.attempt=timeout*3" (ORDERD_CQL_FAULTS):
-// statement=fault, optionally *N executions (default 1).
-func (s *Faults) ArmSpec(spec string) error {
+// statement=fault, optionally *N executions (default 1). A statement not
+// among known is refused: a misspelt name would otherwise arm a fault that
+// nothing ever serves, and the test relying on it would prove nothing.
+func (s *Faults) ArmSpec(spec string, known []Stmt) error {
 	for part := range strings.SplitSeq(spec, ";") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -113,7 +116,11 @@ func (s *Faults) ArmSpec(spec string) error {
 		if !ok {
 			return fmt.Errorf("cql fault %q: unknown fault %q (unavailable, timeout, lose-response, pass)", part, action)
 		}
-		s.Arm(strings.TrimSpace(name), f, times)
+		stmt := Stmt(strings.TrimSpace(name))
+		if !slices.Contains(known, stmt) {
+			return fmt.Errorf("cql fault %q: no statement is named %q", part, stmt)
+		}
+		s.Arm(stmt, f, times)
 	}
 	return nil
 }
@@ -123,14 +130,14 @@ func (s *Faults) ArmSpec(spec string) error {
 // what a store's write finds between the store's read and that write, as a
 // racing client would. do may run statements of its own, name included:
 // FaultSession and ledgertest.Memory run it holding no lock of theirs.
-func (s *Faults) Before(name string, do func()) {
+func (s *Faults) Before(name Stmt, do func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.before[name] = append(s.before[name], do)
 }
 
 // runBefore runs the next Before hook of name, if any, outside the lock.
-func (s *Faults) runBefore(name string) {
+func (s *Faults) runBefore(name Stmt) {
 	s.mu.Lock()
 	q := s.before[name]
 	if len(q) > 0 {
@@ -145,7 +152,7 @@ func (s *Faults) runBefore(name string) {
 // Take runs the next Before hook of statement name, then consumes the next
 // fault armed for it, if any. A FaultPass is consumed and counted, but
 // reported as no fault.
-func (s *Faults) Take(name string) (Fault, bool) {
+func (s *Faults) Take(name Stmt) (Fault, bool) {
 	s.runBefore(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -245,7 +252,7 @@ func (f *faultQuery) run(do func() error) error {
 
 // injected is the driver's error for fault f on statement name: the
 // coordinator's Unavailable for a refusal, a write timeout otherwise.
-func injected(name, writeType string, f Fault) error {
+func injected(name Stmt, writeType string, f Fault) error {
 	if f == FaultUnavailable {
 		return fmt.Errorf("injected fault on %s: %w", name,
 			&gocql.RequestErrUnavailable{Consistency: gocql.LocalQuorum, Required: 2, Alive: 1})
@@ -263,7 +270,7 @@ func injected(name, writeType string, f Fault) error {
 // applied; it runs only without a fault or with FaultLoseResponse, and
 // never on an ended context (the driver sends nothing then). applied is
 // false whenever the error is not nil.
-func Served(ctx context.Context, name, op string, write bool, f Fault, do func() bool) (applied bool, err error) {
+func Served(ctx context.Context, name Stmt, op string, write bool, f Fault, do func() bool) (applied bool, err error) {
 	switch {
 	case ctx.Err() != nil:
 		err = ctx.Err()

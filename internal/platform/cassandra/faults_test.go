@@ -10,7 +10,7 @@ import (
 )
 
 // countingSession counts the executions that reach it.
-type countingSession struct{ ran map[string]int }
+type countingSession struct{ ran map[Stmt]int }
 
 func (c *countingSession) Query(stmt string, _ ...any) Query { return &countingQuery{c, stmt} }
 func (c *countingSession) Serial() gocql.Consistency         { return gocql.LocalSerial }
@@ -46,7 +46,7 @@ func (q *countingQuery) MapScanCASContext(ctx context.Context, _ map[string]any)
 func (q *countingQuery) IterContext(context.Context) Iter { return errIter{} }
 
 func TestStatementName(t *testing.T) {
-	for stmt, want := range map[string]string{
+	for stmt, want := range map[string]Stmt{
 		"/* ledger.claim */ INSERT INTO x":  "ledger.claim",
 		"\n\t/*queue.due*/SELECT":           "queue.due",
 		"SELECT * FROM x":                   "",
@@ -62,9 +62,9 @@ func TestStatementName(t *testing.T) {
 // Each fault does what it says to the statement and to the caller, in the
 // order armed, and then the statement behaves again.
 func TestFaultSessionServesArmedFaultsInOrder(t *testing.T) {
-	inner := &countingSession{ran: map[string]int{}}
+	inner := &countingSession{ran: map[Stmt]int{}}
 	fs := NewFaultSession(inner)
-	if err := fs.ArmSpec("ledger.complete=unavailable;ledger.complete=timeout;ledger.complete=lose-response*2"); err != nil {
+	if err := fs.ArmSpec("ledger.complete=unavailable;ledger.complete=timeout;ledger.complete=lose-response*2", testStatements); err != nil {
 		t.Fatal(err)
 	}
 	const stmt = "/* ledger.complete */ UPDATE t SET a = 1 WHERE k = 1 IF a = 0"
@@ -99,9 +99,13 @@ func TestFaultSessionServesArmedFaultsInOrder(t *testing.T) {
 	}
 }
 
+// testStatements are the statement names these tests may arm.
+var testStatements = []Stmt{"ledger.claim", "ledger.complete", "ledger.get"}
+
 func TestArmSpecRejectsBadSpecifications(t *testing.T) {
-	for _, spec := range []string{"ledger.claim", "=timeout", "ledger.claim=explode", "ledger.claim=timeout*0", "ledger.claim=timeout*x"} {
-		if err := NewFaultSession(&countingSession{}).ArmSpec(spec); err == nil {
+	for _, spec := range []string{"ledger.claim", "=timeout", "ledger.claim=explode", "ledger.claim=timeout*0", "ledger.claim=timeout*x",
+		"ledger.claimm=timeout", "ledger.complete=timeout;ledger.compete=unavailable"} {
+		if err := NewFaultSession(&countingSession{}).ArmSpec(spec, testStatements); err == nil {
 			t.Errorf("ArmSpec(%q) accepted", spec)
 		}
 	}
@@ -109,9 +113,9 @@ func TestArmSpecRejectsBadSpecifications(t *testing.T) {
 
 // A pass lets one execution through, so a later one can be faulted.
 func TestFaultPassLetsOneExecutionThrough(t *testing.T) {
-	inner := &countingSession{ran: map[string]int{}}
+	inner := &countingSession{ran: map[Stmt]int{}}
 	fs := NewFaultSession(inner)
-	if err := fs.ArmSpec("ledger.get=pass;ledger.get=unavailable"); err != nil {
+	if err := fs.ArmSpec("ledger.get=pass;ledger.get=unavailable", testStatements); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -129,7 +133,7 @@ func TestFaultPassLetsOneExecutionThrough(t *testing.T) {
 // A fault armed for a statement applies to a batch of it as a whole: the
 // batch is one request.
 func TestFaultSessionFailsABatchAsOneRequest(t *testing.T) {
-	inner := &countingSession{ran: map[string]int{}}
+	inner := &countingSession{ran: map[Stmt]int{}}
 	fs := NewFaultSession(inner)
 	fs.Arm("queue.remove", FaultUnavailable, 1)
 	fs.Arm("queue.remove", FaultLoseResponse, 1)
@@ -152,7 +156,7 @@ func TestFaultSessionFailsABatchAsOneRequest(t *testing.T) {
 // is that next execution, and gets the fault; the one that ran the hook
 // goes through.
 func TestBeforeRunsOnceJustBeforeTheNextExecution(t *testing.T) {
-	inner := &countingSession{ran: map[string]int{}}
+	inner := &countingSession{ran: map[Stmt]int{}}
 	fs := NewFaultSession(inner)
 	ctx := context.Background()
 	const stmt = "/* ledger.requeue */ UPDATE t SET a = 1 WHERE k = 1 IF a = 0"

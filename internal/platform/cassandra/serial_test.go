@@ -46,7 +46,7 @@ func TestSessionSerialConsistency(t *testing.T) {
 	if _, err := clusterConfig(Config{Serial: gocql.Quorum}); err == nil {
 		t.Error("clusterConfig(Serial: QUORUM) = nil error, want one")
 	}
-	fs := NewFaultSession(&countingSession{ran: map[string]int{}})
+	fs := NewFaultSession(&countingSession{ran: map[Stmt]int{}})
 	if fs.Serial() != gocql.LocalSerial {
 		t.Errorf("FaultSession.Serial() = %v, want the wrapped session's", fs.Serial())
 	}

@@ -172,7 +172,7 @@ func (d driverQuery) IterContext(ctx context.Context) Iter { return d.q.IterCont
 // StatementName is the name a statement gives itself in a leading comment,
 // "/* ledger.claim */ INSERT ...", or "" if it has none. Names are how a
 // FaultSession (and an operator reading traces) tells statements apart.
-func StatementName(stmt string) string {
+func StatementName(stmt string) Stmt {
 	s := strings.TrimSpace(stmt)
 	if !strings.HasPrefix(s, "/*") {
 		return ""
@@ -181,5 +181,11 @@ func StatementName(stmt string) string {
 	if !ok {
 		return ""
 	}
-	return strings.TrimSpace(name)
+	return Stmt(strings.TrimSpace(name))
 }
+
+// Stmt is a statement's name: the store that runs a statement declares
+// its name once, as a constant, and builds the statement's leading comment
+// from it, so that faults (Faults.Arm, ORDERD_CQL_FAULTS), the in-memory
+// tables and traces all call it by the same name.
+type Stmt string

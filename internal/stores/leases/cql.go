@@ -15,37 +15,40 @@ import (
 // (cassandra.StatementName): what a FaultSession, the in-memory
 // coordinator's Arm, traces and metrics call them.
 const (
-	StmtHeartbeat  = "coord.heartbeat"
-	StmtMembers    = "coord.members"
-	StmtMemberOps  = "coord.member-ops"
-	StmtLeave      = "coord.leave"
-	StmtOwners     = "coord.owners"
-	StmtLease      = "coord.lease" // the serial read that settles a lease LWT
-	StmtAcquire    = "coord.acquire"
-	StmtRenew      = "coord.renew"
-	StmtRelease    = "coord.release"
-	StmtCursor     = "coord.cursor"
-	StmtSaveCursor = "coord.save_cursor"
+	StmtHeartbeat  cassandra.Stmt = "coord.heartbeat"
+	StmtMembers    cassandra.Stmt = "coord.members"
+	StmtMemberOps  cassandra.Stmt = "coord.member-ops"
+	StmtLeave      cassandra.Stmt = "coord.leave"
+	StmtOwners     cassandra.Stmt = "coord.owners"
+	StmtLease      cassandra.Stmt = "coord.lease" // the serial read that settles a lease LWT
+	StmtAcquire    cassandra.Stmt = "coord.acquire"
+	StmtRenew      cassandra.Stmt = "coord.renew"
+	StmtRelease    cassandra.Stmt = "coord.release"
+	StmtCursor     cassandra.Stmt = "coord.cursor"
+	StmtSaveCursor cassandra.Stmt = "coord.save_cursor"
 )
+
+// Statements names every statement the coordinator runs.
+var Statements = []cassandra.Stmt{StmtHeartbeat, StmtMembers, StmtMemberOps, StmtLeave, StmtOwners, StmtLease, StmtAcquire, StmtRenew, StmtRelease, StmtCursor, StmtSaveCursor}
 
 const (
 	group = "orderd"
 
-	heartbeatCQL = `/* ` + StmtHeartbeat + ` */ INSERT INTO reconciler_members (grp, instance, seen_at, operations) VALUES (?, ?, ?, ?) USING TTL ?`
-	membersCQL   = `/* ` + StmtMembers + ` */ SELECT instance FROM reconciler_members WHERE grp = ?`
-	memberOpsCQL = `/* ` + StmtMemberOps + ` */ SELECT instance, operations FROM reconciler_members WHERE grp = ?`
-	leaveCQL     = `/* ` + StmtLeave + ` */ DELETE FROM reconciler_members WHERE grp = ? AND instance = ?`
+	heartbeatCQL = `/* ` + string(StmtHeartbeat) + ` */ INSERT INTO reconciler_members (grp, instance, seen_at, operations) VALUES (?, ?, ?, ?) USING TTL ?`
+	membersCQL   = `/* ` + string(StmtMembers) + ` */ SELECT instance FROM reconciler_members WHERE grp = ?`
+	memberOpsCQL = `/* ` + string(StmtMemberOps) + ` */ SELECT instance, operations FROM reconciler_members WHERE grp = ?`
+	leaveCQL     = `/* ` + string(StmtLeave) + ` */ DELETE FROM reconciler_members WHERE grp = ? AND instance = ?`
 
 	// reconciler_leases is written only with LWTs.
-	ownersCQL  = `/* ` + StmtOwners + ` */ SELECT shard, owner FROM reconciler_leases`
-	leaseCQL   = `/* ` + StmtLease + ` */ SELECT owner, acquired_at FROM reconciler_leases WHERE shard = ?`
-	acquireCQL = `/* ` + StmtAcquire + ` */ INSERT INTO reconciler_leases (shard, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
-	renewCQL   = `/* ` + StmtRenew + ` */ UPDATE reconciler_leases USING TTL ? SET owner = ?, acquired_at = ? WHERE shard = ? IF owner = ?`
-	releaseCQL = `/* ` + StmtRelease + ` */ DELETE FROM reconciler_leases WHERE shard = ? IF owner = ?`
+	ownersCQL  = `/* ` + string(StmtOwners) + ` */ SELECT shard, owner FROM reconciler_leases`
+	leaseCQL   = `/* ` + string(StmtLease) + ` */ SELECT owner, acquired_at FROM reconciler_leases WHERE shard = ?`
+	acquireCQL = `/* ` + string(StmtAcquire) + ` */ INSERT INTO reconciler_leases (shard, owner, acquired_at) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?`
+	renewCQL   = `/* ` + string(StmtRenew) + ` */ UPDATE reconciler_leases USING TTL ? SET owner = ?, acquired_at = ? WHERE shard = ? IF owner = ?`
+	releaseCQL = `/* ` + string(StmtRelease) + ` */ DELETE FROM reconciler_leases WHERE shard = ? IF owner = ?`
 
 	// reconciler_cursors is written plainly, by the lease holder only.
-	cursorCQL     = `/* ` + StmtCursor + ` */ SELECT bucket FROM reconciler_cursors WHERE shard = ?`
-	saveCursorCQL = `/* ` + StmtSaveCursor + ` */ INSERT INTO reconciler_cursors (shard, bucket, updated_at) VALUES (?, ?, ?)`
+	cursorCQL     = `/* ` + string(StmtCursor) + ` */ SELECT bucket FROM reconciler_cursors WHERE shard = ?`
+	saveCursorCQL = `/* ` + string(StmtSaveCursor) + ` */ INSERT INTO reconciler_cursors (shard, bucket, updated_at) VALUES (?, ?, ?)`
 )
 
 // cqlTable is the Table on a Cassandra session whose keyspace holds the

@@ -18,23 +18,23 @@ const (
 		WHERE tenant = ? AND order_id = ? AND version = ?`
 	// The first change of an order: no row yet (version 1); the partition
 	// may hold refusals already.
-	applyFirstCQL = `/* ` + StmtApply + ` */ UPDATE order_versions SET ` + setChange +
+	applyFirstCQL = `/* ` + string(StmtApply) + ` */ UPDATE order_versions SET ` + setChange +
 		` IF current_version = null AND change_outcomes[?] = null`
-	applyNextCQL = `/* ` + StmtApply + ` */ UPDATE order_versions SET ` + setChange +
+	applyNextCQL = `/* ` + string(StmtApply) + ` */ UPDATE order_versions SET ` + setChange +
 		` IF current_version = ? AND status = 'CREATED' AND change_outcomes[?] = null`
-	refuseCQL = `/* ` + StmtRefuse + ` */ UPDATE order_versions SET change_outcomes[?] = ?
+	refuseCQL = `/* ` + string(StmtRefuse) + ` */ UPDATE order_versions SET change_outcomes[?] = ?
 		WHERE tenant = ? AND order_id = ? IF change_outcomes[?] = null`
 
-	stateCQL = `/* ` + StmtState + ` */ SELECT current_version, status, change_outcomes[?] FROM order_versions
+	stateCQL = `/* ` + string(StmtState) + ` */ SELECT current_version, status, change_outcomes[?] FROM order_versions
 		WHERE tenant = ? AND order_id = ? LIMIT 1`
-	historyCQL = `/* ` + StmtHistory + ` */ SELECT version, change_id, operation, request_id, payload_hash, new_status,
+	historyCQL = `/* ` + string(StmtHistory) + ` */ SELECT version, change_id, operation, request_id, payload_hash, new_status,
 		shipping_note, changed_at FROM order_versions WHERE tenant = ? AND order_id = ? AND version >= ? AND version <= ?`
-	lookupCQL = `/* ` + StmtLookup + ` */ SELECT change_outcomes[?], version, change_id, payload_hash FROM order_versions
+	lookupCQL = `/* ` + string(StmtLookup) + ` */ SELECT change_outcomes[?], version, change_id, payload_hash FROM order_versions
 		WHERE tenant = ? AND order_id = ?`
 
-	bindCQL = `/* ` + StmtBind + ` */ INSERT INTO change_requests (tenant, operation, request_id, order_id)
+	bindCQL = `/* ` + string(StmtBind) + ` */ INSERT INTO change_requests (tenant, operation, request_id, order_id)
 		VALUES (?, ?, ?, ?)`
-	boundCQL = `/* ` + StmtBound + ` */ SELECT order_id FROM change_requests
+	boundCQL = `/* ` + string(StmtBound) + ` */ SELECT order_id FROM change_requests
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
 )
 

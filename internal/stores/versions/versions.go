@@ -34,6 +34,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
 // Decision is what the version check decided for one change, for good:
@@ -121,11 +122,14 @@ type Store interface {
 
 // Statement names (cassandra.StatementName), for faults and traces.
 const (
-	StmtApply   = "versions.apply"
-	StmtRefuse  = "versions.refuse"  // the LWT that records a refusal
-	StmtState   = "versions.state"   // the settling read of the order's version and a change's record
-	StmtHistory = "versions.history" // History, and the read of a version's change
-	StmtLookup  = "versions.lookup"  // Lookup
-	StmtBind    = "versions.bind"    // Bind
-	StmtBound   = "versions.bound"   // Bound
+	StmtApply   cassandra.Stmt = "versions.apply"
+	StmtRefuse  cassandra.Stmt = "versions.refuse"  // the LWT that records a refusal
+	StmtState   cassandra.Stmt = "versions.state"   // the settling read of the order's version and a change's record
+	StmtHistory cassandra.Stmt = "versions.history" // History, and the read of a version's change
+	StmtLookup  cassandra.Stmt = "versions.lookup"  // Lookup
+	StmtBind    cassandra.Stmt = "versions.bind"    // Bind
+	StmtBound   cassandra.Stmt = "versions.bound"   // Bound
 )
+
+// Statements names every statement the store runs.
+var Statements = []cassandra.Stmt{StmtApply, StmtRefuse, StmtState, StmtHistory, StmtLookup, StmtBind, StmtBound}

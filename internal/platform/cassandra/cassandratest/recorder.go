@@ -21,7 +21,7 @@ import (
 type Run struct {
 	// Name is the statement's name (cassandra.StatementName), or its text
 	// if it has none.
-	Name string
+	Name cassandra.Stmt
 	// Consistency and Serial are the levels the statement was given;
 	// gocql.Any (0) when it was given none (the session's defaults apply).
 	Consistency, Serial gocql.Consistency
@@ -57,7 +57,7 @@ func (r *Recorder) Serial() gocql.Consistency { return r.serial }
 func (r *Recorder) Query(stmt string, _ ...any) cassandra.Query {
 	name := cassandra.StatementName(stmt)
 	if name == "" {
-		name = stmt
+		name = cassandra.Stmt(stmt)
 	}
 	return &query{r: r, run: Run{Name: name}}
 }
@@ -126,7 +126,7 @@ func (emptyIter) Close() error                { return nil }
 // not given serial, and every run of the settling read named settle that was
 // not read at serial; it returns how many of each it saw, for the caller to
 // hold to what its scenario runs.
-func CheckSerial(t testing.TB, runs []Run, serial gocql.Consistency, settle string) (lwts, reads int) {
+func CheckSerial(t testing.TB, runs []Run, serial gocql.Consistency, settle cassandra.Stmt) (lwts, reads int) {
 	t.Helper()
 	for _, run := range runs {
 		switch {

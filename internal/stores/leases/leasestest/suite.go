@@ -22,7 +22,7 @@ type CoordinatorSubject struct {
 	// Arm makes the next times executions of a named statement fail
 	// (MemoryCoordinator.Arm, or cassandra.FaultSession.Arm under
 	// leases.NewCassandraCoordinator).
-	Arm func(statement string, f cassandra.Fault, times int)
+	Arm func(statement cassandra.Stmt, f cassandra.Fault, times int)
 	// Wait lets d pass on the coordinator's clock: it advances a fake clock,
 	// or sleeps for a real store.
 	Wait func(d time.Duration)

@@ -4,12 +4,13 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/cassandra/memtable"
 	"github.com/atlasmart/orderd/internal/stores/versions"
 )
 
@@ -24,15 +25,14 @@ type Memory struct {
 
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
-	t := &table{faults: cassandra.NewFaults(), orders: map[orderKey]*partition{}, bound: map[requestKey]uuid.UUID{}}
-	return &Memory{Versions: versions.New(t), Faults: t.faults, t: t}
+	t := &table{rt: memtable.New(nil), orders: map[orderKey]*partition{}, bound: map[requestKey]uuid.UUID{}}
+	return &Memory{Versions: versions.New(t), Faults: t.rt.Faults, t: t}
 }
 
 // table is versions.Table in memory. It knows nothing of the protocol
 // (versions.Versions runs that on it).
 type table struct {
-	faults *cassandra.Faults
-	mu     sync.Mutex
+	rt     *memtable.Runtime
 	orders map[orderKey]*partition
 	bound  map[requestKey]uuid.UUID // change_requests
 }
@@ -58,21 +58,10 @@ type partition struct {
 	records map[uuid.UUID]versions.Record
 }
 
-// exec runs one statement under the fault armed for it (cassandra.Served,
-// as every fake serves faults); do runs under the lock and reports whether
-// it applied.
-func (t *table) exec(ctx context.Context, stmt, op string, write bool, do func() bool) (bool, error) {
-	f, _ := t.faults.Take(stmt)
-	return cassandra.Served(ctx, stmt, op, write, f, func() bool {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return do()
-	})
-}
-
-// onOrder is exec on the order's partition (an empty one if it has none).
-func (t *table) onOrder(ctx context.Context, stmt, op string, write bool, tenant string, id uuid.UUID, do func(*partition) bool) (bool, error) {
-	return t.exec(ctx, stmt, op, write, func() bool { return do(t.partitionLocked(tenant, id)) })
+// onOrder runs a statement on the order's partition (an empty one if it
+// has none).
+func (t *table) onOrder(ctx context.Context, stmt cassandra.Stmt, op string, write bool, tenant string, id uuid.UUID, do func(*partition) bool) (bool, error) {
+	return t.rt.Exec(ctx, stmt, id, op, write, func(time.Time) bool { return do(t.partitionLocked(tenant, id)) })
 }
 
 // partitionLocked is the order's partition, made empty if need be.
@@ -108,7 +97,7 @@ func (p *partition) accept(ch order.Change) bool {
 // cas runs one LWT of ch's order. Both are conditional on ch's change id
 // having no record; do tests the rest of its condition and, if it holds,
 // writes. Not applied: the state the condition found.
-func (t *table) cas(ctx context.Context, stmt, op string, ch order.Change, do func(*partition) bool) (versions.State, bool, error) {
+func (t *table) cas(ctx context.Context, stmt cassandra.Stmt, op string, ch order.Change, do func(*partition) bool) (versions.State, bool, error) {
 	var found versions.State
 	applied, err := t.onOrder(ctx, stmt, op, true, ch.Tenant, ch.OrderID, func(p *partition) bool {
 		if _, decided := p.records[ch.ID]; !decided && do(p) {
@@ -176,17 +165,14 @@ func (t *table) ReadOutcome(ctx context.Context, tenant string, orderID, changeI
 }
 
 func (t *table) Bind(ctx context.Context, tenant, operation string, requestID, orderID uuid.UUID) error {
-	_, err := t.exec(ctx, versions.StmtBind, "bind a change request id to its order", true, func() bool {
+	return t.rt.Write(ctx, versions.StmtBind, requestID, "bind a change request id to its order", func(time.Time) {
 		t.bound[requestKey{tenant, operation, requestID}] = orderID
-		return true
 	})
-	return err
 }
 
 func (t *table) Bound(ctx context.Context, tenant, operation string, requestID uuid.UUID) (id uuid.UUID, ok bool, err error) {
-	_, err = t.exec(ctx, versions.StmtBound, "read the order a change request id is bound to", false, func() bool {
+	err = t.rt.Read(ctx, versions.StmtBound, requestID, "read the order a change request id is bound to", func(time.Time) {
 		id, ok = t.bound[requestKey{tenant, operation, requestID}]
-		return false
 	})
 	return id, ok && err == nil, err
 }
@@ -195,10 +181,9 @@ func (t *table) Bound(ctx context.Context, tenant, operation string, requestID u
 // row and the statics, no record under its change id. It is an older
 // instance's version check (the LWT without the record), applied only if
 // the order is at ch's expected version and open.
-func (m *Memory) WriteUnrecorded(ch order.Change) bool {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	return m.t.partitionLocked(ch.Tenant, ch.OrderID).accept(ch)
+func (m *Memory) WriteUnrecorded(ch order.Change) (ok bool) {
+	m.t.rt.Locked(func(time.Time) { ok = m.t.partitionLocked(ch.Tenant, ch.OrderID).accept(ch) })
+	return ok
 }
 
 // RollBack leaves the order's partition as a restore from a snapshot taken
@@ -206,9 +191,10 @@ func (m *Memory) WriteUnrecorded(ch order.Change) bool {
 // gone, the statics at upTo. (A test helper: what the real store's
 // operators do with sstables.)
 func (m *Memory) RollBack(tenant string, orderID uuid.UUID, upTo int64) {
-	m.t.mu.Lock()
-	defer m.t.mu.Unlock()
-	p := m.t.partitionLocked(tenant, orderID)
+	m.t.rt.Locked(func(time.Time) { m.t.partitionLocked(tenant, orderID).rollBack(upTo) })
+}
+
+func (p *partition) rollBack(upTo int64) {
 	for v, c := range p.changes {
 		if v > upTo {
 			delete(p.changes, v)

@@ -20,10 +20,10 @@ import (
 type Subject struct {
 	Store versions.Store
 	// Arm makes the next times executions of the named statement fail so.
-	Arm func(stmt string, f cassandra.Fault, times int)
+	Arm func(stmt cassandra.Stmt, f cassandra.Fault, times int)
 	// Before runs do once, just before the next execution of the named
 	// statement (cassandra.Faults.Before).
-	Before func(stmt string, do func())
+	Before func(stmt cassandra.Stmt, do func())
 	// Unrecorded accepts ch as a version before migration 0006 did (its
 	// row, no record under its change id), if the order is at ch's
 	// expected version and open; it reports whether it applied.
@@ -91,7 +91,7 @@ func (s *suite) wantLookup(t *testing.T, ch order.Change, want *versions.Record)
 
 // unsettled applies ch with stmt's response lost and the settling read
 // failing: OutcomeUnknown.
-func (s *suite) unsettled(t *testing.T, stmt string, ch order.Change) {
+func (s *suite) unsettled(t *testing.T, stmt cassandra.Stmt, ch order.Change) {
 	t.Helper()
 	s.Arm(stmt, cassandra.FaultLoseResponse, 1)
 	s.Arm(versions.StmtState, cassandra.FaultUnavailable, 1)
