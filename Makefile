@@ -240,12 +240,19 @@ bench-reconciler:
 # CreateOrder, and the claim LWT with paxos v1 against v2 (the local cluster is
 # restarted between them). Writes docs/benchmarks.md and
 # docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
+# BENCH_REQUESTS per driver and concurrency are split over BENCH_ROUNDS
+# rounds; BENCH_PIN=1 pins the JVMs, orderd and the client to separate
+# cores (orderbench run -pin). The cluster's collector is CASSANDRA_GC /
+# CASSANDRA_G1_PAUSE_MS from its last start (the restarts below keep them).
 BENCH_REQUESTS ?= 2000
+BENCH_ROUNDS ?= 5
+BENCH_PIN ?=
+BENCH_FLAGS = -requests $(BENCH_REQUESTS) -rounds $(BENCH_ROUNDS) $(if $(BENCH_PIN),-pin)
 bench: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,cost,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,cost,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 $(BENCH_FLAGS) -json $(BIN)/bench-main.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 -requests $(BENCH_REQUESTS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 $(BENCH_FLAGS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up
 	$(BIN)/orderbench report -out docs/benchmarks.md -plot docs/benchmark-latency.svg $(BIN)/bench-main.json $(BIN)/bench-lwt-v1.json $(wildcard $(BIN)/bench-soak.json)
 

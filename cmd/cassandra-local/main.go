@@ -11,7 +11,8 @@
 // Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_DCS (1),
 // CASSANDRA_FIRST_ADDRESS (1), CASSANDRA_VERSION (newest 5.0.x),
 // CASSANDRA_HEAP_MB (1024), CASSANDRA_PAXOS_VARIANT (v2),
-// ORDERD_CLUSTER_DIR (.cluster),
+// CASSANDRA_GC (g1, or zgc), CASSANDRA_G1_PAUSE_MS (300: G1's
+// MaxGCPauseMillis), ORDERD_CLUSTER_DIR (.cluster),
 // ORDERD_CACHE_DIR (~/.cache/orderd). The flags before the command override
 // the first three. A two-DC cluster beside the main one:
 //
@@ -165,11 +166,12 @@ func configFromEnv() (localcluster.Config, error) {
 	cfg := localcluster.Config{
 		Version:      os.Getenv("CASSANDRA_VERSION"),
 		PaxosVariant: os.Getenv("CASSANDRA_PAXOS_VARIANT"),
+		GC:           os.Getenv("CASSANDRA_GC"),
 		StateDir:     os.Getenv("ORDERD_CLUSTER_DIR"),
 		CacheDir:     os.Getenv("ORDERD_CACHE_DIR"),
 	}
 	for name, dst := range map[string]*int{"CASSANDRA_NODES": &cfg.Nodes, "CASSANDRA_HEAP_MB": &cfg.HeapMB,
-		"CASSANDRA_DCS": &cfg.DCs, "CASSANDRA_FIRST_ADDRESS": &cfg.FirstAddress} {
+		"CASSANDRA_DCS": &cfg.DCs, "CASSANDRA_FIRST_ADDRESS": &cfg.FirstAddress, "CASSANDRA_G1_PAUSE_MS": &cfg.G1PauseMS} {
 		if v := os.Getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {

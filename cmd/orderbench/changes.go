@@ -21,10 +21,11 @@ import (
 //   - amend-replay: the same AmendOrder requests sent again, every answer a
 //     replay from the change's recorded row (no Paxos round).
 func (b *bench) changesPhase(ctx context.Context, levels []int, n int) ([]Result, error) {
-	per := max(n/fixedRounds, 1)
+	rounds := max(b.rounds, 1)
+	per := max(n/rounds, 1)
 	var out []Result
 	for _, c := range levels {
-		amends := make([]*ordersv1.AmendOrderRequest, 0, per*fixedRounds+200)
+		amends := make([]*ordersv1.AmendOrderRequest, 0, per*rounds+200)
 		// Orders to change: one per amend of this level and of the warm-up.
 		for i := range cap(amends) {
 			resp, err := b.od.client.CreateOrder(ctx, newRequest(i))

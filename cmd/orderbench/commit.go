@@ -61,7 +61,7 @@ func writeCommit(b *strings.Builder, rs []Result) {
 	fmt.Fprintf(b, "Two fresh orderd processes on the run's keyspace (delivery off in both) take turns in rounds at each concurrency: *commit-local-quorum* (the default) waits for the claim's Paxos commit on a quorum; *commit-any* (`ORDERD_CLAIM_COMMIT=any`, on this cluster's `paxos_state_purging: repaired`) answers once the proposal is accepted and sends the commit without waiting. The cluster does the same work either way; what changes is one round trip on the claim's path.\n\n")
 	fmt.Fprintf(b, "| concurrency | driver | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(b, "| %d | %s | %.1f | %.2f | %.2f | %.2f | %.3f | %.3f |\n", r.Concurrency, r.Driver, r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.OrderdCPUPer1k, r.ClusterCPUPer1k)
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %.3f | %.3f |\n", r.Concurrency, r.Driver, spread(r, roundThroughput, r.Throughput, 1), spread(r, roundP50, r.P50ms, 2), spread(r, roundP95, r.P95ms, 2), spread(r, roundP99, r.P99ms, 2), r.OrderdCPUPer1k, r.ClusterCPUPer1k)
 	}
 	fmt.Fprintf(b, "\n")
 	for _, c := range concurrencies(rs) {

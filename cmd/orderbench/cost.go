@@ -99,7 +99,7 @@ func writeCost(b *strings.Builder, rs []Result) {
 	fmt.Fprintf(b, "Fresh orderd processes, one per configuration, on the run's keyspace (delivery off in all) take turns in rounds at each concurrency, creating new orders; *default* is orderd as shipped, the others change one Go runtime setting an operator may set (`GOGC`, `GOMAXPROCS`). *orderd/cluster CPU* is the process's CPU per order as a share of the three JVMs' CPU per order in the same rounds (the one-LWT protocol's goal: ≤ 0.05); the cluster's CPU per order moves from round to round with its own background work, so orderd's CPU per order is the figure to compare between configurations.\n\n")
 	fmt.Fprintf(b, "| concurrency | configuration | req/s | p50 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k | orderd/cluster CPU |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(b, "| %d | %s | %.1f | %.2f | %.2f | %.3f | %.3f | %s |\n", r.Concurrency, strings.TrimPrefix(r.Driver, "cost-"), r.Throughput, r.P50ms, r.P99ms,
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %.3f | %.3f | %s |\n", r.Concurrency, strings.TrimPrefix(r.Driver, "cost-"), spread(r, roundThroughput, r.Throughput, 1), spread(r, roundP50, r.P50ms, 2), spread(r, roundP99, r.P99ms, 2),
 			r.OrderdCPUPer1k, r.ClusterCPUPer1k, ratio(r.OrderdCPUPer1k, r.ClusterCPUPer1k))
 	}
 	fmt.Fprintf(b, "\n")

@@ -52,6 +52,14 @@
 //	lwt      the claim LWT alone (run once per paxos_variant)
 //	soak     orderd at 64 streams for -soak; RSS at the start and the end
 //
+// Drivers that take turns run -rounds rounds (5) at each concurrency, a
+// driver's -requests split over them; every round's figures are kept, and
+// the report gives medians with the rounds' range and judges a goal only
+// where every round agrees. After the phases, the Cassandra nodes' and the
+// broker's GC logs (-gc-logs, -broker-gc-log) give each round's longest
+// pause. -pin pins the Cassandra JVMs, the broker, orderd and this client
+// to separate cores for the run (pin.go) and restores them afterwards.
+//
 // `make bench` runs all but soak, restarting the local cluster between the
 // paxos v1 and v2 phases, and writes docs/benchmarks.md (with the soak's
 // results when `make bench-soak` left bin/bench-soak.json).

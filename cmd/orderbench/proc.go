@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,16 +34,30 @@ func selfCPU() time.Duration { return procCPU(os.Getpid()) }
 // clusterCPU sums the CPU time of every Cassandra node process on this machine.
 func clusterCPU() time.Duration {
 	var total time.Duration
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte("org.apache.cassandra.service.CassandraDaemon")) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(d))
+	for _, pid := range javaProcesses("org.apache.cassandra.service.CassandraDaemon") {
 		total += procCPU(pid)
 	}
 	return total
+}
+
+// clusterJVM is the heap and collector options of the first Cassandra JVM
+// found ("-Xmx1024M -XX:+UseG1GC -XX:MaxGCPauseMillis=300"), or "".
+func clusterJVM() string {
+	for _, pid := range javaProcesses("org.apache.cassandra.service.CassandraDaemon") {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		var opts []string
+		for _, a := range strings.Split(string(raw), "\x00") {
+			if strings.HasPrefix(a, "-Xmx") || strings.HasPrefix(a, "-XX:MaxGCPauseMillis=") ||
+				(strings.HasPrefix(a, "-XX:+Use") && strings.HasSuffix(a, "GC")) {
+				opts = append(opts, a)
+			}
+		}
+		return strings.Join(opts, " ")
+	}
+	return ""
 }
 
 // statusKB reads a "Name: N kB" line of /proc/PID/status.

@@ -87,31 +87,36 @@ func findOutcome(rs []Result, outcome string) (Result, bool) {
 
 func writeReport(b *strings.Builder, runs []Run, plot string) {
 	fmt.Fprintf(b, "# orderd benchmarks\n\n")
-	fmt.Fprintf(b, "Produced by `make bench` (cmd/orderbench); numbers from one run, side by side. ")
+	fmt.Fprintf(b, "Produced by `make bench` (cmd/orderbench); numbers from one run, side by side. Where drivers take turns in rounds, a figure is the median over the rounds, with the rounds' range (min–max) in brackets; the GC pauses inside each round are at the end. ")
 	fmt.Fprintf(b, "Machine: %s. Cluster: %s, three local nodes (internal/tools/localcluster), RF 3, LOCAL_QUORUM / LOCAL_SERIAL. ", runs[0].Machine, runs[0].Cassandra)
 	fmt.Fprintf(b, "orderd, the benchmark client and all three Cassandra JVMs share the same cores, so absolute numbers are low and noisy; the ratios are the point. ")
 	fmt.Fprintf(b, "The figures of the two-LWT protocol orderd ran before the one-LWT one (two LWTs per new order) are kept in [benchmarks-issue6.md](benchmarks-issue6.md).\n\nCommands:\n\n")
 	for _, r := range runs {
 		fmt.Fprintf(b, "- `%s` (%s)\n", r.Command, r.Started.Format("2006-01-02 15:04 UTC"))
 	}
+	writeSetup(b, runs)
 	writeTombstones(b, runs)
 
 	cmp := all(runs, func(r Result) bool { return r.Phase == "compare" })
 	if len(cmp) > 0 {
 		fmt.Fprintf(b, "\n## New requests: orderd against statement plans\n\n")
-		fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency, one round per driver, each round starting with the next driver (so the cluster's periodic work, which comes at the same points of every run, falls on each in turn); each driver's rounds are pooled. Every driver spreads its orders over the same 100 customers.\n\n")
+		fmt.Fprintf(b, "The drivers take turns in rounds at each concurrency (the run's rounds, each driver's requests split evenly over them), each round starting with the next driver (so the cluster's periodic work, which comes at the same points of every run, falls on each in turn); each round's figures are kept. Every driver spreads its orders over the same 100 customers.\n\n")
 		fmt.Fprintf(b, "- *orderd*: CreateOrder through orderd (gRPC), which runs the one-LWT protocol, with event delivery off (`ORDERD_DELIVERY=false`): none of the plans below publishes an event, so orderd is measured on the same work; what delivery adds is measured in its own section below.\n")
 		fmt.Fprintf(b, "- *two-lwt*: the two-LWT protocol orderd ran before, issued by the benchmark itself, in that handler's order: due-queue entry (its own write, as then), claim LWT, LOCAL_QUORUM read of orders_by_id, the three projections (each row its own write, as then), COMPLETE LWT, entry removal (the due queue of migration 0003 marks it done where 0002 deleted it: one write either way) — the baseline.\n")
 		fmt.Fprintf(b, "- *one-lwt*: orderd's protocol issued by the benchmark itself (orderd with zero overhead of its own): LOCAL_QUORUM read of orders_by_id at the same time as the due-queue entry (group-committed with the entries of the claims made while one is being written, as orderd writes it), claim LWT, orders_by_customer_time and order_events_by_order concurrently, then orders_by_id (each table's rows of orders written at the same moment group-committed, as orderd writes them: `ORDERD_PROJECTION_BATCH`); the entry is released after the answer, in the background, as orderd releases it (group-committed per due-queue partition); no COMPLETE LWT.\n")
 		fmt.Fprintf(b, "- *floor*: the three projection upserts concurrently, group-committed as orderd writes them, and nothing else (no ledger, no idempotency).\n")
 		fmt.Fprintf(b, "- *claim*: a new request's claim as orderd's ledger issues it (its due entry, group-committed, then the claim LWT) and nothing else: what the one Paxos round of a new order costs alone.\n")
 		fmt.Fprintf(b, "- *naive*: two-lwt's statements one after another, each row its own write, in the order a request's rows are written.\n\n")
-		fmt.Fprintf(b, "| concurrency | driver | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k | client CPU s/1k |\n|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(b, "Each figure is the median over the driver's rounds with the rounds' range, min–max, in brackets (every round runs the same number of requests); CPU columns are per request over all rounds.\n\n")
+		fmt.Fprintf(b, "| concurrency | driver | rounds | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k | client CPU s/1k |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range cmp {
-			fmt.Fprintf(b, "| %d | %s | %.1f | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f |\n", r.Concurrency, r.Driver, r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.OrderdCPUPer1k, r.ClusterCPUPer1k, r.ClientCPUPer1k)
+			fmt.Fprintf(b, "| %d | %s | %d | %s | %s | %s | %s | %.3f | %.3f | %.3f |\n", r.Concurrency, r.Driver, max(len(r.Rounds), 1),
+				spread(r, roundThroughput, r.Throughput, 1), spread(r, roundP50, r.P50ms, 2), spread(r, roundP95, r.P95ms, 2), spread(r, roundP99, r.P99ms, 2),
+				r.OrderdCPUPer1k, r.ClusterCPUPer1k, r.ClientCPUPer1k)
 		}
-		fmt.Fprintf(b, "\nRatios (orderd against today's plan and against the planned one; one-lwt against two-lwt is what the new plan gains with no orderd in the way). ")
-		fmt.Fprintf(b, "*orderd/cluster CPU* is orderd's CPU per request as a share of the cluster's CPU per request:\n\n")
+		fmt.Fprintf(b, "\nRatios (orderd against the two-LWT plan and against its own plan issued directly; one-lwt against two-lwt is what the one-LWT plan gains with no orderd in the way). ")
+		fmt.Fprintf(b, "Each is the median of the rounds' paired ratios, with their range: round i of one driver over round i of the other, which ran back to back in the same round, so drift the machine or the cluster shows over the run falls on both. ")
+		fmt.Fprintf(b, "*orderd/cluster CPU* is orderd's CPU per request as a share of the cluster's CPU per request, over all rounds:\n\n")
 		fmt.Fprintf(b, "| concurrency | thr orderd/two-lwt | p50 orderd/two-lwt | thr orderd/one-lwt | p50 orderd/one-lwt | thr one-lwt/two-lwt | p50 one-lwt/two-lwt | orderd/cluster CPU |\n|---|---|---|---|---|---|---|---|\n")
 		levels := concurrencies(cmp)
 		for _, c := range levels {
@@ -119,29 +124,12 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 			two, _ := find(cmp, "two-lwt", c)
 			one, _ := find(cmp, "one-lwt", c)
 			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", c,
-				ratio(o.Throughput, two.Throughput), ratio(o.P50ms, two.P50ms),
-				ratio(o.Throughput, one.Throughput), ratio(o.P50ms, one.P50ms),
-				ratio(one.Throughput, two.Throughput), ratio(one.P50ms, two.P50ms),
+				ratioSpread(pairedRatios(o, two, roundThroughput), o.Throughput, two.Throughput), ratioSpread(pairedRatios(o, two, roundP50), o.P50ms, two.P50ms),
+				ratioSpread(pairedRatios(o, one, roundThroughput), o.Throughput, one.Throughput), ratioSpread(pairedRatios(o, one, roundP50), o.P50ms, one.P50ms),
+				ratioSpread(pairedRatios(one, two, roundThroughput), one.Throughput, two.Throughput), ratioSpread(pairedRatios(one, two, roundP50), one.P50ms, two.P50ms),
 				ratio(o.OrderdCPUPer1k, o.ClusterCPUPer1k))
 		}
-		fmt.Fprintf(b, "\nGoals of the one-LWT protocol, as measured in this run (orderd throughput ≥ 1.5 × two-lwt and ≥ 0.9 × one-lwt, p50 ≤ 0.7 × two-lwt, orderd CPU ≤ 5%% of the cluster's):\n\n")
-		for _, c := range levels {
-			o, ok1 := find(cmp, "orderd", c)
-			two, ok2 := find(cmp, "two-lwt", c)
-			one, ok3 := find(cmp, "one-lwt", c)
-			if !ok1 || !ok2 || !ok3 {
-				continue
-			}
-			fmt.Fprintf(b, "- concurrency %d: throughput ≥ 1.5x two-lwt %s (%.2f); ≥ 0.9x one-lwt %s (%.2f); p50 ≤ 0.7x two-lwt %s (%.2f); CPU ≤ 5%% %s (%.3f)\n", c,
-				verdict(o.Throughput >= 1.5*two.Throughput), o.Throughput/two.Throughput,
-				verdict(o.Throughput >= 0.9*one.Throughput), o.Throughput/one.Throughput,
-				verdict(o.P50ms <= 0.7*two.P50ms), o.P50ms/two.P50ms,
-				verdict(o.OrderdCPUPer1k <= 0.05*o.ClusterCPUPer1k), o.OrderdCPUPer1k/o.ClusterCPUPer1k)
-			if one.ClientCPUPer1k > 0 && o.ClusterCPUPer1k > 0 {
-				fmt.Fprintf(b, "  - the same statements issued by the benchmark client (one-lwt, same driver, no gRPC) cost %.3f s per 1,000, %.3f of orderd's cluster CPU: the driver's share alone\n",
-					one.ClientCPUPer1k, one.ClientCPUPer1k/o.ClusterCPUPer1k)
-			}
-		}
+		writeGoals(b, cmp, levels)
 		writeDriverBound(b, cmp, levels)
 		fmt.Fprintf(b, "\norderd's own CPU per request is the *orderd CPU* column beside the *cluster CPU* column (all three Cassandra JVMs). ")
 		fmt.Fprintf(b, "On this machine they share two cores, so orderd's CPU is taken from Cassandra's: once the cores are saturated (from about 8 streams) every driver's latency is the cluster's queueing, naive's sequential statements cost no more than concurrent ones, and the ratios are dominated by noise between rounds.\n")
@@ -158,7 +146,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 		fmt.Fprintf(b, "New requests at the same concurrency take turns with it. The cluster CPU column shows how much of a replay's cost reaches Cassandra.\n\n")
 		fmt.Fprintf(b, "| request | n | errors | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k | orderd/cluster CPU |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range []Result{stormNew, stormRep} {
-			fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.2f | %.2f | %.2f | %.3f | %.3f | %s |\n", r.Outcome, r.Requests, r.Errors, r.Throughput, r.P50ms, r.P95ms, r.P99ms,
+			fmt.Fprintf(b, "| %s | %d | %d | %s | %s | %s | %s | %.3f | %.3f | %s |\n", r.Outcome, r.Requests, r.Errors, spread(r, roundThroughput, r.Throughput, 1), spread(r, roundP50, r.P50ms, 2), spread(r, roundP95, r.P95ms, 2), spread(r, roundP99, r.P99ms, 2),
 				r.OrderdCPUPer1k, r.ClusterCPUPer1k, ratio(r.OrderdCPUPer1k, r.ClusterCPUPer1k))
 		}
 		fmt.Fprintf(b, "\nreplay throughput / new throughput = %s (goal ≥ 10); replay p50 / new p50 = %s (goal ≤ 0.1)\n",
@@ -195,6 +183,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 		}
 	}
 	writeChanges(b, all(runs, func(r Result) bool { return r.Phase == "changes" }))
+	writeGCPauses(b, runs)
 	soak := all(runs, func(r Result) bool { return r.Phase == "soak" })
 	for _, r := range soak {
 		fmt.Fprintf(b, "\n## Memory over a long run\n\n%d requests over %.0f s at %d streams (%.1f req/s): orderd RSS %.1f MB at the start, %.1f MB at the end (peak %.1f MB); orderd CPU %.3f s per 1,000 requests.\n",
@@ -331,7 +320,7 @@ func writeOutbox(b *strings.Builder, rs []Result) {
 	fmt.Fprintf(b, "| concurrency | driver | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		if r.Concurrency > 0 {
-			fmt.Fprintf(b, "| %d | %s | %.1f | %.2f | %.2f | %.2f | %.3f | %.3f |\n", r.Concurrency, r.Driver, r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.OrderdCPUPer1k, r.ClusterCPUPer1k)
+			fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %.3f | %.3f |\n", r.Concurrency, r.Driver, spread(r, roundThroughput, r.Throughput, 1), spread(r, roundP50, r.P50ms, 2), spread(r, roundP95, r.P95ms, 2), spread(r, roundP99, r.P99ms, 2), r.OrderdCPUPer1k, r.ClusterCPUPer1k)
 		}
 	}
 	fmt.Fprintf(b, "\n")
@@ -364,8 +353,9 @@ func writeChanges(b *strings.Builder, rs []Result) {
 	fmt.Fprintf(b, "*amend-replay*: the same changes again, answered from the change's recorded row (reads only).\n\n")
 	fmt.Fprintf(b, "| concurrency | request | n | errors | req/s | p50 ms | p95 ms | p99 ms | orderd CPU s/1k | cluster CPU s/1k |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(b, "| %d | %s | %d | %d | %.1f | %.2f | %.2f | %.2f | %.3f | %.3f |\n", r.Concurrency, r.Outcome, r.Requests, r.Errors,
-			r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.OrderdCPUPer1k, r.ClusterCPUPer1k)
+		fmt.Fprintf(b, "| %d | %s | %d | %d | %s | %s | %s | %s | %.3f | %.3f |\n", r.Concurrency, r.Outcome, r.Requests, r.Errors,
+			spread(r, roundThroughput, r.Throughput, 1), spread(r, roundP50, r.P50ms, 2), spread(r, roundP95, r.P95ms, 2), spread(r, roundP99, r.P99ms, 2),
+			r.OrderdCPUPer1k, r.ClusterCPUPer1k)
 	}
 	fmt.Fprintf(b, "\n")
 	for _, c := range concurrencies(rs) {

@@ -56,6 +56,29 @@ type Result struct {
 	OrderdPeakRSSMB float64 `json:"orderd_peak_rss_mb,omitempty"`
 	RSSStartMB      float64 `json:"rss_start_mb,omitempty"`
 	RSSEndMB        float64 `json:"rss_end_mb,omitempty"`
+	// Rounds are the driver's turns when drivers take turns (inTurns): each
+	// round's own figures. Throughput and the percentiles above are then
+	// the medians over the rounds; requests, errors, seconds and CPU are
+	// the rounds' totals.
+	Rounds []Round `json:"rounds,omitempty"`
+}
+
+// Round is one driver's turn in one round of a phase.
+type Round struct {
+	// Index is the round's number: the drivers' rounds with the same
+	// index ran back to back.
+	Index      int       `json:"index"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Requests   int       `json:"requests"`
+	Errors     int       `json:"errors"`
+	Throughput float64   `json:"throughput"`
+	P50ms      float64   `json:"p50_ms"`
+	P95ms      float64   `json:"p95_ms"`
+	P99ms      float64   `json:"p99_ms"`
+	// GCMaxMs is, per JVM whose GC log the run read (node1, ..., broker),
+	// the longest stop-the-world pause that overlapped the round; 0: none.
+	GCMaxMs map[string]float64 `json:"gc_max_ms,omitempty"`
 }
 
 // Run is one orderbench run: its settings and results.
@@ -69,12 +92,24 @@ type Run struct {
 	// the lines about tombstones they gained during the run.
 	NodeLogs          int      `json:"node_logs"`
 	TombstoneWarnings []string `json:"tombstone_warnings"`
+	// Rounds is how many rounds drivers that take turns ran (-rounds).
+	Rounds int `json:"rounds,omitempty"`
+	// GCLogs are the JVMs whose GC logs gave the rounds' pauses (node1,
+	// ..., broker); none: no pauses were read.
+	GCLogs []string `json:"gc_logs,omitempty"`
+	// ClusterJVM is the Cassandra JVMs' heap and collector settings.
+	ClusterJVM string `json:"cluster_jvm,omitempty"`
+	// Pinning says which cores each process was pinned to (-pin), or why
+	// none was.
+	Pinning string `json:"pinning,omitempty"`
 }
 
 type runFlags struct {
 	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, consumer, costVariants string
-	requests                                                                                            int
+	gcLogs, brokerGCLog                                                                                 string
+	requests, rounds                                                                                    int
 	soak                                                                                                time.Duration
+	pin                                                                                                 bool
 }
 
 func runCmd(args []string) error {
@@ -84,7 +119,11 @@ func runCmd(args []string) error {
 	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
 	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, commit, cost, lwt, changes, soak")
 	fs.StringVar(&f.concurrency, "concurrency", "1,8,16,32,64", "concurrency levels of the compare phase")
-	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1); the storm's replays and new requests")
+	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1), split over -rounds; the storm's replays and new requests")
+	fs.IntVar(&f.rounds, "rounds", 5, "rounds of drivers that take turns, per concurrency level (each driver's requests split over them)")
+	fs.StringVar(&f.gcLogs, "gc-logs", ".cluster/node*/logs/gc.log", "Cassandra nodes' GC logs to read each round's pauses from (glob)")
+	fs.StringVar(&f.brokerGCLog, "broker-gc-log", ".kafka/logs/gc.log", "the Kafka broker's GC log (read when it exists)")
+	fs.BoolVar(&f.pin, "pin", false, "pin the Cassandra JVMs, the broker, orderd and this client to separate cores for the run (taskset); the report says how")
 	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
 	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
@@ -94,6 +133,9 @@ func runCmd(args []string) error {
 	fs.StringVar(&f.nodeLogs, "node-logs", ".cluster/node*/logs/system.log", "Cassandra node logs to check for tombstone warnings (glob)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if f.rounds < 1 {
+		return fmt.Errorf("rounds %d: want at least 1", f.rounds)
 	}
 	var levels []int
 	for _, s := range strings.Split(f.concurrency, ",") {
@@ -173,7 +215,19 @@ func runCmd(args []string) error {
 	logs := watchNodeLogs(f.nodeLogs)
 	run := Run{Command: "orderbench run " + strings.Join(args, " "), Machine: machine(), Cassandra: version(ctx, session),
 		Started: time.Now().UTC(), NodeLogs: len(logs.start)}
-	b := &bench{od: od, cql: session, store: store, legacy: legacyStore, lwtStore: lwtStore, proj: proj, legacyProj: legacyProj, label: f.label}
+	b := &bench{od: od, cql: session, store: store, legacy: legacyStore, lwtStore: lwtStore, proj: proj, legacyProj: legacyProj, label: f.label, rounds: f.rounds}
+	run.Rounds = f.rounds
+	run.ClusterJVM = clusterJVM()
+	if f.pin {
+		pins, err := pinProcesses(od.pid())
+		if err != nil {
+			return err
+		}
+		defer pins.restore()
+		b.pins = pins
+		run.Pinning = pins.describe()
+		fmt.Fprintln(os.Stderr, "orderbench: "+run.Pinning)
+	}
 	for _, phase := range strings.Split(f.phases, ",") {
 		var rs []Result
 		switch phase {
@@ -209,6 +263,12 @@ func runCmd(args []string) error {
 		}
 		run.Results = append(run.Results, rs...)
 	}
+	sources := gcSources(f.gcLogs, f.brokerGCLog)
+	attachGCPauses(run.Results, sources)
+	for name := range sources {
+		run.GCLogs = append(run.GCLogs, name)
+	}
+	slices.Sort(run.GCLogs)
 	printResults(os.Stdout, run.Results)
 	run.TombstoneWarnings = logs.tombstoneWarnings()
 	fmt.Printf("orderbench: %d tombstone warnings in %d node logs during the run\n", len(run.TombstoneWarnings), run.NodeLogs)
@@ -232,6 +292,9 @@ type bench struct {
 	// legacyProj: the two-lwt and naive plans', every row its own write.
 	legacyProj *projection.Store
 	label      string
+	rounds     int // of drivers taking turns (-rounds)
+	// pins, when set, pins every orderd the run starts beside the first.
+	pins *pinning
 	// background: the one-lwt driver's entry releases, made after its
 	// answer as orderd makes them.
 	background sync.WaitGroup
@@ -542,48 +605,55 @@ func (b *bench) warmUp(ctx context.Context, drivers []driver) error {
 }
 
 // inTurns measures n ops of every driver at concurrency c. The drivers take
-// turns in rounds, so drift on a shared, noisy machine falls on all of them
-// alike; each driver's rounds are pooled into one result. Each round starts
-// with the next driver: the cluster's own periodic work (memtable flushes,
-// compactions) comes at the same points of a run that writes the same
-// rows, and would otherwise fall on the same driver's turn every time.
+// turns in b.rounds rounds, so drift on a shared, noisy machine falls on all
+// of them alike, and each round's figures are kept (Result.Rounds): a
+// reader sees the spread between rounds, not only one figure. Each round
+// starts with the next driver: the cluster's own periodic work (memtable
+// flushes, compactions) comes at the same points of a run that writes the
+// same rows, and would otherwise fall on the same driver's turn every time.
 func (b *bench) inTurns(ctx context.Context, phase string, c, n int, drivers []driver) ([]Result, error) {
 	return b.turns(ctx, phase, c, n, drivers, true)
 }
 
-// fixedRounds is how many rounds inFixedTurns runs.
-const fixedRounds = 3
-
 // inFixedTurns is inTurns with every round running the drivers in the
-// order given, fixedRounds rounds: for drivers that use what an earlier
-// one made in the same round (the changes phase replays the amends made
-// before it).
+// order given: for drivers that use what an earlier one made in the same
+// round (the changes phase replays the amends made before it).
 func (b *bench) inFixedTurns(ctx context.Context, phase string, c, n int, drivers []driver) ([]Result, error) {
 	return b.turns(ctx, phase, c, n, drivers, false)
 }
 
+// turns runs b.rounds rounds of every driver, n ops per driver split over
+// the rounds, and returns each driver's rounds merged (merge).
 func (b *bench) turns(ctx context.Context, phase string, c, n int, drivers []driver, rotate bool) ([]Result, error) {
-	rounds, step := fixedRounds, 0
+	rounds, step := max(b.rounds, 1), 0
 	if rotate {
-		rounds, step = max(len(drivers), fixedRounds), 1
+		step = 1
 	}
 	results := make([][]Result, len(drivers))
 	lats := make([][][]time.Duration, len(drivers))
+	kept := make([][]Round, len(drivers))
 	for round := range rounds {
 		for i := range drivers {
 			k := (round*step + i) % len(drivers)
-			d := drivers[k]
-			r, lat, err := b.measureRaw(ctx, phase, d, c, max(n/rounds, 1))
+			start := time.Now()
+			r, lat, err := b.measureRaw(ctx, phase, drivers[k], c, max(n/rounds, 1))
 			if err != nil {
 				return nil, err
 			}
 			results[k] = append(results[k], r)
 			lats[k] = append(lats[k], lat)
+			kept[k] = append(kept[k], Round{Index: round, Start: start.UTC(), End: time.Now().UTC(), Requests: r.Requests, Errors: r.Errors,
+				Throughput: r.Throughput, P50ms: r.P50ms, P95ms: r.P95ms, P99ms: r.P99ms})
 		}
 	}
 	out := make([]Result, len(drivers))
 	for k := range drivers {
 		out[k] = merge(results[k], lats[k])
+		out[k].Rounds = kept[k]
+		out[k].Throughput = median(kept[k], func(r Round) float64 { return r.Throughput })
+		out[k].P50ms = median(kept[k], func(r Round) float64 { return r.P50ms })
+		out[k].P95ms = median(kept[k], func(r Round) float64 { return r.P95ms })
+		out[k].P99ms = median(kept[k], func(r Round) float64 { return r.P99ms })
 	}
 	return out, nil
 }
@@ -790,6 +860,10 @@ func startOrderd(bin string, env []string, creds clientcreds.Options) (*orderdPr
 		return nil, err
 	}
 	cmd := exec.Command(bin, "serve")
+	if orderdCPUs != "" {
+		// taskset execs orderd: the pid is orderd's, pinned from its start.
+		cmd = exec.Command("taskset", "-c", orderdCPUs, bin, "serve")
+	}
 	cmd.Env = append(env, "ORDERD_GRPC_ADDR="+addr, "ORDERD_METRICS_ADDR=")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {

@@ -27,8 +27,8 @@ type Config struct {
 	// Nodes is the number of nodes, 1 to 9; default 3. Node i listens on
 	// 127.0.0.(FirstAddress+i-1).
 	Nodes int
-	// FirstAddress is the last octet of node 1's address; default 1. A
-	// second cluster beside the main one starts past its nodes (e.g. 4).
+	// FirstAddress is the last octet of node 1's address, 1 to 254; default
+	// 1. A second cluster beside the main one starts past its nodes (e.g. 4).
 	FirstAddress int
 	// DCs is the number of data centres the nodes are laid out in, 1 to
 	// Nodes; default 1. The nodes are split into consecutive groups, dc1
@@ -52,6 +52,16 @@ type Config struct {
 	// PaxosVariant is the LWT protocol, v1 or v2; default v2. It applies
 	// from the next start of each node.
 	PaxosVariant string
+	// GC is each node's garbage collector, "g1" or "zgc"; default g1. ZGC
+	// stops the JVM for well under a millisecond at a time and does its work
+	// beside the application, at the cost of CPU and heap headroom; G1 stops
+	// it for a young collection at a time, as long as G1PauseMS allows. It
+	// applies from the next start of each node. Either way every node logs
+	// its collections to logs/gc.log (the pauses a benchmark reads).
+	GC string
+	// G1PauseMS is G1's pause-time goal (MaxGCPauseMillis); default 300,
+	// Cassandra's own jvm17-server.options setting. Ignored with ZGC.
+	G1PauseMS int
 	// StartTimeout bounds the wait for one start of the whole cluster or one
 	// node; default 4 minutes.
 	StartTimeout time.Duration
@@ -78,8 +88,11 @@ func (c *Config) setDefaults() error {
 	if c.FirstAddress == 0 {
 		c.FirstAddress = 1
 	}
-	if c.Nodes < 1 || c.Nodes > 9 || c.FirstAddress < 1 || c.FirstAddress+c.Nodes-1 > 9 {
-		return fmt.Errorf("nodes must be 1 to 9 on 127.0.0.1-9, got %d from 127.0.0.%d", c.Nodes, c.FirstAddress)
+	if c.Nodes < 1 || c.Nodes > 9 {
+		return fmt.Errorf("nodes must be 1 to 9, got %d", c.Nodes)
+	}
+	if c.FirstAddress < 1 || c.FirstAddress+c.Nodes-1 > maxAddress {
+		return fmt.Errorf("nodes must be on 127.0.0.1-%d, got %d from 127.0.0.%d", maxAddress, c.Nodes, c.FirstAddress)
 	}
 	if c.DCs == 0 {
 		c.DCs = 1
@@ -112,6 +125,19 @@ func (c *Config) setDefaults() error {
 	default:
 		return fmt.Errorf("paxos variant %q: use v1 or v2", c.PaxosVariant)
 	}
+	switch c.GC {
+	case "":
+		c.GC = "g1"
+	case "g1", "zgc":
+	default:
+		return fmt.Errorf("garbage collector %q: use g1 or zgc", c.GC)
+	}
+	if c.G1PauseMS == 0 {
+		c.G1PauseMS = 300
+	}
+	if c.G1PauseMS < 1 {
+		return fmt.Errorf("G1 pause goal %d ms: want a positive number of milliseconds", c.G1PauseMS)
+	}
 	if c.StartTimeout == 0 {
 		c.StartTimeout = 4 * time.Minute
 	}
@@ -120,6 +146,10 @@ func (c *Config) setDefaults() error {
 	}
 	return nil
 }
+
+// maxAddress is the highest last octet a node may listen on (its JMX port,
+// JMXPort, is then 32400).
+const maxAddress = 254
 
 // Cluster controls the nodes that live under one state folder.
 type Cluster struct {

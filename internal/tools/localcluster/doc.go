@@ -21,7 +21,9 @@
 //
 // Each node logs once, to logs/system.log, rolled at 20 MB and capped at
 // 200 MB of rolled files; logs/stdout.log holds only what the JVM prints
-// outside logging (a failed start). The settings are chosen so that a node
+// outside logging (a failed start); logs/gc.log holds every garbage
+// collection with its wall-clock time (G1 by default, Config.GC), which
+// cmd/orderbench reads its rounds' pauses from. The settings are chosen so that a node
 // being down costs the others nothing: see the role-setup delay in
 // templates/jvm17.options.tmpl and docs/faults.md for the figures.
 //

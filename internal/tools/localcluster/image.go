@@ -53,10 +53,13 @@ func (c *Cluster) WriteImageContext(ctx context.Context, dir string) (string, er
 		"Rack":         1,
 		"HeapMB":       c.cfg.HeapMB,
 		"PaxosVariant": c.cfg.PaxosVariant,
-		"JMXPort":      imageJMX,
-		"LibDir":       filepath.Join(imageHome, "lib"),
-		"JammJar":      jamm,
-		"ModuleFlags":  jdkModuleFlags,
+		"GC":           c.cfg.GC,
+		"G1PauseMS":    c.cfg.G1PauseMS,
+		// No GCLog: the image's containers are not benchmarked.
+		"JMXPort":     imageJMX,
+		"LibDir":      filepath.Join(imageHome, "lib"),
+		"JammJar":     jamm,
+		"ModuleFlags": jdkModuleFlags,
 	}
 	if err := renderNodeConf(conf, data); err != nil {
 		return "", err

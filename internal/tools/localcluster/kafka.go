@@ -122,6 +122,9 @@ func (b *Broker) StateDir() string { return b.cfg.StateDir }
 // LogPath is the broker's server log.
 func (b *Broker) LogPath() string { return filepath.Join(b.cfg.StateDir, "logs", "server.log") }
 
+// GCLogPath is the broker's garbage-collection log.
+func (b *Broker) GCLogPath() string { return filepath.Join(b.cfg.StateDir, "logs", "gc.log") }
+
 // LogTail is the last lines of the broker's server log.
 func (b *Broker) LogTail(lines int) string { return logTail(b.LogPath(), lines) }
 
@@ -200,6 +203,9 @@ func (b *Broker) start(ctx context.Context, lib string) error {
 	args := []string{
 		fmt.Sprintf("-Xms%dm", b.cfg.HeapMB), fmt.Sprintf("-Xmx%dm", b.cfg.HeapMB),
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+		// Every collection with wall-clock time, as the Cassandra nodes log
+		// theirs: a benchmark reads the pauses inside its rounds.
+		"-Xlog:gc:file=" + b.GCLogPath() + ":time,uptime,level,tags:filecount=5,filesize=20m",
 		"-Dlog4j2.configurationFile=" + filepath.Join(b.cfg.StateDir, "conf", "log4j2.properties"),
 		"-Dkafka.logs.dir=" + filepath.Join(b.cfg.StateDir, "logs"),
 		"-cp", classpath, "kafka.Kafka", b.confPath(),

@@ -59,6 +59,9 @@ func (n *node) stdoutLog() string {
 	return filepath.Join(n.dir, "logs", "stdout.log")
 }
 
+// gcLogPath is the node's garbage-collection log (templates/jvm17.options.tmpl).
+func (n *node) gcLogPath() string { return filepath.Join(n.dir, "logs", "gc.log") }
+
 // pid returns the node's live process id, or 0 (see pidFile).
 func (n *node) pid() int { return pidFile(n.pidFile()).pid() }
 
@@ -219,6 +222,9 @@ func (n *node) writeConfig() error {
 		"Rack":         n.c.placement(n.index).pos,
 		"HeapMB":       n.c.cfg.HeapMB,
 		"PaxosVariant": n.c.cfg.PaxosVariant,
+		"GC":           n.c.cfg.GC,
+		"G1PauseMS":    n.c.cfg.G1PauseMS,
+		"GCLog":        n.gcLogPath(),
 		"JMXPort":      n.c.jmxPort(n.index),
 		"PasswordAuth": n.c.cfg.Security != nil && n.c.cfg.Security.PasswordAuth,
 		"TLSKeystore":  tlsKeystore(n.c.cfg.Security),

@@ -363,3 +363,58 @@ func TestTwoDCLayout(t *testing.T) {
 		t.Error("New with more DCs than nodes = nil error, want one")
 	}
 }
+
+// The collector is chosen per cluster (CASSANDRA_GC, CASSANDRA_G1_PAUSE_MS)
+// and every node logs its collections to logs/gc.log with wall-clock time,
+// which the benchmark reads its rounds' pauses from.
+func TestJVMOptionsCollector(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		want, not []string
+	}{
+		{"default: G1 with Cassandra's pause goal", Config{}, []string{"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=300"}, []string{"-XX:+UseZGC"}},
+		{"G1 with a shorter pause goal", Config{G1PauseMS: 100}, []string{"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=100"}, []string{"-XX:MaxGCPauseMillis=300"}},
+		{"ZGC", Config{GC: "zgc"}, []string{"-XX:+UseZGC"}, []string{"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=300"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.Nodes, cfg.StateDir, cfg.CacheDir, cfg.Log = 1, t.TempDir(), t.TempDir(), io.Discard
+			c, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.jars.dir = t.TempDir()
+			if err := os.WriteFile(filepath.Join(c.jars.dir, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n := c.node(1)
+			if err := n.writeConfig(); err != nil {
+				t.Fatal(err)
+			}
+			args, err := n.jvmArgs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !slices.Contains(args, w) {
+					t.Errorf("JVM arguments lack %q: %q", w, args)
+				}
+			}
+			for _, w := range tc.not {
+				if slices.Contains(args, w) {
+					t.Errorf("JVM arguments have %q: %q", w, args)
+				}
+			}
+			gcLog := slices.IndexFunc(args, func(a string) bool {
+				return strings.HasPrefix(a, "-Xlog:") && strings.Contains(a, ":file="+filepath.Join(n.dir, "logs", "gc.log")+":time,")
+			})
+			if gcLog < 0 {
+				t.Errorf("JVM arguments do not log collections to %s with wall-clock time: %q", n.gcLogPath(), args)
+			}
+		})
+	}
+	if _, err := New(Config{GC: "cms", StateDir: t.TempDir(), CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "g1 or zgc") {
+		t.Errorf("New(GC: cms) = %v, want an error naming g1 and zgc", err)
+	}
+}
