@@ -82,6 +82,10 @@ func run() error {
 		return err
 	}
 	rest, err := parseFlags(&cfg, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) || (len(rest) > 0 && rest[0] == "help") {
+		fmt.Println(usage)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
