@@ -596,6 +596,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if cfg.sec.reflection {
 		reflection.Register(srv)
 	}
+	a.metrics.InitializeGRPC(srv)
 	probe := grpcapi.NewHealthProbe(healthSrv, quorumProbe(a.stmts), 2*time.Second, log)
 
 	var loop *reconciler.Loop
