@@ -9,7 +9,7 @@
 //	cassandra-local cql ["STATEMENT"]   (no statement: read statements from stdin)
 //
 // Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_DCS (1),
-// CASSANDRA_FIRST_ADDRESS (1), CASSANDRA_VERSION (newest 5.0.x),
+// CASSANDRA_FIRST_ADDRESS (1), CASSANDRA_VERSION (localcluster.CassandraVersion, 5.0.9),
 // CASSANDRA_HEAP_MB (1024), CASSANDRA_PAXOS_VARIANT (v2),
 // ORDERD_CLUSTER_DIR (.cluster),
 // ORDERD_CACHE_DIR (~/.cache/orderd). The flags before the command override
@@ -39,6 +39,7 @@ const usage = `usage: cassandra-local [-nodes N] [-dcs N] [-first-address N] COM
   -nodes N          nodes in the cluster (CASSANDRA_NODES, default 3)
   -dcs N            data centres the nodes are split into, dc1 first (CASSANDRA_DCS, default 1)
   -first-address N  node 1 listens on 127.0.0.N (CASSANDRA_FIRST_ADDRESS, default 1)
+  CASSANDRA_VERSION runs another cassandra-all release than the pinned one
 commands:
   fetch           download Cassandra from Maven Central into the cache
   image-context DIR
