@@ -45,3 +45,12 @@ func checkCassandraPins(t *testing.T, pins []struct{ file, pattern string }) {
 		}
 	}
 }
+
+// The K8ssandra example runs the same release: its CassandraDatacenter's
+// serverVersion, read as text (deploy/kubernetes has its own checks of the
+// manifest's structure).
+func TestKubernetesRunsTheSameCassandraVersion(t *testing.T) {
+	checkCassandraPins(t, []struct{ file, pattern string }{
+		{"deploy/kubernetes/cassandra/cassandradatacenter.yaml", `(?m)^\s+serverVersion: "?([0-9.]+)"?\s*$`},
+	})
+}
