@@ -1,8 +1,11 @@
 # orderd container image.
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) \
-#                --build-arg REVISION=$(git rev-parse HEAD) -t atlasmart/orderd:dev .
+#                --build-arg REVISION=$(git rev-parse HEAD) \
+#                --build-arg CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ) -t atlasmart/orderd:dev .
 #   docker run --rm atlasmart/orderd:dev migrate   # or: serve (the default)
+#
+# deploy/docker/images/build.sh (make images) passes every build argument.
 #
 # Used by deploy/docker/compose.yaml and deploy/kubernetes. The build context
 # is the repo root; .dockerignore keeps .git, bin/ and the local state
@@ -72,5 +75,30 @@ ENV ORDERD_GRPC_ADDR=0.0.0.0:8080 \
     ORDERD_HEALTH_ADDR=0.0.0.0:8081 \
     ORDERD_METRICS_ADDR=0.0.0.0:9090
 EXPOSE 8080 8081 9090
+# Healthy while serve says SERVING: it reaches a quorum of its cluster.
+# `orderd healthcheck` reads serve's settings from the same variables (the
+# health port above, else the gRPC port with serve's certificate). The
+# start period covers serve's wait for its cluster (ORDERD_CONNECT_WAIT,
+# 60 s). Kubernetes ignores it (deploy/kubernetes has its own probes);
+# compose's one-shot services turn it off.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=90s --retries=3 \
+    CMD ["/orderd", "healthcheck", "-timeout", "4s"]
 ENTRYPOINT ["/orderd"]
 CMD ["serve"]
+
+# The OCI annotations (https://github.com/opencontainers/image-spec,
+# annotations.md), last so that a new build time rebuilds nothing else.
+# LICENSES is an SPDX expression; the repository declares no licence yet,
+# hence NOASSERTION (SPDX's "not stated") until it does.
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG SOURCE=https://github.com/atlasmart/orderd
+ARG LICENSES=NOASSERTION
+LABEL org.opencontainers.image.title="orderd" \
+      org.opencontainers.image.description="Idempotent order creation on Apache Cassandra (gRPC)" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="${LICENSES}"

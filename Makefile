@@ -139,8 +139,9 @@ test-e2e:
 # and Maven Central (no registry needed; deploy/docker/images/build.sh):
 # Cassandra and Kafka for the compose file and the e2e docker backend, and
 # orderd's own from the Dockerfile. Needs a Docker engine (scripts/dockerd-up.sh
-# starts Debian's) and debootstrap. The images pin their versions; the
-# local launchers take the newest 5.0.x and 4.x.
+# starts Debian's) and debootstrap. The images pin their versions:
+# Cassandra's is the local launcher's (localcluster.CassandraVersion; a test
+# keeps them equal); the local Kafka launcher takes the newest 4.x.
 IMAGE_CASSANDRA_VERSION ?= 5.0.9
 IMAGE_KAFKA_VERSION     ?= 4.4.0
 CASSANDRA_IMAGE ?= orderd/cassandra:$(IMAGE_CASSANDRA_VERSION)

@@ -26,7 +26,7 @@ const (
 	// dockerDefaultImage is the Cassandra image; CASSANDRA_IMAGE overrides it
 	// (deploy/docker/images/build.sh builds orderd/cassandra:5.0.9 where no
 	// registry is reachable). Either image takes the same variables.
-	dockerDefaultImage = "cassandra:5.0"
+	dockerDefaultImage = "cassandra:5.0.9" // localcluster.CassandraVersion
 	// dockerNodes is the cluster size.
 	dockerNodes = 3
 	// dockerFirstAddress is node 1's loopback address, 127.0.0.11; node i

@@ -52,6 +52,10 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 		"ok":       `orderd_grpc_requests_total{code="OK",method="/atlasmart.orders.v1.OrderService/CreateOrder"}`,
 		"failed":   `orderd_grpc_requests_total{code="FailedPrecondition",method="/atlasmart.orders.v1.OrderService/CreateOrder"}`,
 		"cached":   `orderd_replay_cache_hits_total`,
+		// The standard gRPC server metrics (go-grpc-middleware's), beside orderd's.
+		"std_ok":     `grpc_server_handled_total{grpc_code="OK",grpc_method="CreateOrder",grpc_service="atlasmart.orders.v1.OrderService",grpc_type="unary"}`,
+		"std_failed": `grpc_server_handled_total{grpc_code="FailedPrecondition",grpc_method="CreateOrder",grpc_service="atlasmart.orders.v1.OrderService",grpc_type="unary"}`,
+		"std_timed":  `grpc_server_handling_seconds_count{grpc_method="CreateOrder",grpc_service="atlasmart.orders.v1.OrderService",grpc_type="unary"}`,
 	}
 	before := map[string]float64{}
 	for k, s := range series {
@@ -70,7 +74,7 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 		t.Fatalf("conflicting reuse: %v", err)
 	}
 	// The replay is answered from this instance's cache of recorded outcomes.
-	want := map[string]float64{"new": 1, "replayed": 1, "conflict": 1, "ok": 2, "failed": 1, "cached": 1}
+	want := map[string]float64{"new": 1, "replayed": 1, "conflict": 1, "ok": 2, "failed": 1, "cached": 1, "std_ok": 2, "std_failed": 1, "std_timed": 3}
 	for k, s := range series {
 		if got := scrape(t, p, s) - before[k]; got != want[k] {
 			t.Errorf("%s went up by %v, want %v", s, got, want[k])

@@ -9,7 +9,7 @@
 //	cassandra-local cql ["STATEMENT"]   (no statement: read statements from stdin)
 //
 // Settings come from the environment: CASSANDRA_NODES (3), CASSANDRA_DCS (1),
-// CASSANDRA_FIRST_ADDRESS (1), CASSANDRA_VERSION (newest 5.0.x),
+// CASSANDRA_FIRST_ADDRESS (1), CASSANDRA_VERSION (localcluster.CassandraVersion, 5.0.9),
 // CASSANDRA_HEAP_MB (1024), CASSANDRA_PAXOS_VARIANT (v2),
 // CASSANDRA_GC (g1, or zgc), CASSANDRA_G1_PAUSE_MS (300: G1's
 // MaxGCPauseMillis), ORDERD_CLUSTER_DIR (.cluster),
@@ -40,6 +40,7 @@ const usage = `usage: cassandra-local [-nodes N] [-dcs N] [-first-address N] COM
   -nodes N          nodes in the cluster (CASSANDRA_NODES, default 3)
   -dcs N            data centres the nodes are split into, dc1 first (CASSANDRA_DCS, default 1)
   -first-address N  node 1 listens on 127.0.0.N (CASSANDRA_FIRST_ADDRESS, default 1)
+  CASSANDRA_VERSION runs another cassandra-all release than the pinned one
 commands:
   fetch           download Cassandra from Maven Central into the cache
   image-context DIR
@@ -83,6 +84,10 @@ func run() error {
 		return err
 	}
 	rest, err := parseFlags(&cfg, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) || (len(rest) > 0 && rest[0] == "help") {
+		fmt.Println(usage)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

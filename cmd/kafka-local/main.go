@@ -43,6 +43,11 @@ func run() error {
 	if len(os.Args) != 2 {
 		return errors.New(usage)
 	}
+	switch os.Args[1] {
+	case "-h", "-help", "--help", "help":
+		fmt.Println(usage)
+		return nil
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := localcluster.KafkaConfig{

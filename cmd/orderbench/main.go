@@ -66,28 +66,45 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
+const usage = `usage: orderbench COMMAND [FLAGS]
+  run     start orderd on a fresh keyspace and time the -phases (orderbench run -h lists them)
+  report  write the Markdown report and latency plot from run's JSON files
+  serial  time the claim at LOCAL_SERIAL against SERIAL on a cluster of two DCs
+orderbench COMMAND -h lists the command's flags.`
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: orderbench run|report|serial [flags]")
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "run":
-		err = runCmd(os.Args[2:])
-	case "report":
-		err = reportCmd(os.Args[2:])
-	case "serial":
-		err = serialCmd(os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown command %q: use run, report or serial", os.Args[1])
-	}
-	if err != nil {
+	err := run(os.Args[1:], os.Stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp): // the command's flags are printed
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "orderbench:", err)
 		os.Exit(1)
 	}
+}
+
+// run runs the command args name; asked for help, it prints the usage to
+// stdout, or a command's flags (the flag package's ErrHelp).
+func run(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		_, err := fmt.Fprintln(stdout, usage)
+		return err
+	case "run":
+		return runCmd(args[1:])
+	case "report":
+		return reportCmd(args[1:])
+	case "serial":
+		return serialCmd(args[1:])
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }

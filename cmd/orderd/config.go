@@ -77,33 +77,41 @@ type config struct {
 	republishFrom, republishTo timeFlag
 	republishDryRun            bool
 
+	healthTimeout time.Duration // healthcheck's wait for an answer
+
 	metricsAddr         string
 	metricsAddrExplicit bool // set by flag or environment, not the default
 	pprof               bool
 	tracing             string
 
 	envErrs []string      // ORDERD_* values that did not parse
+	envRead []string      // every ORDERD_* variable the command's settings read, for its help
 	defined *flag.FlagSet // the command's flags: only its own settings are checked
 }
 
 func (c *config) flags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet("orderd "+cmd, flag.ContinueOnError)
 	c.defined = fs
-	fs.StringVar(&c.contactPointsCSV, "cassandra-contact-points", env("ORDERD_CASSANDRA_CONTACT_POINTS", "127.0.0.1,127.0.0.2,127.0.0.3"), "comma-separated Cassandra contact points")
-	fs.StringVar(&c.localDC, "local-dc", env("ORDERD_LOCAL_DC", "dc1"), "data centre served at LOCAL_QUORUM / LOCAL_SERIAL")
-	fs.StringVar(&c.serialConsistency, "serial-consistency", env("ORDERD_SERIAL_CONSISTENCY", "local_serial"), "Paxos level of every LWT and of the reads that settle one: local_serial (claims hold within the local DC) or serial (across every DC, at a cross-DC round trip; docs/operations.md, Multi-DC)")
-	fs.StringVar(&c.keyspace, "keyspace", env("ORDERD_KEYSPACE", "orderd"), "keyspace")
+	if cmd == "healthcheck" { // it reads serve's addresses and certificate, nothing of the cluster
+		c.healthcheckFlags(fs)
+		c.nameVariables(fs)
+		return fs
+	}
+	fs.StringVar(&c.contactPointsCSV, "cassandra-contact-points", c.env("ORDERD_CASSANDRA_CONTACT_POINTS", "127.0.0.1,127.0.0.2,127.0.0.3"), "comma-separated Cassandra contact points")
+	fs.StringVar(&c.localDC, "local-dc", c.env("ORDERD_LOCAL_DC", "dc1"), "data centre served at LOCAL_QUORUM / LOCAL_SERIAL")
+	fs.StringVar(&c.serialConsistency, "serial-consistency", c.env("ORDERD_SERIAL_CONSISTENCY", "local_serial"), "Paxos level of every LWT and of the reads that settle one: local_serial (claims hold within the local DC) or serial (across every DC, at a cross-DC round trip; docs/operations.md, Multi-DC)")
+	fs.StringVar(&c.keyspace, "keyspace", c.env("ORDERD_KEYSPACE", "orderd"), "keyspace")
 	fs.IntVar(&c.replicationFactor, "replication-factor", c.envInt("ORDERD_REPLICATION_FACTOR", 3), "replication factor in the local DC when migrate creates the keyspace (1 for a one-node dev cluster)")
 	fs.DurationVar(&c.cqlTimeout, "cql-timeout", c.envDuration("ORDERD_CQL_TIMEOUT", 5*time.Second), "driver timeout of one CQL request (longer than the server's write and CAS timeouts)")
-	fs.StringVar(&c.cassandraUser, "cassandra-username", env("ORDERD_CASSANDRA_USERNAME", ""), "log in to Cassandra as this role (PasswordAuthenticator); empty: no login")
-	fs.StringVar(&c.cassandraPassFile, "cassandra-password-file", env("ORDERD_CASSANDRA_PASSWORD_FILE", ""), "file holding the Cassandra role's password (never a flag or variable value: those show in ps and -h)")
-	fs.StringVar(&c.cassandraTLS.CAFile, "cassandra-tls-ca-file", env("ORDERD_CASSANDRA_TLS_CA_FILE", ""), "PEM CA of the nodes' certificates; set: every connection to Cassandra uses TLS")
-	fs.StringVar(&c.cassandraTLS.CertFile, "cassandra-tls-cert-file", env("ORDERD_CASSANDRA_TLS_CERT_FILE", ""), "PEM client certificate for Cassandra (if the cluster requires one)")
-	fs.StringVar(&c.cassandraTLS.KeyFile, "cassandra-tls-key-file", env("ORDERD_CASSANDRA_TLS_KEY_FILE", ""), "PEM key of -cassandra-tls-cert-file")
+	fs.StringVar(&c.cassandraUser, "cassandra-username", c.env("ORDERD_CASSANDRA_USERNAME", ""), "log in to Cassandra as this role (PasswordAuthenticator); empty: no login")
+	fs.StringVar(&c.cassandraPassFile, "cassandra-password-file", c.env("ORDERD_CASSANDRA_PASSWORD_FILE", ""), "file holding the Cassandra role's password (never a flag or variable value: those show in ps and -h)")
+	fs.StringVar(&c.cassandraTLS.CAFile, "cassandra-tls-ca-file", c.env("ORDERD_CASSANDRA_TLS_CA_FILE", ""), "PEM CA of the nodes' certificates; set: every connection to Cassandra uses TLS")
+	fs.StringVar(&c.cassandraTLS.CertFile, "cassandra-tls-cert-file", c.env("ORDERD_CASSANDRA_TLS_CERT_FILE", ""), "PEM client certificate for Cassandra (if the cluster requires one)")
+	fs.StringVar(&c.cassandraTLS.KeyFile, "cassandra-tls-key-file", c.env("ORDERD_CASSANDRA_TLS_KEY_FILE", ""), "PEM key of -cassandra-tls-cert-file")
 	fs.BoolVar(&c.cassandraTLS.SkipHostVerification, "cassandra-tls-skip-host-verification", c.envBool("ORDERD_CASSANDRA_TLS_SKIP_HOST_VERIFICATION", false), "accept node certificates that do not name the node's address (still CA-signed)")
 	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying, at start, to reach the cluster, and then again to get an answer to the schema check")
-	fs.StringVar(&c.logFormat, "log-format", env("ORDERD_LOG_FORMAT", "json"), "json or text")
-	fs.StringVar(&c.logLevel, "log-level", env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
+	fs.StringVar(&c.logFormat, "log-format", c.env("ORDERD_LOG_FORMAT", "json"), "json or text")
+	fs.StringVar(&c.logLevel, "log-level", c.env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
 	if cmd != "migrate" && cmd != "copy-listing" {
 		fs.DurationVar(&c.retention, "retention", c.envDuration("ORDERD_RETENTION", 7*24*time.Hour), "how long the ledger remembers a request (its TTL)")
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
@@ -111,8 +119,8 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.Float64Var(&c.rateReplays, "rate-replays", c.envFloat("ORDERD_RATE_REPLAYS", 10000), "duplicates per second per tenant answered from the replay cache; over it: RESOURCE_EXHAUSTED; 0: unlimited")
 		fs.IntVar(&c.replayCacheSize, "replay-cache-size", c.envInt("ORDERD_REPLAY_CACHE_SIZE", 10_000), "recent recorded outcomes kept in memory to answer duplicates without a ledger read (a few hundred bytes each); 0 disables")
 		fs.IntVar(&c.projectionBatch, "projection-batch", c.envInt("ORDERD_PROJECTION_BATCH", projection.DefaultBatch), "most orders whose rows of one projection table share one write (an unlogged batch), or whose reads share one query, when they meet under load; 1: every row and read alone (docs/architecture.md, \"Group-committed projection rows and grouped reads\")")
-		fs.StringVar(&c.failpoints, "failpoints", env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/platform/failpoint)")
-		fs.StringVar(&c.cqlFaults, "cql-faults", env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/platform/cassandra.FaultSession)")
+		fs.StringVar(&c.failpoints, "failpoints", c.env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/platform/failpoint)")
+		fs.StringVar(&c.cqlFaults, "cql-faults", c.env("ORDERD_CQL_FAULTS", ""), "CQL statement faults to arm, for tests only: statement=unavailable|timeout|lose-response[*N];... (see internal/platform/cassandra.FaultSession)")
 		fs.DurationVar(&c.clockLead, "clock-lead", c.envDuration("ORDERD_CLOCK_LEAD", 0), "run this process's clock this far ahead of the machine's, for tests only (test builds)")
 		fs.DurationVar(&c.maxClockSkew, "max-clock-skew", c.envDuration("ORDERD_MAX_CLOCK_SKEW", 2*time.Second), "largest difference from the cluster's clock (measured every 10 s) at which this process claims requests and reconciles; beyond it, new requests are refused CLOCK_SKEWED and the reconciler gives up its shards")
 		fs.DurationVar(&c.reconcileGrace, "reconcile-grace", c.envDuration("ORDERD_RECONCILE_GRACE", 30*time.Second), "age at which a PENDING request is presumed abandoned and finished by the reconciler (must exceed request-timeout + cql-timeout + 2 x max-clock-skew)")
@@ -124,16 +132,16 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	}
 	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" || cmd == "republish" {
 		fs.BoolVar(&c.deliveryOn, "delivery", c.envBool("ORDERD_DELIVERY", true), "publish every accepted order's event to Kafka (docs/outbox.md); false: no events")
-		fs.StringVar(&c.kafkaBrokersCSV, "kafka-brokers", env("ORDERD_KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka seed brokers (host:port)")
-		fs.StringVar(&c.kafkaTopic, "kafka-topic", env("ORDERD_KAFKA_TOPIC", outbox.DefaultTopic), "topic order events are published to")
+		fs.StringVar(&c.kafkaBrokersCSV, "kafka-brokers", c.env("ORDERD_KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka seed brokers (host:port)")
+		fs.StringVar(&c.kafkaTopic, "kafka-topic", c.env("ORDERD_KAFKA_TOPIC", outbox.DefaultTopic), "topic order events are published to")
 		fs.IntVar(&c.kafkaPartitions, "kafka-partitions", c.envInt("ORDERD_KAFKA_PARTITIONS", 12), "partitions of the events topic when orderd creates it (an existing topic is left as it is)")
 		fs.DurationVar(&c.publishTimeout, "publish-timeout", c.envDuration("ORDERD_PUBLISH_TIMEOUT", 10*time.Second), "how long one publication of an event waits for the broker's acknowledgement")
 	}
 	if cmd == "requeue" {
-		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant of the request to requeue")
+		fs.StringVar(&c.tenant, "tenant", c.env("ORDERD_TENANT", "default"), "tenant of the request to requeue")
 	}
 	if cmd == "republish" {
-		fs.StringVar(&c.tenant, "tenant", env("ORDERD_TENANT", "default"), "tenant whose orders' events to publish again")
+		fs.StringVar(&c.tenant, "tenant", c.env("ORDERD_TENANT", "default"), "tenant whose orders' events to publish again")
 		fs.Var(&c.republishFrom, "from", "publish the events of orders created at or after this time (RFC 3339); required")
 		fs.Var(&c.republishTo, "to", "... and before this time (RFC 3339); default now")
 		fs.BoolVar(&c.republishDryRun, "dry-run", false, "count the orders and events, publish nothing")
@@ -147,16 +155,15 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.IntVar(&c.copyConcurrency, "concurrency", 32, "rows written at once")
 	}
 	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" {
-		fs.StringVar(&c.metricsAddr, "metrics-addr", env("ORDERD_METRICS_ADDR", "127.0.0.1:9090"), "HTTP listen address of /metrics (Prometheus); empty disables")
+		fs.StringVar(&c.metricsAddr, "metrics-addr", c.env("ORDERD_METRICS_ADDR", "127.0.0.1:9090"), "HTTP listen address of /metrics (Prometheus); empty disables")
 		_, c.metricsAddrExplicit = os.LookupEnv("ORDERD_METRICS_ADDR")
 		fs.BoolVar(&c.pprof, "pprof", c.envBool("ORDERD_PPROF", false), "serve Go profiles at /debug/pprof/ on the metrics listener")
 	}
 	if cmd == "serve" {
-		fs.StringVar(&c.claimCommit, "claim-commit", env("ORDERD_CLAIM_COMMIT", "local_quorum"), "consistency of the claim LWT's Paxos commit: local_quorum, or any (one round trip less per new order; needs paxos_state_purging: repaired and paxos repair on every node, checked at start: docs/operations.md, \"Claim commit at ANY\")")
-		fs.StringVar(&c.tracing, "tracing", env("ORDERD_TRACING", "off"), "OpenTelemetry tracing: off, stdout (spans on stderr) or otlp (OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT)")
+		fs.StringVar(&c.claimCommit, "claim-commit", c.env("ORDERD_CLAIM_COMMIT", "local_quorum"), "consistency of the claim LWT's Paxos commit: local_quorum, or any (one round trip less per new order; needs paxos_state_purging: repaired and paxos repair on every node, checked at start: docs/operations.md, \"Claim commit at ANY\")")
+		fs.StringVar(&c.tracing, "tracing", c.env("ORDERD_TRACING", "off"), "OpenTelemetry tracing: off, stdout (spans on stderr) or otlp (OTLP/gRPC to OTEL_EXPORTER_OTLP_ENDPOINT)")
 		fs.BoolVar(&c.reconcilerOn, "reconciler", c.envBool("ORDERD_RECONCILER", true), "run the reconciler inside serve")
-		fs.StringVar(&c.grpcAddr, "grpc-addr", env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
-		fs.StringVar(&c.healthAddr, "health-addr", env("ORDERD_HEALTH_ADDR", ""), "plaintext listener serving only gRPC health, for probes that cannot use TLS or credentials (Kubernetes): service \"\" is readiness, \"liveness\" is SERVING while the process runs; empty disables")
+		c.listenFlags(fs)
 		fs.DurationVar(&c.requestTimeout, "request-timeout", c.envDuration("ORDERD_REQUEST_TIMEOUT", 15*time.Second), "the longest any call runs: calls without a deadline get it, later client deadlines are cut to it")
 		fs.DurationVar(&c.shutdownGrace, "shutdown-grace", c.envDuration("ORDERD_SHUTDOWN_GRACE", 20*time.Second), "how long open calls may finish after SIGTERM")
 		fs.IntVar(&c.maxStreams, "grpc-max-streams", c.envInt("ORDERD_GRPC_MAX_STREAMS", 256), "concurrent calls one connection may have open")
@@ -166,7 +173,22 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		c.sec.flags(fs, c)
 		fs.Var(&c.pageTokenKey, "page-token-key", "key signing ListCustomerOrders page tokens: hex or base64, at least 32 bytes, the same on every instance; unset: a random key per process (prefer the environment variable: a flag shows in ps)")
 	}
+	c.nameVariables(fs)
 	return fs
+}
+
+// listenFlags are serve's listen addresses, which healthcheck reads too.
+func (c *config) listenFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.grpcAddr, "grpc-addr", c.env("ORDERD_GRPC_ADDR", "127.0.0.1:8080"), "gRPC listen address")
+	fs.StringVar(&c.healthAddr, "health-addr", c.env("ORDERD_HEALTH_ADDR", ""), "plaintext listener serving only gRPC health, for probes that cannot use TLS or credentials (Kubernetes): service \"\" is readiness, \"liveness\" is SERVING while the process runs; empty disables")
+}
+
+// healthcheckFlags are the settings of healthcheck: serve's, read from the
+// same variables, so that in serve's container it finds serve's port.
+func (c *config) healthcheckFlags(fs *flag.FlagSet) {
+	c.listenFlags(fs)
+	fs.StringVar(&c.sec.tlsCertFile, "tls-cert-file", c.env("ORDERD_TLS_CERT_FILE", ""), "serve's PEM certificate: set, the check speaks TLS to -grpc-addr and accepts only this certificate (unused with -health-addr)")
+	fs.DurationVar(&c.healthTimeout, "timeout", 5*time.Second, "how long the check waits for an answer")
 }
 
 func (c *config) contactPoints() []string { return splitList(c.contactPointsCSV) }
@@ -235,6 +257,7 @@ func (c *config) logger() (*slog.Logger, error) {
 }
 
 func (c *config) envBool(name string, def bool) bool {
+	c.envRead = append(c.envRead, name)
 	if v, ok := os.LookupEnv(name); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -245,7 +268,8 @@ func (c *config) envBool(name string, def bool) bool {
 	return def
 }
 
-func env(name, def string) string {
+func (c *config) env(name, def string) string {
+	c.envRead = append(c.envRead, name)
 	if v, ok := os.LookupEnv(name); ok {
 		return v
 	}
@@ -253,6 +277,7 @@ func env(name, def string) string {
 }
 
 func (c *config) envInt(name string, def int) int {
+	c.envRead = append(c.envRead, name)
 	if v, ok := os.LookupEnv(name); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -264,6 +289,7 @@ func (c *config) envInt(name string, def int) int {
 }
 
 func (c *config) envFloat(name string, def float64) float64 {
+	c.envRead = append(c.envRead, name)
 	if v, ok := os.LookupEnv(name); ok {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -275,6 +301,7 @@ func (c *config) envFloat(name string, def float64) float64 {
 }
 
 func (c *config) envDuration(name string, def time.Duration) time.Duration {
+	c.envRead = append(c.envRead, name)
 	if v, ok := os.LookupEnv(name); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {

@@ -21,18 +21,27 @@ const keysUsage = `usage:
   orderd keys list -file FILE
 A running orderd reloads the file within -auth-reload-interval.`
 
+const keysFileVariable = "ORDERD_API_KEYS_FILE"
+
 // keysCommand manages an API key file (docs/security.md).
 func keysCommand(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(keysUsage)
 	}
+	if isHelp(args) {
+		return help([]string{"keys"}, stdout)
+	}
 	sub, args := args[0], args[1:]
+	var settings config
 	fs := flag.NewFlagSet("orderd keys "+sub, flag.ContinueOnError)
-	file := fs.String("file", env("ORDERD_API_KEYS_FILE", ""), "API key file")
+	// serve's variable for the file it reads (-api-keys-file)
+	file := fs.String("file", settings.env(keysFileVariable, ""), "API key file (env "+keysFileVariable+")")
 	tenant := fs.String("tenant", "", "tenant the key acts for")
 	name := fs.String("name", "", "client name (for logs)")
 	perms := fs.String("permissions", "create,read", "comma-separated: create, read, admin")
-	if err := fs.Parse(args); err != nil {
+	c, _ := lookupCommand("keys")
+	c.name += " " + sub
+	if help, err := parseSettings(fs, c, args, stdout); help || err != nil {
 		return err
 	}
 	if *file == "" {
@@ -84,19 +93,29 @@ func keysCommand(args []string, stdout io.Writer) error {
 	return fmt.Errorf("unknown keys command %q\n%s", sub, keysUsage)
 }
 
+// devSetupConfig is what dev-setup writes, and where.
+type devSetupConfig struct{ dir, tenant, hosts string }
+
+func devSetupFlags(c *devSetupConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("orderd dev-setup", flag.ContinueOnError)
+	fs.StringVar(&c.dir, "dir", ".dev", "directory to write into")
+	fs.StringVar(&c.tenant, "tenant", "default", "tenant of the development client certificate and key")
+	fs.StringVar(&c.hosts, "hosts", "", "comma-separated addresses or names the server certificate names besides 127.0.0.1, ::1 and localhost")
+	return fs
+}
+
 // devSetup writes a development CA, certificates and API key file into a
 // directory, once (internal/tools/devsetup), and prints the key: here and
 // nowhere else. It leaves an existing setup alone.
 func devSetup(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("orderd dev-setup", flag.ContinueOnError)
-	dir := fs.String("dir", ".dev", "directory to write into")
-	tenant := fs.String("tenant", "default", "tenant of the development client certificate and key")
-	hosts := fs.String("hosts", "", "comma-separated addresses or names the server certificate names besides 127.0.0.1, ::1 and localhost")
-	if err := fs.Parse(args); err != nil {
+	var cfg devSetupConfig
+	c, _ := lookupCommand("dev-setup")
+	if help, err := parseSettings(devSetupFlags(&cfg), c, args, stdout); help || err != nil {
 		return err
 	}
+	dir, tenant := &cfg.dir, &cfg.tenant
 	var extra []string
-	for h := range strings.SplitSeq(*hosts, ",") {
+	for h := range strings.SplitSeq(cfg.hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			extra = append(extra, h)
 		}

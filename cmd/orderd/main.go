@@ -18,7 +18,7 @@
 //	                            non-zero exit on any violation
 //
 // Every setting is a flag with an ORDERD_* environment variable of the same
-// name as its default source; `orderd serve -h` lists them.
+// name as its default source; `orderd COMMAND -h` lists them.
 package main
 
 import (
@@ -26,6 +26,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -35,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
@@ -66,34 +68,49 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "orderd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run runs the command args name (serve when they name none); usage and
+// help go to stdout.
+func run(args []string, stdout io.Writer) error {
+	if isHelp(args) { // orderd -h: the commands, not serve's flags
+		return help(nil, stdout)
+	}
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd { // commands that need no cluster settings
 	case "keys":
-		return keysCommand(args, os.Stdout)
+		return keysCommand(args, stdout)
 	case "dev-setup":
-		return devSetup(args, os.Stdout)
+		return devSetup(args, stdout)
 	case "help":
-		return help(args, os.Stdout)
+		if isHelp(args) {
+			return help(nil, stdout)
+		}
+		return help(args, stdout)
 	case "version":
-		return printVersion(os.Stdout)
+		if isHelp(args) {
+			return help([]string{cmd}, stdout)
+		}
+		return printVersion(stdout)
 	}
-	if _, ok := lookupCommand(cmd); !ok {
+	c, ok := lookupCommand(cmd)
+	if !ok {
 		return unknownCommand(cmd)
 	}
 	cfg := &config{}
 	fs := cfg.flags(cmd)
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseSettings(fs, c, args, stdout); help || err != nil {
 		return err
+	}
+	if cmd == "healthcheck" { // a probe: no logger, no cluster settings to check
+		return healthcheck(context.Background(), cfg, stdout)
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "metrics-addr" {
@@ -107,6 +124,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	setMemoryLimit(log, memlimit.FromCgroup)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch cmd {
@@ -580,6 +598,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	if cfg.sec.reflection {
 		reflection.Register(srv)
 	}
+	a.metrics.InitializeGRPC(srv)
 	probe := grpcapi.NewHealthProbe(healthSrv, quorumProbe(a.stmts), 2*time.Second, log)
 
 	var loop *reconciler.Loop

@@ -134,7 +134,8 @@ func (o *observability) cqlObserver() gocql.QueryObserver {
 // stats handler: the metrics interceptor outermost (it sees every answer),
 // then inner in order.
 func (o *observability) grpcOptions(inner ...grpc.UnaryServerInterceptor) []grpc.ServerOption {
-	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{o.metrics.UnaryServerInterceptor()}, inner...)...)}
+	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{o.metrics.UnaryServerInterceptor()}, inner...)...),
+		grpc.ChainStreamInterceptor(o.metrics.StreamServerInterceptor())}
 	if o.tp != nil {
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(o.tp),

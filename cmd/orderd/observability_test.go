@@ -130,8 +130,8 @@ func TestTracingModes(t *testing.T) {
 	if obs.cqlObserver() == nil {
 		t.Error("no CQL observer with tracing on")
 	}
-	if n := len(obs.grpcOptions(deadlineInterceptor(time.Second))); n != 2 {
-		t.Errorf("%d gRPC server options with tracing, want 2 (interceptors, stats handler)", n)
+	if n := len(obs.grpcOptions(deadlineInterceptor(time.Second))); n != 3 {
+		t.Errorf("%d gRPC server options with tracing, want 3 (unary and stream interceptors, stats handler)", n)
 	}
 	if err := tp.Shutdown(context.Background()); err != nil {
 		t.Error(err)

@@ -51,6 +51,7 @@ func parseKey(s string) ([]byte, error) {
 // envKey is the key in the environment variable name, if set; a bad value
 // is reported by validate, without the value.
 func (c *config) envKey(name string) keyFlag {
+	c.envRead = append(c.envRead, name)
 	var k keyFlag
 	if v, ok := os.LookupEnv(name); ok && v != "" {
 		if err := k.Set(v); err != nil {

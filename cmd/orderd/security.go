@@ -33,16 +33,16 @@ type securityConfig struct {
 }
 
 func (c *securityConfig) flags(fs *flag.FlagSet, cfg *config) {
-	fs.StringVar(&c.tlsCertFile, "tls-cert-file", env("ORDERD_TLS_CERT_FILE", ""), "PEM certificate (chain) of the gRPC port; required unless -insecure")
-	fs.StringVar(&c.tlsKeyFile, "tls-key-file", env("ORDERD_TLS_KEY_FILE", ""), "PEM private key of -tls-cert-file")
-	fs.StringVar(&c.clientCAFile, "tls-client-ca-file", env("ORDERD_TLS_CLIENT_CA_FILE", ""), "PEM CA certificates that sign client certificates; set: mutual TLS identities are accepted (tenant = O, client = CN, permissions = OU)")
-	fs.StringVar(&c.apiKeysFile, "api-keys-file", env("ORDERD_API_KEYS_FILE", ""), "API key file (salted hashes, written by `orderd keys`); reloaded when it changes")
-	fs.StringVar(&c.jwksFile, "jwks-file", env("ORDERD_JWKS_FILE", ""), "JSON Web Key Set of the JWT issuer (public keys); set: JWTs are accepted; reloaded when it changes")
-	fs.StringVar(&c.jwtIssuer, "jwt-issuer", env("ORDERD_JWT_ISSUER", ""), "required iss of JWTs")
-	fs.StringVar(&c.jwtAudience, "jwt-audience", env("ORDERD_JWT_AUDIENCE", "orderd"), "required aud of JWTs")
+	fs.StringVar(&c.tlsCertFile, "tls-cert-file", cfg.env("ORDERD_TLS_CERT_FILE", ""), "PEM certificate (chain) of the gRPC port; required unless -insecure")
+	fs.StringVar(&c.tlsKeyFile, "tls-key-file", cfg.env("ORDERD_TLS_KEY_FILE", ""), "PEM private key of -tls-cert-file")
+	fs.StringVar(&c.clientCAFile, "tls-client-ca-file", cfg.env("ORDERD_TLS_CLIENT_CA_FILE", ""), "PEM CA certificates that sign client certificates; set: mutual TLS identities are accepted (tenant = O, client = CN, permissions = OU)")
+	fs.StringVar(&c.apiKeysFile, "api-keys-file", cfg.env("ORDERD_API_KEYS_FILE", ""), "API key file (salted hashes, written by orderd keys); reloaded when it changes")
+	fs.StringVar(&c.jwksFile, "jwks-file", cfg.env("ORDERD_JWKS_FILE", ""), "JSON Web Key Set of the JWT issuer (public keys); set: JWTs are accepted; reloaded when it changes")
+	fs.StringVar(&c.jwtIssuer, "jwt-issuer", cfg.env("ORDERD_JWT_ISSUER", ""), "required iss of JWTs")
+	fs.StringVar(&c.jwtAudience, "jwt-audience", cfg.env("ORDERD_JWT_AUDIENCE", "orderd"), "required aud of JWTs")
 	fs.DurationVar(&c.reloadInterval, "auth-reload-interval", cfg.envDuration("ORDERD_AUTH_RELOAD_INTERVAL", 2*time.Second), "how often the API key, JWKS and TLS certificate files are checked for changes")
 	fs.BoolVar(&c.insecure, "insecure", cfg.envBool("ORDERD_INSECURE", false), "DEVELOPMENT ONLY: no authentication; every caller acts for -insecure-tenant with every permission (and plaintext unless a TLS certificate is set)")
-	fs.StringVar(&c.insecureTenant, "insecure-tenant", env("ORDERD_INSECURE_TENANT", "default"), "the tenant of every call in -insecure mode")
+	fs.StringVar(&c.insecureTenant, "insecure-tenant", cfg.env("ORDERD_INSECURE_TENANT", "default"), "the tenant of every call in -insecure mode")
 	fs.BoolVar(&c.reflection, "reflection", cfg.envBool("ORDERD_REFLECTION", true), "serve gRPC reflection (the API's schema, for grpcurl); false in production if the schema is not to be discoverable")
 }
 

@@ -110,3 +110,43 @@ func TestDockerfileImagePromises(t *testing.T) {
 		}
 	}
 }
+
+// The image checks itself with orderd's own healthcheck command (the
+// runtime has no shell or probe binary), and carries the OCI annotations
+// registries and scanners read, each from a build argument that
+// images/build.sh sets.
+func TestDockerfileHealthcheckAndLabels(t *testing.T) {
+	var healthchecks []string
+	labels := map[string]string{}
+	for _, in := range dockerfileInstructions(t) {
+		word, rest, _ := strings.Cut(in, " ")
+		switch strings.ToUpper(word) {
+		case "HEALTHCHECK":
+			healthchecks = append(healthchecks, rest)
+		case "LABEL":
+			for _, m := range regexp.MustCompile(`(\S+)="([^"]*)"`).FindAllStringSubmatch(rest, -1) {
+				labels[m[1]] = m[2]
+			}
+		}
+	}
+	if len(healthchecks) != 1 || !strings.HasSuffix(healthchecks[0], `CMD ["/orderd", "healthcheck", "-timeout", "4s"]`) {
+		t.Errorf("HEALTHCHECK = %q, want one, running /orderd healthcheck", healthchecks)
+	}
+	for key, arg := range map[string]string{
+		"source": "${SOURCE}", "version": "${VERSION}", "revision": "${REVISION}",
+		"created": "${CREATED}", "licenses": "${LICENSES}", "title": "orderd",
+	} {
+		if got := labels["org.opencontainers.image."+key]; got != arg {
+			t.Errorf("LABEL org.opencontainers.image.%s = %q, want %q", key, got, arg)
+		}
+	}
+	script, err := os.ReadFile("images/build.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"VERSION", "REVISION", "CREATED", "SOURCE"} {
+		if !strings.Contains(string(script), "--build-arg "+arg+"=") {
+			t.Errorf("images/build.sh does not pass --build-arg %s", arg)
+		}
+	}
+}

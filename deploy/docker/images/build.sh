@@ -130,15 +130,23 @@ image_static() {
 }
 
 # The repo-root Dockerfile with the builder and runtime made here, stamped
-# with the version and revision as `make build` stamps bin/orderd.
+# with the version and revision as `make build` stamps bin/orderd, and
+# labelled with them, the build time (SOURCE_DATE_EPOCH, if set, for a
+# reproducible one), the source (the module's repository) and the licence
+# (ORDERD_LICENSES, an SPDX expression; the Dockerfile's default says none
+# is stated).
 image_orderd() {
-	local version revision
+	local version revision created source
 	version=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)
 	revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+	created=$(date -u ${SOURCE_DATE_EPOCH:+-d "@$SOURCE_DATE_EPOCH"} +%Y-%m-%dT%H:%M:%SZ)
+	source=https://$(awk '$1 == "module" { print $2 }' "$root/go.mod")
 	build "$ORDERD_IMAGE" "$root/Dockerfile" "$root" \
 		--build-arg BUILD_IMAGE="$GOLANG_IMAGE" --build-arg RUNTIME_IMAGE="$STATIC_IMAGE" \
-		--build-arg VERSION="$version" --build-arg REVISION="$revision"
-	log "$ORDERD_IMAGE: orderd $version"
+		--build-arg VERSION="$version" --build-arg REVISION="$revision" \
+		--build-arg CREATED="$created" --build-arg SOURCE="$source" \
+		${ORDERD_LICENSES:+--build-arg LICENSES="$ORDERD_LICENSES"}
+	log "$ORDERD_IMAGE: orderd $version ($revision), built $created"
 }
 
 # kafka_runtime prints the folder of the Kafka jars the local launcher runs

@@ -12,11 +12,40 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 
 	"github.com/atlasmart/orderd/reconciler"
 )
+
+// catalogRegistry is the registry of an orderd serve with a reconciler, every
+// vector with a series, as a running process has.
+func catalogRegistry(t *testing.T) *prometheus.Registry {
+	t.Helper()
+	m, reg := newMetrics(t)
+	if err := m.RegisterReconciler(func() reconciler.Stats { return reconciler.Stats{} }); err != nil {
+		t.Fatal(err)
+	}
+	// A vector is gathered only once it has a child: give every one a
+	// series, as a running process does.
+	_, _ = m.UnaryServerInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/x/Y"},
+		func(context.Context, any) (any, error) { return nil, nil })
+	NewCQLObserver(m, nil).ObserveQuery(context.Background(),
+		gocql.ObservedQuery{Statement: "SELECT * FROM t", Start: time.Now(), End: time.Now()})
+	m.Served("default", "/x/Y", "OK")
+
+	return reg
+}
+
+func mustGather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
 
 var update = flag.Bool("update", false, "rewrite the metric catalog (deploy/monitoring/testdata/metrics.txt)")
 
@@ -40,22 +69,7 @@ func TestMetricCatalog(t *testing.T) {
 		// runs on Linux.
 		t.Skip("the catalog is of a Linux process")
 	}
-	m, reg := newMetrics(t)
-	if err := m.RegisterReconciler(func() reconciler.Stats { return reconciler.Stats{} }); err != nil {
-		t.Fatal(err)
-	}
-	// A vector is gathered only once it has a child: give every one a
-	// series, as a running process does.
-	_, _ = m.UnaryServerInterceptor()(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/x/Y"},
-		func(context.Context, any) (any, error) { return nil, nil })
-	NewCQLObserver(m, nil).ObserveQuery(context.Background(),
-		gocql.ObservedQuery{Statement: "SELECT * FROM t", Start: time.Now(), End: time.Now()})
-	m.Served("default", "/x/Y", "OK")
-
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := mustGather(t, catalogRegistry(t))
 	var names []string
 	for _, mf := range mfs {
 		n := mf.GetName()

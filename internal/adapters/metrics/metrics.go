@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -45,6 +46,7 @@ var (
 // a nil *Metrics records nothing.
 type Metrics struct {
 	reg             prometheus.Registerer
+	grpcServer      *grpcprom.ServerMetrics // the standard grpc_server_* metrics
 	grpcRequests    *prometheus.CounterVec
 	grpcDuration    *prometheus.HistogramVec
 	createOutcomes  *prometheus.CounterVec
@@ -73,6 +75,10 @@ var (
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		reg: reg,
+		// The grpc_server_* metrics every gRPC dashboard and alert knows
+		// (go-grpc-middleware's), beside orderd's own grpc_* ones, which
+		// the rules and the dashboard here use.
+		grpcServer: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(grpcprom.WithHistogramBuckets(grpcBuckets))),
 		grpcRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "grpc_requests_total",
 			Help: "gRPC calls handled, by full method and status code.",
@@ -142,7 +148,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildinfo.Collector(),
-		m.grpcRequests, m.grpcDuration, m.createOutcomes, m.changeOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
+		m.grpcServer, m.grpcRequests, m.grpcDuration, m.createOutcomes, m.changeOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
 		m.deliveries, m.publishDuration, m.authRefused, m.tenantRequests, m.clockOffset, m.clockError, m.clockMax,
 	}
 	for _, c := range cs {

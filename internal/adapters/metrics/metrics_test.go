@@ -124,7 +124,7 @@ orderd_reconciler_owned_shards 8
 	for name, v := range map[string]float64{
 		"orderd_reconciler_finished_total": 3, "orderd_reconciler_retried_total": 2, "orderd_reconciler_stuck_attempts_total": 6, "orderd_reconciler_dropped_entries_total": 7,
 		"orderd_reconciler_passes_total": 40, "orderd_reconciler_pass_errors_total": 4, "orderd_reconciler_pending_requests": 5,
-		"orderd_reconciler_minutes_passed_total": 11, "orderd_reconciler_cursor_lag_seconds": 150,
+		"orderd_reconciler_due_buckets_passed_total": 11, "orderd_reconciler_cursor_lag_seconds": 150,
 		"orderd_reconciler_lost_leases_total": 9,
 	} {
 		if got := gathered(t, reg, name); got != v {

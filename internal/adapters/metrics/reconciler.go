@@ -45,7 +45,9 @@ func (m *Metrics) RegisterReconciler(stats func() reconciler.Stats) error {
 			func(s reconciler.Stats) int64 { return s.DeadLettered }),
 		counter("dropped_entries_total", "Due-queue entries removed because their request was settled, gone or claimed by another attempt.",
 			func(s reconciler.Stats) int64 { return s.Dropped }),
-		counter("minutes_passed_total", "Due-queue minutes this instance's cursors passed and deleted.",
+		// Not "minutes_passed_total": promlint reads "minutes" as a unit
+		// that should be seconds, and this counts partitions, not time.
+		counter("due_buckets_passed_total", "Due-queue buckets (one shard's minute, one partition) this instance's cursors passed and deleted.",
 			func(s reconciler.Stats) int64 { return s.MinutesPassed }),
 		gauge("cursor_lag_seconds", "How far behind now the oldest due-queue cursor of this instance's shards was after its last pass: normally the margin plus a minute or two; growing, a minute holds an entry that cannot be settled.",
 			func(s reconciler.Stats) float64 { return s.CursorLag.Seconds() }),

@@ -38,8 +38,8 @@ type Config struct {
 	DCs int
 	// Security, if set, makes clients log in and use TLS.
 	Security *Security
-	// Version pins a cassandra-all release such as "5.0.9"; default: the
-	// newest 5.0.x that resolves from Maven Central (or is already cached).
+	// Version is the cassandra-all release to run, such as "5.0.8";
+	// default CassandraVersion.
 	Version string
 	// CacheDir holds fetched jars, shared by every checkout; default
 	// $XDG_CACHE_HOME/orderd or ~/.cache/orderd.
@@ -81,7 +81,19 @@ type Security struct {
 	ClientTLSKeystore string
 }
 
+// CassandraVersion is the one Cassandra release orderd is developed and
+// tested against: the local cluster's default, compose.yaml's image, the
+// image deploy/docker/images/build.sh builds and the K8ssandra example's
+// serverVersion. A test of this package reads each place and fails if one
+// differs. Moving to another release is a change of all of them at once,
+// after the e2e suite passed on it (CASSANDRA_VERSION runs the local
+// cluster on another release meanwhile).
+const CassandraVersion = "5.0.9"
+
 func (c *Config) setDefaults() error {
+	if c.Version == "" {
+		c.Version = CassandraVersion
+	}
 	if c.Nodes == 0 {
 		c.Nodes = 3
 	}

@@ -37,9 +37,9 @@ var cassandraRuntime = runtimeSpec{
 	pom:    "pom.xml.tmpl",
 	prefix: "cassandra-",
 	jar:    regexp.MustCompile(`^cassandra-all-(5\.0\.\d+)\.jar$`),
-	// Maven picks the newest 5.0.x release that resolves from Maven Central.
-	newest: "[5.0.0,5.1)",
-	jarOf:  func(v string) string { return "cassandra-all-" + v + ".jar" },
+	// No newest: the version is always named (Config.Version, by default
+	// CassandraVersion), so that every checkout runs the same release.
+	jarOf: func(v string) string { return "cassandra-all-" + v + ".jar" },
 }
 
 // runtimeDir is a launcher's runtime folder, resolved (and fetched if need
