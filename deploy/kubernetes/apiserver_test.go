@@ -99,6 +99,10 @@ func openCluster(logf func(string, ...any)) (*cluster, error) {
 		logf("API server: the cluster of %s (%s), dry runs only", path, cfg.Host)
 		return newCluster("cluster of "+path, cfg, rec, true)
 	}
+	etcd, err := etcdBinary() // before the build: without etcd, no minutes spent building
+	if err != nil {
+		return nil, err
+	}
 	bin, err := kubeAPIServerBinary(logf)
 	if err != nil {
 		return nil, err
@@ -108,7 +112,7 @@ func openCluster(logf func(string, ...any)) (*cluster, error) {
 		return nil, err
 	}
 	start := time.Now()
-	srv, err := startLocalServer(bin, dir)
+	srv, err := startLocalServer(etcd, bin, dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -110,13 +110,18 @@ func (p *process) exited() bool {
 	}
 }
 
+// etcdBinary is Debian's etcd (package etcd-server), from PATH.
+func etcdBinary() (string, error) {
+	path, err := exec.LookPath("etcd")
+	if err != nil {
+		return "", fmt.Errorf("no etcd on PATH (apt-get install etcd-server): %w", err)
+	}
+	return path, nil
+}
+
 // startLocalServer starts etcd and kube-apiserver with their files under
 // dir and waits until the API server is ready.
-func startLocalServer(apiserver, dir string) (*localServer, error) {
-	etcdBin, err := exec.LookPath("etcd")
-	if err != nil {
-		return nil, fmt.Errorf("no etcd on PATH (apt-get install etcd-server): %w", err)
-	}
+func startLocalServer(etcdBin, apiserver, dir string) (*localServer, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
