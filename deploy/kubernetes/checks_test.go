@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 var externalSecrets = []string{
 	"orderd-grpc-tls", "orderd-api-keys", "orderd-page-token-key",
 	"orderd-cassandra", "orderd-cassandra-migrator", "orderd-cassandra-tls-ca",
+	"orderd-kafka", "orderd-kafka-tls-ca",
 }
 
 // orderdSettings are the ORDERD_* names cmd/orderd reads, from its source
@@ -458,9 +460,14 @@ func TestProductionOverlay(t *testing.T) {
 		t.Errorf("image %s is not pinned by digest", img)
 	}
 	for _, o := range objs {
-		if o.Namespace != "orderd" && o.Kind != "PriorityClass" {
+		clusterScoped := o.Kind == "PriorityClass" || o.Kind == "Namespace"
+		if o.Namespace != "orderd" && !clusterScoped {
 			t.Errorf("%s is in namespace %q, want orderd", o, o.Namespace)
 		}
+	}
+	ns := one[corev1.Namespace](t, objs)
+	if ns.Name != "orderd" || ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("the overlay must create namespace orderd enforcing Pod Security restricted, got %s %v", ns.Name, ns.Labels)
 	}
 	for _, c := range d.Spec.Template.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
@@ -487,21 +494,33 @@ func TestProductionOverlay(t *testing.T) {
 }
 
 // orderd's settings name the Cassandra datacenter and the Kafka cluster
-// and topic of ../cassandra and ../kafka as those operators name them.
+// and topic of ../cassandra and ../kafka as those operators name them, by
+// names that resolve from orderd's namespace, and its network policy lets
+// it reach them.
 func TestSettingsMatchTheDataServices(t *testing.T) {
 	base := render(t, "base")
 	env := podEnv(t, base, one[appsv1.Deployment](t, base).Spec.Template.Spec.Containers[0])
-	migEnv := podEnv(t, render(t, "migrate"), one[batchv1.Job](t, render(t, "migrate")).Spec.Template.Spec.Containers[0])
+	migrate := render(t, "migrate")
+	migEnv := podEnv(t, migrate, one[batchv1.Job](t, migrate).Spec.Template.Spec.Containers[0])
+	egress := egressPeers(one[networkingv1.NetworkPolicy](t, base))
 
 	for _, o := range render(t, "cassandra") {
-		m := unstructured(t, o)
-		spec := m["spec"].(map[string]any)
+		if o.Kind != "CassandraDatacenter" {
+			continue
+		}
+		spec := fields(t, o)["spec"].(map[string]any)
 		cluster, dc := spec["clusterName"].(string), o.Name
-		if want := cluster + "-" + dc + "-service"; env["ORDERD_CASSANDRA_CONTACT_POINTS"] != want {
-			t.Errorf("ORDERD_CASSANDRA_CONTACT_POINTS=%s, want cass-operator's service %s", env["ORDERD_CASSANDRA_CONTACT_POINTS"], want)
+		want := cluster + "-" + dc + "-service." + o.Namespace + ".svc"
+		for name, e := range map[string]map[string]string{"serve": env, "migrate": migEnv} {
+			if e["ORDERD_CASSANDRA_CONTACT_POINTS"] != want {
+				t.Errorf("%s: ORDERD_CASSANDRA_CONTACT_POINTS=%s, want cass-operator's service %s", name, e["ORDERD_CASSANDRA_CONTACT_POINTS"], want)
+			}
 		}
 		if env["ORDERD_LOCAL_DC"] != dc {
 			t.Errorf("ORDERD_LOCAL_DC=%s, the datacenter is %s", env["ORDERD_LOCAL_DC"], dc)
+		}
+		if !egress[o.Namespace+":9042"] {
+			t.Errorf("the NetworkPolicy lets orderd reach no pod of namespace %s on 9042 (have %v)", o.Namespace, egress)
 		}
 		racks := len(spec["racks"].([]any))
 		if rf, _ := strconv.Atoi(migEnv["ORDERD_REPLICATION_FACTOR"]); rf != racks {
@@ -511,18 +530,20 @@ func TestSettingsMatchTheDataServices(t *testing.T) {
 		if yaml["paxos_variant"] != "v2" || yaml["paxos_state_purging"] != "repaired" {
 			t.Errorf("want paxos_variant v2 and paxos_state_purging repaired, got %v and %v", yaml["paxos_variant"], yaml["paxos_state_purging"])
 		}
-		if v := spec["serverVersion"].(string); !strings.HasPrefix(v, "5.0.") {
-			t.Errorf("serverVersion %s, want 5.0.x", v)
-		}
 	}
 
 	var topics []string
 	for _, o := range render(t, "kafka") {
-		m := unstructured(t, o)
+		m := fields(t, o)
 		switch o.Kind {
 		case "Kafka":
-			if want := o.Name + "-kafka-bootstrap:9092"; env["ORDERD_KAFKA_BROKERS"] != want {
-				t.Errorf("ORDERD_KAFKA_BROKERS=%s, want Strimzi's bootstrap service %s", env["ORDERD_KAFKA_BROKERS"], want)
+			port := scramTLSListenerPort(t, m)
+			want := fmt.Sprintf("%s-kafka-bootstrap.%s.svc:%d", o.Name, o.Namespace, port)
+			if env["ORDERD_KAFKA_BROKERS"] != want {
+				t.Errorf("ORDERD_KAFKA_BROKERS=%s, want Strimzi's bootstrap service on the SCRAM-over-TLS listener, %s", env["ORDERD_KAFKA_BROKERS"], want)
+			}
+			if !egress[fmt.Sprintf("%s:%d", o.Namespace, port)] {
+				t.Errorf("the NetworkPolicy lets orderd reach no pod of namespace %s on %d (have %v)", o.Namespace, port, egress)
 			}
 		case "KafkaTopic":
 			topics = append(topics, o.Name)
@@ -538,5 +559,100 @@ func TestSettingsMatchTheDataServices(t *testing.T) {
 	sort.Strings(topics)
 	if i := sort.SearchStrings(topics, env["ORDERD_KAFKA_TOPIC"]); i == len(topics) || topics[i] != env["ORDERD_KAFKA_TOPIC"] {
 		t.Errorf("no KafkaTopic for ORDERD_KAFKA_TOPIC=%s (have %v)", env["ORDERD_KAFKA_TOPIC"], topics)
+	}
+}
+
+// egressPeers are the "namespace:port" pairs a NetworkPolicy's egress
+// rules allow to a namespace chosen by name.
+func egressPeers(np *networkingv1.NetworkPolicy) map[string]bool {
+	out := map[string]bool{}
+	for _, rule := range np.Spec.Egress {
+		for _, to := range rule.To {
+			if to.NamespaceSelector == nil {
+				continue
+			}
+			ns := to.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
+			for _, p := range rule.Ports {
+				if p.Port != nil {
+					out[ns+":"+p.Port.String()] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// scramTLSListenerPort is the port of the Kafka's listener that takes TLS
+// and SCRAM-SHA-512; it fails the test if there is none, or if another
+// listener takes anything less.
+func scramTLSListenerPort(t *testing.T, kafka map[string]any) int {
+	t.Helper()
+	listeners := kafka["spec"].(map[string]any)["kafka"].(map[string]any)["listeners"].([]any)
+	port := 0
+	for _, l := range listeners {
+		l := l.(map[string]any)
+		auth, _ := l["authentication"].(map[string]any)
+		if l["tls"] != true || auth["type"] != "scram-sha-512" {
+			t.Errorf("listener %v: want TLS and SCRAM-SHA-512 on every listener", l["name"])
+			continue
+		}
+		port = int(l["port"].(float64))
+	}
+	if port == 0 {
+		t.Fatal("the Kafka has no TLS listener with SCRAM-SHA-512 authentication")
+	}
+	authz, _ := kafka["spec"].(map[string]any)["kafka"].(map[string]any)["authorization"].(map[string]any)
+	if authz["type"] != "simple" {
+		t.Errorf("Kafka authorization is %v, want simple (the KafkaUsers' ACLs are enforced)", authz)
+	}
+	return port
+}
+
+// strimziKafkaVersions are the Kafka versions Strimzi 1.2.0 runs
+// (testdata/crds/README.md): the CRD takes any string, the operator
+// refuses the others.
+var strimziKafkaVersions = []string{"4.2.0", "4.2.1", "4.3.0", "4.3.1"}
+
+func TestKafkaVersionIsOneStrimziRuns(t *testing.T) {
+	for _, o := range render(t, "kafka") {
+		if o.Kind != "Kafka" {
+			continue
+		}
+		v, _ := fields(t, o)["spec"].(map[string]any)["kafka"].(map[string]any)["version"].(string)
+		if !slices.Contains(strimziKafkaVersions, v) {
+			t.Errorf("Kafka %s runs version %q; Strimzi 1.2.0 runs %v", o.Name, v, strimziKafkaVersions)
+		}
+	}
+}
+
+// Each KafkaUser may touch the events topic and, for a consumer, its own
+// group, and nothing else: no other topic, no prefix or wildcard, no
+// cluster-wide operation.
+func TestKafkaUsersReachOnlyTheEventsTopic(t *testing.T) {
+	base := render(t, "base")
+	topic := podEnv(t, base, one[appsv1.Deployment](t, base).Spec.Template.Spec.Containers[0])["ORDERD_KAFKA_TOPIC"]
+	users := map[string]bool{}
+	for _, o := range render(t, "kafka") {
+		if o.Kind != "KafkaUser" {
+			continue
+		}
+		users[o.Name] = true
+		spec := fields(t, o)["spec"].(map[string]any)
+		if auth := spec["authentication"].(map[string]any); auth["type"] != "scram-sha-512" {
+			t.Errorf("KafkaUser %s authenticates by %v, want scram-sha-512", o.Name, auth["type"])
+		}
+		for _, a := range spec["authorization"].(map[string]any)["acls"].([]any) {
+			r := a.(map[string]any)["resource"].(map[string]any)
+			ok := r["patternType"] == "literal" &&
+				((r["type"] == "topic" && r["name"] == topic) || (r["type"] == "group" && r["name"] == o.Name))
+			if !ok {
+				t.Errorf("KafkaUser %s: ACL on %v %v (%v): want only the literal topic %s or the group %s", o.Name, r["type"], r["name"], r["patternType"], topic, o.Name)
+			}
+		}
+	}
+	for _, want := range []string{"orderd", "orderconsumer"} {
+		if !users[want] {
+			t.Errorf("no KafkaUser %s", want)
+		}
 	}
 }
