@@ -119,7 +119,7 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		return checkErr
 	})
 	if done || checkErr != nil {
-		s.delivery.releaseLater(claim)
+		s.delivery.releaseLater(ctx, claim)
 	}
 	switch {
 	case done:
@@ -149,12 +149,12 @@ func (s *Service) settleChange(ctx context.Context, rec ledger.Record, res Chang
 	s.note(ctx, rec, err)
 	switch {
 	case receipt(err):
-		s.delivery.releaseLater(rec)
+		s.delivery.releaseLater(ctx, rec)
 		return ChangeResult{}, err
 	case err != nil:
 		return ChangeResult{}, err
 	}
-	s.delivery.settleLater(rec, order.ChangedEvent(res.Order, res.Change))
+	s.delivery.settleLater(ctx, rec, order.ChangedEvent(res.Order, res.Change))
 	res.Outcome, res.Replayed = outcome, outcome != OutcomeNew
 	return res, nil
 }
@@ -393,7 +393,7 @@ func (s *Service) rebuildHistory(ctx context.Context, tenant string, orderID uui
 			return fault.New(fault.ReasonHistoryBehind, fmt.Errorf("order %s: %w: the change that made version %d (%s) was refused again: %+v",
 				orderID, behind, v, c.ID, d.Refusal))
 		}
-		s.log.Warn("rebuilt a change the order's version history had lost", "tenant", tenant, "order_id", orderID,
+		s.log.WarnContext(ctx, "rebuilt a change the order's version history had lost", "tenant", tenant, "order_id", orderID,
 			"version", v, "change_id", c.ID, "request_id", c.RequestID)
 	}
 	return nil

@@ -368,7 +368,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		return checkErr
 	})
 	if done || checkErr != nil {
-		s.delivery.releaseLater(claim) // the claim was never sent; its entry may exist
+		s.delivery.releaseLater(ctx, claim) // the claim was never sent; its entry may exist
 	}
 	switch {
 	case done:
@@ -395,7 +395,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		if err != nil {
 			return Result{}, err
 		}
-		s.delivery.settleLater(cur, order.CreatedEvent(o))
+		s.delivery.settleLater(ctx, cur, order.CreatedEvent(o))
 		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
 	if cur.Fingerprint != claim.Fingerprint {
@@ -451,7 +451,7 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Co
 			if err != nil {
 				return err
 			}
-			s.delivery.settleLater(rec, order.CreatedEvent(o))
+			s.delivery.settleLater(ctx, rec, order.CreatedEvent(o))
 			res = Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}
 			return nil
 		},
@@ -736,8 +736,8 @@ func (s *Service) owedEvent(ctx context.Context, key ledger.Key, orderID uuid.UU
 // message (lograte): an outage (the broker down, the cluster refusing
 // writes) would otherwise write one per order, while the metrics (outbox
 // backlog, attempts) already count every one.
-func (s *Service) warn(msg string, attrs ...slog.Attr) {
-	s.warns.Log(context.Background(), s.log, slog.LevelWarn, msg, msg, attrs...)
+func (s *Service) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
+	s.warns.Log(ctx, s.log, slog.LevelWarn, msg, msg, attrs...)
 }
 
 // Wait blocks until every background delivery and release has ended (each
@@ -778,7 +778,7 @@ func (s *Service) note(ctx context.Context, rec ledger.Record, err error) {
 		return
 	}
 	if nerr := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, string(fault.ReasonOf(err))); nerr != nil {
-		s.warn("could not record a failed attempt", slog.Any("request_id", rec.RequestID), slog.Any("error", nerr))
+		s.warn(ctx, "could not record a failed attempt", slog.Any("request_id", rec.RequestID), slog.Any("error", nerr))
 	}
 }
 
