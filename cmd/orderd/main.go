@@ -550,7 +550,7 @@ func copyListing(ctx context.Context, cfg *config, log *slog.Logger) error {
 }
 
 func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
-	sec, err := newSecurity(&cfg.sec, log) // before connecting: a bad key file fails at once
+	sec, err := newSecurity(ctx, &cfg.sec, log) // before connecting: a bad key file fails at once
 	if err != nil {
 		return err
 	}
