@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	"github.com/atlasmart/orderd/internal/platform/failpoint"
 )
 
 // One CreateOrder's trace, followed from the client's traceparent to the
@@ -55,6 +57,36 @@ func TestOneCreateOrdersTraceReachesTheConsumersApply(t *testing.T) {
 
 	waitSpan(t, "orderd", p.output, traceID, topic+" publish")
 	waitSpan(t, "orderconsumer", consumer.output, traceID, topic+" process")
+}
+
+// An event the reconciler publishes, long after the call returned, still
+// goes out in the call's trace: orderd crashes after recording the order
+// and before publishing its event (failpoint before-publish), and the
+// record another orderd's reconciler publishes carries the traceparent of
+// the CreateOrder call, which the claim kept; its publish span is exported
+// in that trace.
+func TestAnEventTheReconcilerPublishesKeepsTheCallsTrace(t *testing.T) {
+	topic := fmt.Sprintf("e2e.trace.%d.reconciled", time.Now().UnixNano())
+	t.Cleanup(func() {
+		_, _ = kadm.NewClient(newKafkaClient(t, broker.Addr())).DeleteTopics(context.Background(), topic)
+	})
+	crashing := startOrderd(t, withoutReconciler("ORDERD_TRACING=stdout", "ORDERD_FAILPOINTS="+failpoint.BeforePublish+"=exit",
+		"ORDERD_KAFKA_TOPIC="+topic)...)
+	traceID := randomHex(t, 16)
+	req := newRequest("43.00")
+	ctx := metadata.AppendToOutgoingContext(callCtx(t), "traceparent", "00-"+traceID+"-"+randomHex(t, 8)+"-01")
+	_, err := crashing.client.CreateOrder(ctx, req) // answered or not: the failpoint fires after the answer
+	if code := crashing.waitExit(t, 20*time.Second); code != failpoint.ExitCode {
+		t.Fatalf("orderd exit code %d, want %d (the failpoint's); CreateOrder said %v", code, failpoint.ExitCode, err)
+	}
+
+	healer := startOrderd(t, append(slices.Clone(fastReconciler), "ORDERD_TRACING=stdout", "ORDERD_KAFKA_TOPIC="+topic)...)
+	event := createdEventIDOf(tenant, req.RequestId)
+	rec := recordOf(t, topic, event)
+	if tp := outbox.Header(rec, "traceparent"); !strings.HasPrefix(tp, "00-"+traceID+"-") {
+		t.Errorf("the reconciler's record has traceparent %q, want the call's trace %s", tp, traceID)
+	}
+	waitSpan(t, "the healing orderd", healer.output, traceID, topic+" publish")
 }
 
 func randomHex(t *testing.T, n int) string {

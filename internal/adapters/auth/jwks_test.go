@@ -168,7 +168,11 @@ func TestPeriodicFetchDropsARemovedKeyAndKeepsKeysWhenTheIssuerFails(t *testing.
 	}
 
 	is.down.Store(true)
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(logged.String(), "could not fetch the JWT issuer's key set") })
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(logged.String(), "could not fetch the JWT issuer's key set")
+	})
 	if err := verify(k2); err != nil {
 		t.Errorf("k2 while the issuer fails: %v, want the last fetched keys in force", err)
 	}

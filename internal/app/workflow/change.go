@@ -12,6 +12,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/stores/versions"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
@@ -101,6 +102,7 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		Command:     encoded,
 		CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
 		ClaimToken:  uuid.New(),
+		TraceParent: tracing.TraceParent(ctx),
 	}
 	var (
 		prior    ChangeResult

@@ -22,6 +22,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
 	"github.com/atlasmart/orderd/internal/platform/lograte"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 )
@@ -292,8 +293,9 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 		Command:     encoded,
 		// Milliseconds: what a Cassandra timestamp keeps, so the order
 		// built now equals the one rebuilt from the stored row later.
-		CreatedAt:  s.now().UTC().Truncate(time.Millisecond),
-		ClaimToken: uuid.New(),
+		CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+		TraceParent: tracing.TraceParent(ctx),
 	})
 	if err == nil {
 		// Recorded: the order row exists and never changes for this request.
@@ -637,7 +639,9 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) (ledger.Settled
 		return ledger.Unfinished, fault.New(fault.ReasonOperationUnknown,
 			fmt.Errorf("request %s: %w: %q", rec.RequestID, ledger.ErrUnknownOperation, rec.Operation))
 	}
-	return s.delivery.deliver(ctx, ev)
+	// The event goes out in the trace of the call that claimed the request,
+	// however long ago that was (its claim keeps the traceparent).
+	return s.delivery.deliver(tracing.WithTraceParent(ctx, rec.TraceParent), ev)
 }
 
 // Republish publishes every event of o (an order as recorded, at its

@@ -65,6 +65,29 @@ func Propagator() propagation.TextMapPropagator {
 	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
+// TraceParent is ctx's span context as a W3C traceparent header value, ""
+// when ctx holds none: what a store keeps to continue the trace later.
+func TraceParent(ctx context.Context) string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c.Get("traceparent")
+}
+
+// WithTraceParent returns ctx continuing the trace of traceparent (as a
+// remote parent), in place of any span ctx holds; ctx as it is when
+// traceparent is empty or not a valid one.
+func WithTraceParent(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	remote := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	sc := trace.SpanContextFromContext(remote)
+	if !sc.IsValid() {
+		return ctx
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc)
+}
+
 // The attributes LogHandler adds.
 const (
 	KeyTraceID = "trace_id"

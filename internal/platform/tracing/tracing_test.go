@@ -87,3 +87,28 @@ func TestNewProviderRefusesAnUnknownMode(t *testing.T) {
 		t.Fatalf("off: %v, %v; want no provider", tp, err)
 	}
 }
+
+// A traceparent kept and restored names the same trace and parent span; an
+// empty or malformed one leaves the context as it is.
+func TestTraceParentRoundTrips(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	if got := TraceParent(remoteContext(t, tp)); got != tp {
+		t.Errorf("TraceParent = %q, want %q", got, tp)
+	}
+	if got := TraceParent(context.Background()); got != "" {
+		t.Errorf("TraceParent of no span = %q, want empty", got)
+	}
+	restored := WithTraceParent(context.Background(), tp)
+	if got := TraceParent(restored); got != tp {
+		t.Errorf("restored %q, want %q", got, tp)
+	}
+	other := remoteContext(t, "00-11111111111111111111111111111111-2222222222222222-01")
+	if got := TraceParent(WithTraceParent(other, tp)); got != tp {
+		t.Errorf("restored over another span: %q, want %q", got, tp)
+	}
+	for _, bad := range []string{"", "00-zz-yy-01", "not a traceparent"} {
+		if got := TraceParent(WithTraceParent(other, bad)); got != "00-11111111111111111111111111111111-2222222222222222-01" {
+			t.Errorf("WithTraceParent(%q) changed the context's trace to %q", bad, got)
+		}
+	}
+}
