@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/KimMachineGun/automemlimit v1.0.2
+	github.com/MicahParks/jwkset v0.11.5
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
 	github.com/compose-spec/compose-go/v2 v2.16.2
@@ -20,6 +21,7 @@ require (
 	github.com/testcontainers/testcontainers-go v0.45.0
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	github.com/twmb/franz-go/plugin/kotel v1.7.1
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0

@@ -349,13 +349,14 @@ func waitNoDueEntries(t *testing.T, requestID string, within time.Duration) {
 // runConsumer starts the reference consumer (cmd/orderconsumer) on topic,
 // from its start, with a group and a keyspace of its own (dropped at the
 // test's end), waits until it consumes, and returns it with a session on
-// its keyspace.
-func runConsumer(t *testing.T, topic string) (*consumerProcess, *gocql.Session) {
+// its keyspace. extra are more flags.
+func runConsumer(t *testing.T, topic string, extra ...string) (*consumerProcess, *gocql.Session) {
 	t.Helper()
 	ks := fmt.Sprintf("e2e_consumer_%d", time.Now().UnixNano())
 	t.Cleanup(func() { dropKeyspace(context.Background(), ks) }) // after the process stops: cleanups run last-in first-out
-	p := startConsumer(t, buildConsumer(t), "-brokers", broker.Addr(), "-topic", topic, "-group", ks, "-keyspace", ks,
-		"-cassandra", strings.Join(cluster.ContactPoints(), ","), "-local-dc", "dc1", "-session-timeout", "6s", "-log-format", "text")
+	args := []string{"-brokers", broker.Addr(), "-topic", topic, "-group", ks, "-keyspace", ks,
+		"-cassandra", strings.Join(cluster.ContactPoints(), ","), "-local-dc", "dc1", "-session-timeout", "6s", "-log-format", "text"}
+	p := startConsumer(t, buildConsumer(t), append(args, extra...)...)
 	p.keyspace = ks
 	return p, consumerSession(t, p, ks)
 }

@@ -47,14 +47,14 @@ func UpdateStatement(kind UpdateKind) cassandra.Stmt { return cassandra.Stmt("le
 // same request id (expired since and claimed afresh) cannot change the new one.
 const (
 	columns = `tenant, operation, request_id, entity_id, payload_hash, command, state,
-		created_at, completed_at, outcome, attempts, last_error, claim_token`
+		created_at, completed_at, outcome, attempts, last_error, claim_token, trace_parent`
 
 	// The claim's cells, rewritten by every update (bound by claimArgs).
-	claimCells = `entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?`
+	claimCells = `entity_id = ?, payload_hash = ?, command = ?, created_at = ?, claim_token = ?, trace_parent = ?`
 
 	claimCQL = `/* ` + string(StmtClaim) + ` */ INSERT INTO write_requests_by_id
-		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token)
-		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?) IF NOT EXISTS USING TTL ?`
+		(tenant, operation, request_id, entity_id, payload_hash, command, state, created_at, attempts, claim_token, trace_parent)
+		VALUES (?, ?, ?, ?, ?, ?, 'PENDING', ?, 0, ?, ?) IF NOT EXISTS USING TTL ?`
 	selectCQL = `/* ` + string(StmtGet) + ` */ SELECT ` + columns + ` FROM write_requests_by_id
 		WHERE tenant = ? AND operation = ? AND request_id = ?`
 	// The quorum reads of one tenant's and operation's requests that meet
@@ -108,7 +108,7 @@ type cqlTable struct{ s cassandra.Session }
 func NewCQLTable(s cassandra.Session) Table { return cqlTable{s: s} }
 
 func claimArgs(rec Record) []any {
-	return []any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String()}
+	return []any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), unsetIfEmpty(rec.TraceParent)}
 }
 
 func keyArgs(k Key) []any { return []any{k.Tenant, k.Operation, k.RequestID.String()} }
@@ -130,7 +130,7 @@ func (t cqlTable) InsertClaim(ctx context.Context, rec Record, ttl int, commitAn
 	}
 	existing := map[string]any{}
 	applied, err := t.s.Query(claimCQL, args(keyArgs(rec.Key),
-		[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), ttl})...,
+		[]any{rec.EntityID.String(), rec.Fingerprint, rec.Command, rec.CreatedAt, rec.ClaimToken.String(), unsetIfEmpty(rec.TraceParent), ttl})...,
 	).Consistency(commit).SerialConsistency(t.s.Serial()).MapScanCASContext(ctx, existing)
 	if err != nil || applied {
 		return applied, Record{}, cassandra.WriteError("claim request", err)
@@ -323,6 +323,15 @@ func (t cqlTable) DropBucket(ctx context.Context, shard int, bucket time.Time) e
 }
 
 // nullable binds "" as null (no cell) rather than an empty string.
+// unsetIfEmpty binds s, or nothing when it is empty: an untraced claim
+// writes no trace_parent cell (not even a tombstone).
+func unsetIfEmpty(s string) any {
+	if s == "" {
+		return gocql.UnsetValue
+	}
+	return s
+}
+
 func nullable(s string) any {
 	if s == "" {
 		return nil
@@ -354,6 +363,7 @@ func fromMap(m map[string]any) (Record, error) {
 	r.Tenant, r.Operation = str("tenant"), str("operation")
 	r.RequestID, r.EntityID, r.ClaimToken = id("request_id"), id("entity_id"), id("claim_token")
 	r.Fingerprint, r.State, r.LastError = str("payload_hash"), State(str("state")), str("last_error")
+	r.TraceParent = str("trace_parent")
 	r.Command, _ = m["command"].([]byte)
 	r.Outcome, _ = m["outcome"].([]byte)
 	r.CreatedAt, r.CompletedAt = tm("created_at"), tm("completed_at")

@@ -57,6 +57,10 @@ type Record struct {
 	// failed attempt; never driver text.
 	LastError  string
 	ClaimToken uuid.UUID
+	// TraceParent is the W3C traceparent of the call that claimed the
+	// request ("" if it was not traced), kept so that whoever finishes the
+	// request publishes its event in that trace. Opaque to the ledger.
+	TraceParent string
 }
 
 // ExpiresAt is when every cell of the row expires: the claim time plus the

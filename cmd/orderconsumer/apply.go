@@ -82,7 +82,7 @@ func (a *applier) apply(ctx context.Context, r *kgo.Record) (outcome, error) {
 		// A poison record must not block its partition for ever: it is
 		// logged, counted, and committed with the rest of its poll. The
 		// log line names where it is, to inspect or replay it later.
-		a.log.Error("skipping a record that is not an order event this consumer knows",
+		a.log.ErrorContext(ctx, "skipping a record that is not an order event this consumer knows",
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
 		a.metrics.events.WithLabelValues(string(undecodable)).Inc()
 		return undecodable, nil
@@ -101,7 +101,7 @@ func (a *applier) apply(ctx context.Context, r *kgo.Record) (outcome, error) {
 	case !first:
 		out = duplicate
 		if written {
-			a.log.Info("completed the effect of an event recorded by an earlier attempt",
+			a.log.InfoContext(ctx, "completed the effect of an event recorded by an earlier attempt",
 				"event_id", ev.id, "order_id", ev.orderID, "order_version", ev.pb.GetOrderVersion())
 		}
 	case !written:
@@ -110,6 +110,8 @@ func (a *applier) apply(ctx context.Context, r *kgo.Record) (outcome, error) {
 		a.metrics.lag.Observe(now.Sub(ev.pb.GetOccurredAt().AsTime()).Seconds())
 	}
 	a.metrics.events.WithLabelValues(string(out)).Inc()
+	a.log.DebugContext(ctx, "applied an order event", "event_id", ev.id, "order_id", ev.orderID,
+		"order_version", ev.pb.GetOrderVersion(), "outcome", string(out))
 	return out, nil
 }
 

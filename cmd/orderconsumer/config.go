@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 )
 
 // envPrefix: every flag -some-name falls back to ORDERCONSUMER_SOME_NAME.
@@ -25,6 +27,8 @@ type config struct {
 	replicationFactor int
 	metricsAddr       string
 	logFormat         string
+	logLevel          string
+	tracing           string
 	shutdownGrace     time.Duration
 	sessionTimeout    time.Duration
 }
@@ -52,6 +56,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 	fs.IntVar(&c.replicationFactor, "replication-factor", 3, "replicas in the local data centre when the keyspace is created")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "listen address of Prometheus /metrics; empty: off")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error (debug: a line per applied record)")
+	fs.StringVar(&c.tracing, "tracing", "off", "span exporter: "+tracing.Modes+" (OTEL_* variables configure otlp); off still continues the producer's trace in log lines")
 	fs.DurationVar(&c.shutdownGrace, "shutdown-grace", 20*time.Second, "how long the poll in hand may finish after SIGINT/SIGTERM")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 45*time.Second,
 		"how long the group waits for a member that stopped answering before its partitions move (a killed member's records wait this long; the broker allows 6s to 30m)")
@@ -92,12 +98,19 @@ func list(csv string) []string {
 	return out
 }
 
+// logger writes to w; a line logged for a record carries the record's
+// trace (tracing.LogHandler).
 func (c config) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", c.logLevel, err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
 	switch c.logFormat {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, opts))), nil
 	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		return slog.New(tracing.LogHandler(slog.NewTextHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("log format %q: use json or text", c.logFormat)
 }

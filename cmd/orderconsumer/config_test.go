@@ -17,7 +17,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	want := config{brokers: "127.0.0.1:19092", topic: "atlasmart.orders.v1.events", group: "orderconsumer", fromStart: true,
 		cassandra: "127.0.0.1,127.0.0.2,127.0.0.3", localDC: "dc1", keyspace: "orderconsumer", replicationFactor: 3,
-		logFormat: "json", shutdownGrace: 20 * time.Second, sessionTimeout: 45 * time.Second}
+		logFormat: "json", logLevel: "info", tracing: "off", shutdownGrace: 20 * time.Second, sessionTimeout: 45 * time.Second}
 	if c != want {
 		t.Fatalf("defaults\n got %+v\nwant %+v", c, want)
 	}
@@ -53,5 +53,12 @@ func TestConfigRefusesBadValues(t *testing.T) {
 	}
 	if _, err := c.logger(io.Discard); err == nil {
 		t.Error("log format xml was accepted")
+	}
+	c, err = parseConfig([]string{"-log-level", "loud"}, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.logger(io.Discard); err == nil {
+		t.Error("log level loud was accepted")
 	}
 }

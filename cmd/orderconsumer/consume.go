@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kotel"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
@@ -21,6 +23,7 @@ import (
 type consumer struct {
 	client  *kgo.Client
 	apply   func(context.Context, *kgo.Record) (outcome, error)
+	tracer  *kotel.Tracer // each record's apply is a "process" span of its trace
 	metrics *metrics
 	log     *slog.Logger
 
@@ -98,14 +101,19 @@ func (c *consumer) applyAll(ctx context.Context, fetches kgo.Fetches) error {
 
 // applyRetrying applies r until it succeeds or ctx ends. A record is never
 // skipped for a store failure: skipping would commit past an event whose
-// effect may be missing.
+// effect may be missing. Every attempt runs in the record's "process"
+// span, which continues the trace of the request that published it (the
+// traceparent header), so its log lines carry that trace.
 func (c *consumer) applyRetrying(ctx context.Context, r *kgo.Record) error {
+	_, span := c.tracer.WithProcessSpan(r)
+	defer span.End()
+	ctx = trace.ContextWithSpan(ctx, span)
 	return retry(ctx, c.backoff, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, c.tryTimeout)
 		defer cancel()
 		_, err := c.apply(ctx, r)
 		if err != nil && ctx.Err() == nil {
-			c.log.Warn("applying a record failed; retrying it", "topic", r.Topic, "partition", r.Partition,
+			c.log.WarnContext(ctx, "applying a record failed; retrying it", "topic", r.Topic, "partition", r.Partition,
 				"offset", r.Offset, "outcome_unknown", errors.Is(err, store.ErrOutcomeUnknown), "err", err)
 		}
 		return err

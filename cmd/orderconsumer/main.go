@@ -42,8 +42,13 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kotel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 )
 
@@ -71,12 +76,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return err
 	}
+	tp, err := newTracerProvider(ctx, cfg.tracing)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(tp, log)
 	session, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer session.Close()
-	client, err := newKafkaClient(cfg, log)
+	tracer := kotel.NewTracer(kotel.TracerProvider(tp), kotel.TracerPropagator(tracing.Propagator()), kotel.ConsumerGroup(cfg.group))
+	client, err := newKafkaClient(cfg, log, kotel.NewKotel(kotel.WithTracer(tracer)).Hooks()...)
 	if err != nil {
 		return err
 	}
@@ -85,7 +96,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
 	a := &applier{store: store.NewCassandra(session), metrics: m, log: log, now: time.Now}
-	c := &consumer{client: client, apply: a.apply, metrics: m, log: log, maxPoll: 500,
+	c := &consumer{client: client, apply: a.apply, tracer: tracer, metrics: m, log: log, maxPoll: 500,
 		tryTimeout: 15 * time.Second, backoff: backoff{first: 100 * time.Millisecond, max: 5 * time.Second},
 		grace: cfg.shutdownGrace}
 
@@ -100,6 +111,30 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newTracerProvider is the consumer's tracer provider for mode; with
+// tracing off, a no-op one: records still carry their producer's trace
+// into the consumer's log lines, no span is recorded.
+func newTracerProvider(ctx context.Context, mode string) (trace.TracerProvider, error) {
+	tp, err := tracing.NewProvider(ctx, mode, "orderconsumer")
+	if err != nil || tp == nil {
+		return noop.NewTracerProvider(), err
+	}
+	return tp, nil
+}
+
+// shutdownTracing exports the spans not yet exported (bounded).
+func shutdownTracing(tp trace.TracerProvider, log *slog.Logger) {
+	sdk, ok := tp.(*sdktrace.TracerProvider)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := sdk.Shutdown(ctx); err != nil {
+		log.Warn("could not flush traces", "err", err)
+	}
 }
 
 // openStore creates the keyspace and tables if needed and returns a session
@@ -142,8 +177,9 @@ func connect(cfg config, keyspace string) (*gocql.Session, error) {
 
 // newKafkaClient returns the group consumer the consume loop needs: no
 // autocommit (offsets move only past applied records) and rebalances held
-// off while a poll is applied and committed.
-func newKafkaClient(cfg config, log *slog.Logger) (*kgo.Client, error) {
+// off while a poll is applied and committed; hooks are the tracing plugin's
+// (each record's context continues the trace in its headers).
+func newKafkaClient(cfg config, log *slog.Logger, hooks ...kgo.Hook) (*kgo.Client, error) {
 	// Where a partition without a committed offset starts. (In franz-go
 	// 1.22 that is ConsumeStartOffset; ConsumeResetOffset now only says
 	// where to resume after the broker lost data, and its default, a
@@ -154,6 +190,7 @@ func newKafkaClient(cfg config, log *slog.Logger) (*kgo.Client, error) {
 	}
 	client, err := kgo.NewClient(
 		kgo.SeedBrokers(list(cfg.brokers)...),
+		kgo.WithHooks(hooks...),
 		kgo.ConsumerGroup(cfg.group),
 		kgo.SessionTimeout(cfg.sessionTimeout),
 		kgo.ConsumeTopics(cfg.topic),

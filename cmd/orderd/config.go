@@ -13,6 +13,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/adapters/outbox"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 )
@@ -249,9 +250,9 @@ func (c *config) logger() (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch c.logFormat {
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stderr, opts))), nil
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(tracing.LogHandler(slog.NewTextHandler(os.Stderr, opts))), nil
 	}
 	return nil, fmt.Errorf("log format %q: use json or text", c.logFormat)
 }

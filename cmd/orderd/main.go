@@ -39,6 +39,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -256,7 +257,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	}
 	var publisher *outbox.Kafka
 	if cfg.deliveryOn {
-		if publisher, err = newPublisher(ctx, cfg, m, log); err != nil {
+		if publisher, err = newPublisher(ctx, cfg, m, obs.tracer(), log); err != nil {
 			session.Close()
 			return nil, err
 		}
@@ -320,9 +321,9 @@ func (a *app) measureClock(ctx context.Context, cfg *config, log *slog.Logger) {
 // newPublisher is the Kafka producer of order events. The topic is created
 // if missing; a broker that does not answer yet is no reason not to serve
 // (orders are accepted, their events wait in the due queue), so that is
-// only a warning.
-func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, log *slog.Logger) (*outbox.Kafka, error) {
-	kcfg := outbox.KafkaConfig{Brokers: cfg.kafkaBrokers(), Topic: cfg.kafkaTopic, Partitions: int32(cfg.kafkaPartitions)}
+// only a warning. tp (nil: none) records each record's publish span.
+func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, tp trace.TracerProvider, log *slog.Logger) (*outbox.Kafka, error) {
+	kcfg := outbox.KafkaConfig{Brokers: cfg.kafkaBrokers(), Topic: cfg.kafkaTopic, Partitions: int32(cfg.kafkaPartitions), Tracer: tp}
 	if m != nil {
 		kcfg.Observer = m
 	}
@@ -549,7 +550,7 @@ func copyListing(ctx context.Context, cfg *config, log *slog.Logger) error {
 }
 
 func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
-	sec, err := newSecurity(&cfg.sec, log) // before connecting: a bad key file fails at once
+	sec, err := newSecurity(ctx, &cfg.sec, log) // before connecting: a bad key file fails at once
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"syscall"
 	"time"
 
@@ -16,17 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	"github.com/atlasmart/orderd/internal/adapters/metrics"
 	"github.com/atlasmart/orderd/internal/platform/lograte"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/ledger"
 )
 
@@ -86,37 +83,19 @@ func newObservability(ctx context.Context, cfg *config, log *slog.Logger) (*obse
 	return o, nil
 }
 
-// newTracerProvider returns the tracer provider for mode, or nil for off.
-// The OTLP exporter reads the standard OTEL_EXPORTER_OTLP_* variables
-// (endpoint, headers, TLS); the resource reads OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES; the sampler OTEL_TRACES_SAMPLER.
+// newTracerProvider returns the tracer provider for mode, or nil for off
+// (tracing.NewProvider: the OTEL_* variables it reads).
 func newTracerProvider(ctx context.Context, mode string) (*sdktrace.TracerProvider, error) {
-	var (
-		exp sdktrace.SpanExporter
-		err error
-	)
-	switch mode {
-	case "", "off":
-		return nil, nil
-	case "stdout":
-		exp, err = stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
-	case "otlp":
-		exp, err = otlptracegrpc.New(ctx)
-	default:
-		return nil, fmt.Errorf("tracing %q: use off, stdout or otlp", mode)
+	return tracing.NewProvider(ctx, mode, "orderd")
+}
+
+// tracer is the tracer provider, or nil when tracing is off (never a nil
+// pointer in a non-nil interface).
+func (o *observability) tracer() trace.TracerProvider {
+	if o == nil || o.tp == nil {
+		return nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("tracing exporter %s: %w", mode, err)
-	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "orderd")),
-		resource.WithFromEnv(), // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override
-		resource.WithTelemetrySDK(),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("tracing resource: %w", err)
-	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	return o.tp
 }
 
 // cqlObserver is the session's QueryObserver, or nil when nothing is observed.

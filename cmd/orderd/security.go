@@ -25,6 +25,7 @@ type securityConfig struct {
 	clientCAFile            string // set: verified client certificates are identities (mTLS)
 	apiKeysFile             string
 	jwksFile                string
+	jwks                    auth.JWKSConfig // URL set: the issuer's key set, fetched and refreshed
 	jwtIssuer, jwtAudience  string
 	reloadInterval          time.Duration
 	insecure                bool   // no authentication: development only
@@ -38,6 +39,9 @@ func (c *securityConfig) flags(fs *flag.FlagSet, cfg *config) {
 	fs.StringVar(&c.clientCAFile, "tls-client-ca-file", cfg.env("ORDERD_TLS_CLIENT_CA_FILE", ""), "PEM CA certificates that sign client certificates; set: mutual TLS identities are accepted (tenant = O, client = CN, permissions = OU)")
 	fs.StringVar(&c.apiKeysFile, "api-keys-file", cfg.env("ORDERD_API_KEYS_FILE", ""), "API key file (salted hashes, written by orderd keys); reloaded when it changes")
 	fs.StringVar(&c.jwksFile, "jwks-file", cfg.env("ORDERD_JWKS_FILE", ""), "JSON Web Key Set of the JWT issuer (public keys); set: JWTs are accepted; reloaded when it changes")
+	fs.StringVar(&c.jwks.URL, "jwks-url", cfg.env("ORDERD_JWKS_URL", ""), "URL of the JWT issuer's JSON Web Key Set (https; instead of -jwks-file): fetched at start and every -jwks-refresh-interval, and at once for a token whose key id it lacks")
+	fs.DurationVar(&c.jwks.RefreshInterval, "jwks-refresh-interval", cfg.envDuration("ORDERD_JWKS_REFRESH_INTERVAL", 15*time.Minute), "how often -jwks-url is fetched again: a key the issuer removed verifies until then")
+	fs.DurationVar(&c.jwks.UnknownKIDInterval, "jwks-unknown-kid-interval", cfg.envDuration("ORDERD_JWKS_UNKNOWN_KID_INTERVAL", time.Minute), "tokens with a key id -jwks-url lacks fetch it again at most once per this interval (a new key is found at once; made-up key ids cost the issuer little)")
 	fs.StringVar(&c.jwtIssuer, "jwt-issuer", cfg.env("ORDERD_JWT_ISSUER", ""), "required iss of JWTs")
 	fs.StringVar(&c.jwtAudience, "jwt-audience", cfg.env("ORDERD_JWT_AUDIENCE", "orderd"), "required aud of JWTs")
 	fs.DurationVar(&c.reloadInterval, "auth-reload-interval", cfg.envDuration("ORDERD_AUTH_RELOAD_INTERVAL", 2*time.Second), "how often the API key, JWKS and TLS certificate files are checked for changes")
@@ -56,11 +60,22 @@ func (c *securityConfig) validate() error {
 	if c.tlsCertFile == "" {
 		return errors.New("the gRPC port needs TLS: set ORDERD_TLS_CERT_FILE and ORDERD_TLS_KEY_FILE (`orderd dev-setup` makes development ones; `make run` does it for you), or -insecure for a development server without authentication")
 	}
-	if c.clientCAFile == "" && c.apiKeysFile == "" && c.jwksFile == "" {
-		return errors.New("no way to authenticate callers: set ORDERD_API_KEYS_FILE, ORDERD_TLS_CLIENT_CA_FILE or ORDERD_JWKS_FILE (or -insecure for development)")
+	if c.clientCAFile == "" && c.apiKeysFile == "" && c.jwksFile == "" && c.jwks.URL == "" {
+		return errors.New("no way to authenticate callers: set ORDERD_API_KEYS_FILE, ORDERD_TLS_CLIENT_CA_FILE, ORDERD_JWKS_FILE or ORDERD_JWKS_URL (or -insecure for development)")
 	}
-	if c.jwksFile != "" && c.jwtIssuer == "" {
-		return errors.New("jwks-file is set: set jwt-issuer too (the iss every accepted JWT must carry)")
+	if c.jwksFile != "" && c.jwks.URL != "" {
+		return errors.New("set jwks-file or jwks-url, not both (the issuer's keys come from one place)")
+	}
+	if (c.jwksFile != "" || c.jwks.URL != "") && c.jwtIssuer == "" {
+		return errors.New("a JWKS is set: set jwt-issuer too (the iss every accepted JWT must carry)")
+	}
+	if c.jwks.URL != "" {
+		if err := auth.CheckJWKSURL(c.jwks.URL); err != nil {
+			return err
+		}
+		if c.jwks.RefreshInterval <= 0 || c.jwks.UnknownKIDInterval <= 0 {
+			return errors.New("jwks-refresh-interval and jwks-unknown-kid-interval must be positive")
+		}
 	}
 	if c.reloadInterval <= 0 {
 		return errors.New("auth-reload-interval must be positive")
@@ -75,7 +90,9 @@ type security struct {
 	loaders []*auth.FileLoader
 }
 
-func newSecurity(c *securityConfig, log *slog.Logger) (*security, error) {
+// newSecurity builds serve's authentication; the issuer's key set (when
+// fetched from a URL) is refreshed until ctx ends.
+func newSecurity(ctx context.Context, c *securityConfig, log *slog.Logger) (*security, error) {
 	s := &security{authn: &auth.Authenticator{}}
 	if c.tlsCertFile != "" {
 		tc, loaders, err := serverTLS(c)
@@ -110,6 +127,15 @@ func newSecurity(c *securityConfig, log *slog.Logger) (*security, error) {
 			return nil, err
 		}
 		s.authn.JWT, s.loaders = v, append(s.loaders, l)
+	}
+	if c.jwks.URL != "" {
+		v, err := auth.NewRemoteJWTVerifier(ctx, auth.JWTConfig{Issuer: c.jwtIssuer, Audience: c.jwtAudience}, c.jwks, log)
+		if err != nil {
+			return nil, err
+		}
+		s.authn.JWT = v
+		log.Info("JWT keys from the issuer's key set", "jwks_url", c.jwks.URL, "refresh", c.jwks.RefreshInterval.String(),
+			"unknown_kid_refresh", c.jwks.UnknownKIDInterval.String())
 	}
 	keys := 0
 	if s.authn.Keys != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atlasmart/orderd/internal/adapters/auth"
 	"github.com/atlasmart/orderd/internal/tools/devsetup"
 )
 
@@ -19,6 +20,7 @@ func TestServeRefusesToStartWithoutTLSOrAWayToAuthenticate(t *testing.T) {
 		t.Fatal(err)
 	}
 	withTLS := securityConfig{tlsCertFile: files.ServerCert(), tlsKeyFile: files.ServerKey(), reloadInterval: time.Second}
+	jwks := auth.JWKSConfig{URL: "https://idp.test/jwks.json", RefreshInterval: time.Minute, UnknownKIDInterval: time.Minute}
 	cases := []struct {
 		name string
 		c    securityConfig
@@ -28,6 +30,19 @@ func TestServeRefusesToStartWithoutTLSOrAWayToAuthenticate(t *testing.T) {
 		{"tls without a way to authenticate", withTLS, "no way to authenticate"},
 		{"certificate without key", securityConfig{tlsCertFile: "x", reloadInterval: time.Second}, "both tls-cert-file and tls-key-file"},
 		{"jwks without issuer", func() securityConfig { c := withTLS; c.jwksFile = "j"; return c }(), "jwt-issuer"},
+		{"jwks url without issuer", func() securityConfig { c := withTLS; c.jwks = jwks; return c }(), "jwt-issuer"},
+		{"jwks url", func() securityConfig { c := withTLS; c.jwks, c.jwtIssuer = jwks, "https://idp.test"; return c }(), ""},
+		{"jwks url in the clear", func() securityConfig {
+			c := withTLS
+			c.jwks, c.jwtIssuer = jwks, "https://idp.test"
+			c.jwks.URL = "http://idp.test/jwks.json"
+			return c
+		}(), "use https"},
+		{"jwks file and url", func() securityConfig {
+			c := withTLS
+			c.jwks, c.jwksFile, c.jwtIssuer = jwks, "j", "https://idp.test"
+			return c
+		}(), "not both"},
 		{"api keys", func() securityConfig { c := withTLS; c.apiKeysFile = files.APIKeys(); return c }(), ""},
 		{"client certificates", func() securityConfig { c := withTLS; c.clientCAFile = files.CA(); return c }(), ""},
 		{"insecure", securityConfig{insecure: true, insecureTenant: "default", reloadInterval: time.Second}, ""},
@@ -43,7 +58,7 @@ func TestServeRefusesToStartWithoutTLSOrAWayToAuthenticate(t *testing.T) {
 
 func TestInsecureModeWarnsAtStart(t *testing.T) {
 	var logs bytes.Buffer
-	s, err := newSecurity(&securityConfig{insecure: true, insecureTenant: "default"}, slog.New(slog.NewTextHandler(&logs, nil)))
+	s, err := newSecurity(context.Background(), &securityConfig{insecure: true, insecureTenant: "default"}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,18 +76,18 @@ func TestSecurityLoadsTheKeyFileAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &securityConfig{tlsCertFile: files.ServerCert(), tlsKeyFile: files.ServerKey(), clientCAFile: files.CA(), apiKeysFile: files.APIKeys()}
-	s, err := newSecurity(c, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	s, err := newSecurity(context.Background(), c, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := s.authn.Authenticate(key, nil); err != nil || id.Tenant != "acme" {
+	if id, err := s.authn.Authenticate(context.Background(), key, nil); err != nil || id.Tenant != "acme" {
 		t.Errorf("the dev key: %+v, %v", id, err)
 	}
 	if s.creds == nil || !s.authn.ClientCerts || len(s.loaders) != 3 { // the key file, the certificate and its key
 		t.Errorf("security = %+v", s)
 	}
 	c.apiKeysFile = files.Dir + "/missing.json"
-	if _, err := newSecurity(c, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))); err == nil {
+	if _, err := newSecurity(context.Background(), c, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))); err == nil {
 		t.Error("a missing key file was accepted")
 	}
 }

@@ -119,16 +119,18 @@ func (s *suite) record() ledger.Record {
 	return s.recordFor(s.key())
 }
 
-// recordFor is a fresh claim of key: another token, another command.
+// recordFor is a fresh claim of key: another token, another command, a
+// call of another trace (which every write must keep).
 func (s *suite) recordFor(key ledger.Key) ledger.Record {
-	n := uuid.NewString()
+	n := strings.ReplaceAll(uuid.NewString(), "-", "")
 	return ledger.Record{
 		Key:         key,
 		EntityID:    uuid.New(),
-		Fingerprint: "sha256:v1:" + strings.ReplaceAll(n, "-", ""),
+		Fingerprint: "sha256:v1:" + n,
 		Command:     []byte(`{"v":1,"n":"` + n + `"}`),
 		CreatedAt:   s.Now().UTC().Truncate(time.Millisecond),
 		ClaimToken:  uuid.New(),
+		TraceParent: "00-" + n + "-" + n[:16] + "-01",
 	}
 }
 
@@ -421,6 +423,9 @@ func diff(got, want ledger.Record) string {
 	}
 	if !bytes.Equal(got.Command, want.Command) {
 		add("command", string(got.Command), string(want.Command))
+	}
+	if got.TraceParent != want.TraceParent {
+		add("trace parent", got.TraceParent, want.TraceParent)
 	}
 	if got.State != want.State {
 		add("state", got.State, want.State)

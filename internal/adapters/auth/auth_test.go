@@ -150,6 +150,7 @@ func TestWatchedKeyFileRevokesWithoutRestart(t *testing.T) {
 }
 
 type jwtSigner struct {
+	kid    string
 	key    *ecdsa.PrivateKey
 	signer jose.Signer
 }
@@ -164,7 +165,7 @@ func newJWTSigner(t *testing.T, kid string) jwtSigner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return jwtSigner{key: key, signer: s}
+	return jwtSigner{kid: kid, key: key, signer: s}
 }
 
 func (s jwtSigner) sign(t *testing.T, std jwt.Claims, tc tenantClaims) string {
@@ -192,7 +193,7 @@ func TestJWTIsVerifiedAgainstTheKeySetAndItsClaims(t *testing.T) {
 		Expiry: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now)}
 	perms := tenantClaims{Tenant: "acme", Permissions: []string{"create"}}
 
-	id, err := v.Verify(good.sign(t, valid, perms))
+	id, err := v.Verify(context.Background(), good.sign(t, valid, perms))
 	if err != nil {
 		t.Fatalf("valid token: %v", err)
 	}
@@ -216,7 +217,7 @@ func TestJWTIsVerifiedAgainstTheKeySetAndItsClaims(t *testing.T) {
 		"alg none":       unsignedJWT(t, valid, perms),
 		"garbage":        "a.b.c",
 	} {
-		if id, err := v.Verify(tok); err == nil {
+		if id, err := v.Verify(context.Background(), tok); err == nil {
 			t.Errorf("%s: verified as %+v", name, id)
 		}
 	}
@@ -284,26 +285,26 @@ func TestAuthenticatorPicksTheMethodTheCallUsed(t *testing.T) {
 	cert := parseCert(t, p.CertPEM)
 
 	a := &Authenticator{ClientCerts: true, Keys: newRing(t, entry)}
-	if id, err := a.Authenticate(key, nil); err != nil || id.Tenant != "acme" {
+	if id, err := a.Authenticate(context.Background(), key, nil); err != nil || id.Tenant != "acme" {
 		t.Errorf("api key: %+v, %v", id, err)
 	}
-	if id, err := a.Authenticate("", cert); err != nil || id.Tenant != "globex" {
+	if id, err := a.Authenticate(context.Background(), "", cert); err != nil || id.Tenant != "globex" {
 		t.Errorf("client cert: %+v, %v", id, err)
 	}
-	if _, err := a.Authenticate(key+"x", cert); err == nil {
+	if _, err := a.Authenticate(context.Background(), key+"x", cert); err == nil {
 		t.Error("a bad bearer token beside a good certificate was accepted")
 	}
-	if _, err := a.Authenticate("", nil); !errors.Is(err, ErrNoCredentials) {
+	if _, err := a.Authenticate(context.Background(), "", nil); !errors.Is(err, ErrNoCredentials) {
 		t.Errorf("nothing: %v, want ErrNoCredentials", err)
 	}
-	if _, err := a.Authenticate("x.y.z", nil); err == nil {
+	if _, err := a.Authenticate(context.Background(), "x.y.z", nil); err == nil {
 		t.Error("a JWT was accepted with JWTs off")
 	}
-	if _, err := (&Authenticator{Keys: newRing(t, entry)}).Authenticate("", cert); !errors.Is(err, ErrNoCredentials) {
+	if _, err := (&Authenticator{Keys: newRing(t, entry)}).Authenticate(context.Background(), "", cert); !errors.Is(err, ErrNoCredentials) {
 		t.Errorf("client cert with client certs off: %v, want ErrNoCredentials", err)
 	}
 	dev := Identity{Tenant: "default", Method: MethodNone, Permissions: Create | Read | Admin}
-	if id, err := (&Authenticator{Insecure: &dev}).Authenticate("", nil); err != nil || id != dev {
+	if id, err := (&Authenticator{Insecure: &dev}).Authenticate(context.Background(), "", nil); err != nil || id != dev {
 		t.Errorf("insecure mode: %+v, %v", id, err)
 	}
 }

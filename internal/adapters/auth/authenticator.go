@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -28,8 +29,9 @@ var ErrNoCredentials = errors.New("no credentials")
 // token of an "authorization: Bearer ..." header, "" if none) and cert (the
 // leaf of a client certificate chain the TLS handshake verified, nil if
 // none). A bearer token, when present, decides: it is checked even when a
-// certificate is also presented, and a bad one is refused.
-func (a *Authenticator) Authenticate(bearer string, cert *x509.Certificate) (Identity, error) {
+// certificate is also presented, and a bad one is refused. ctx is the
+// call's (it bounds a fetch of a JWT issuer's keys).
+func (a *Authenticator) Authenticate(ctx context.Context, bearer string, cert *x509.Certificate) (Identity, error) {
 	if a.Insecure != nil {
 		return *a.Insecure, nil
 	}
@@ -43,7 +45,7 @@ func (a *Authenticator) Authenticate(bearer string, cert *x509.Certificate) (Ide
 		if a.JWT == nil {
 			return Identity{}, errors.New("jwts are not accepted by this server")
 		}
-		return a.JWT.Verify(bearer)
+		return a.JWT.Verify(ctx, bearer)
 	case bearer != "":
 		return Identity{}, errors.New("bearer token is neither an api key nor a jwt")
 	case cert != nil && a.ClientCerts:

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,14 +33,17 @@ type tenantClaims struct {
 	Permissions []string `json:"permissions"`
 }
 
-// JWTVerifier verifies JWTs against a JSON Web Key Set read from a local
-// file (Load swaps it; no network fetch at call time).
+// JWTVerifier verifies JWTs against a JSON Web Key Set: read from a local
+// file (NewJWTVerifier; Load swaps it, no network fetch at call time), or
+// fetched from the issuer's URL (NewRemoteJWTVerifier).
 type JWTVerifier struct {
-	cfg  JWTConfig
-	jwks atomic.Pointer[jose.JSONWebKeySet]
+	cfg    JWTConfig
+	jwks   atomic.Pointer[jose.JSONWebKeySet] // the file's keys
+	remote *remoteKeys                        // nil: keys from the file
 }
 
-// NewJWTVerifier returns a verifier with no keys until Load.
+// NewJWTVerifier returns a verifier of a local key set, with no keys until
+// Load.
 func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 	if cfg.Issuer == "" || cfg.Audience == "" {
 		return nil, errors.New("jwt: an issuer and an audience are required")
@@ -74,19 +78,20 @@ func (v *JWTVerifier) Load(data []byte) error {
 
 // Verify returns the identity a JWT asserts: its signature checked against
 // the key set (by kid), its iss, aud, exp (required), nbf and iat checked,
-// and its tenant and permissions claims read.
-func (v *JWTVerifier) Verify(raw string) (Identity, error) {
-	set := v.jwks.Load()
-	if set == nil {
-		return Identity{}, errors.New("jwt: no key set loaded")
-	}
+// and its tenant and permissions claims read. ctx bounds a fetch of the
+// issuer's key set that an unknown key id causes.
+func (v *JWTVerifier) Verify(ctx context.Context, raw string) (Identity, error) {
 	tok, err := jwt.ParseSigned(raw, jwtAlgorithms)
+	if err != nil {
+		return Identity{}, fmt.Errorf("jwt: %w", err)
+	}
+	key, err := v.key(ctx, tok)
 	if err != nil {
 		return Identity{}, fmt.Errorf("jwt: %w", err)
 	}
 	var std jwt.Claims
 	var tc tenantClaims
-	if err := tok.Claims(set, &std, &tc); err != nil {
+	if err := tok.Claims(key, &std, &tc); err != nil {
 		return Identity{}, fmt.Errorf("jwt: %w", err)
 	}
 	if std.Expiry == nil {
@@ -103,6 +108,19 @@ func (v *JWTVerifier) Verify(raw string) (Identity, error) {
 		return Identity{}, fmt.Errorf("jwt: permissions claim: %w", err)
 	}
 	return Identity{Tenant: tc.Tenant, Name: std.Subject, Method: MethodJWT, Permissions: perms}, nil
+}
+
+// key is what verifies tok's signature: the file's whole set (go-jose picks
+// the key by kid), or the issuer's key of tok's kid.
+func (v *JWTVerifier) key(ctx context.Context, tok *jwt.JSONWebToken) (any, error) {
+	if v.remote != nil {
+		return v.remote.key(ctx, tok.Headers[0])
+	}
+	set := v.jwks.Load()
+	if set == nil {
+		return nil, errors.New("no key set loaded")
+	}
+	return set, nil
 }
 
 // looksLikeJWT reports whether a bearer token has a compact JWS's shape.

@@ -67,7 +67,7 @@ func (g *guard) admit(ctx context.Context, method string) (context.Context, auth
 	var id auth.Identity
 	err := berr
 	if err == nil {
-		id, err = g.authn.Authenticate(bearer, verifiedClientCert(ctx))
+		id, err = g.authn.Authenticate(ctx, bearer, verifiedClientCert(ctx))
 	}
 	if err != nil {
 		g.observer.Refused(method, fault.ReasonUnauthenticated)

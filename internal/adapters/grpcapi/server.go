@@ -110,7 +110,7 @@ func (s *Server) CreateOrder(ctx context.Context, req *ordersv1.CreateOrderReque
 			slog.String("tenant", id.Tenant), slog.String("outcome", string(workflow.OutcomeOf(err))))
 	}
 	s.setReplayed(ctx, res.Replayed)
-	s.log.Info("create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "client", id.Name, "outcome", string(res.Outcome),
+	s.log.InfoContext(ctx, "create order", "request_id", res.Order.RequestID, "tenant", res.Order.Tenant, "client", id.Name, "outcome", string(res.Outcome),
 		"order_id", res.Order.ID, "replayed", res.Replayed)
 	return &ordersv1.CreateOrderResponse{Order: orderpb.Order(res.Order), Replayed: res.Replayed}, nil
 }
@@ -153,7 +153,7 @@ func (s *Server) changeOrder(ctx context.Context, method string, in order.Change
 			slog.String("outcome", string(workflow.OutcomeOf(err))))
 	}
 	s.setReplayed(ctx, res.Replayed)
-	s.log.Info("change order", "operation", in.Operation, "request_id", res.Change.RequestID, "tenant", id.Tenant,
+	s.log.InfoContext(ctx, "change order", "operation", in.Operation, "request_id", res.Change.RequestID, "tenant", id.Tenant,
 		"client", id.Name, "outcome", string(res.Outcome), "order_id", res.Order.ID, "version", res.Change.Version,
 		"replayed", res.Replayed)
 	return res, nil
@@ -162,7 +162,7 @@ func (s *Server) changeOrder(ctx context.Context, method string, in order.Change
 // setReplayed sets the response header that mirrors a write's replayed flag.
 func (s *Server) setReplayed(ctx context.Context, replayed bool) {
 	if err := grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, strconv.FormatBool(replayed))); err != nil {
-		s.log.Warn("could not set response header", "error", err)
+		s.log.WarnContext(ctx, "could not set response header", "error", err)
 	}
 }
 
@@ -211,7 +211,7 @@ func (s *Server) RequeueRequest(ctx context.Context, req *ordersv1.RequeueReques
 	if err != nil {
 		return nil, s.Status(ctx, "RequeueRequest", err, slog.String("request_id", id.String()))
 	}
-	s.log.Info("requeued", "request_id", id, "tenant", who.Tenant, "client", who.Name, "state", string(rec.State))
+	s.log.InfoContext(ctx, "requeued", "request_id", id, "tenant", who.Tenant, "client", who.Name, "state", string(rec.State))
 	return &ordersv1.RequeueRequestResponse{Request: writeRequest(rec)}, nil
 }
 

@@ -10,8 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kotel"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 )
 
 // KafkaConfig configures the Kafka publisher. Zero fields take defaults.
@@ -34,6 +38,10 @@ type KafkaConfig struct {
 	DeliveryTimeout time.Duration
 	// Observer is told how each publication ended; nil observes nothing.
 	Observer Observer
+	// Tracer records a "publish" span of each record, a child of the span
+	// in Publish's context; nil records none. Either way the context's
+	// trace travels in the record's traceparent header (traceHooks).
+	Tracer trace.TracerProvider
 }
 
 func (c KafkaConfig) withDefaults() KafkaConfig {
@@ -84,6 +92,7 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 		// Events of many orders share produce requests; a short linger
 		// batches them without adding much to each one's latency.
 		kgo.ProducerLinger(2*time.Millisecond),
+		traceHooks(cfg.Tracer),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("kafka publisher: %w", err)
@@ -91,8 +100,22 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 	return &Kafka{cfg: cfg, client: client, log: log}, nil
 }
 
+// traceHooks puts the trace context of the call that publishes a record
+// into the record's headers (W3C traceparent, franz-go's OpenTelemetry
+// plugin), so a consumer continues the trace of the request that caused
+// the event; with tp it also records the record's "publish" span. A
+// context without a span adds no header.
+func traceHooks(tp trace.TracerProvider) kgo.Opt {
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	t := kotel.NewTracer(kotel.TracerProvider(tp), kotel.TracerPropagator(tracing.Propagator()))
+	return kgo.WithHooks(kotel.NewKotel(kotel.WithTracer(t)).Hooks()...)
+}
+
 // Publish implements Publisher: it returns once the broker acknowledged
-// ev's record, or with the reason it did not.
+// ev's record, or with the reason it did not. The record carries the trace
+// context of ctx (traceHooks).
 func (k *Kafka) Publish(ctx context.Context, ev order.Event) error {
 	rec, err := Record(ev)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/stores/versions"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
@@ -101,6 +102,7 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		Command:     encoded,
 		CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
 		ClaimToken:  uuid.New(),
+		TraceParent: tracing.TraceParent(ctx),
 	}
 	var (
 		prior    ChangeResult
@@ -119,7 +121,7 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		return checkErr
 	})
 	if done || checkErr != nil {
-		s.delivery.releaseLater(claim)
+		s.delivery.releaseLater(ctx, claim)
 	}
 	switch {
 	case done:
@@ -149,12 +151,12 @@ func (s *Service) settleChange(ctx context.Context, rec ledger.Record, res Chang
 	s.note(ctx, rec, err)
 	switch {
 	case receipt(err):
-		s.delivery.releaseLater(rec)
+		s.delivery.releaseLater(ctx, rec)
 		return ChangeResult{}, err
 	case err != nil:
 		return ChangeResult{}, err
 	}
-	s.delivery.settleLater(rec, order.ChangedEvent(res.Order, res.Change))
+	s.delivery.settleLater(ctx, rec, order.ChangedEvent(res.Order, res.Change))
 	res.Outcome, res.Replayed = outcome, outcome != OutcomeNew
 	return res, nil
 }
@@ -393,7 +395,7 @@ func (s *Service) rebuildHistory(ctx context.Context, tenant string, orderID uui
 			return fault.New(fault.ReasonHistoryBehind, fmt.Errorf("order %s: %w: the change that made version %d (%s) was refused again: %+v",
 				orderID, behind, v, c.ID, d.Refusal))
 		}
-		s.log.Warn("rebuilt a change the order's version history had lost", "tenant", tenant, "order_id", orderID,
+		s.log.WarnContext(ctx, "rebuilt a change the order's version history had lost", "tenant", tenant, "order_id", orderID,
 			"version", v, "change_id", c.ID, "request_id", c.RequestID)
 	}
 	return nil

@@ -29,7 +29,7 @@ type delivery struct {
 	timeout    time.Duration
 	ledger     ledger.Store
 	failpoints *failpoint.Set
-	warn       func(msg string, attrs ...slog.Attr)
+	warn       func(ctx context.Context, msg string, attrs ...slog.Attr)
 	pending    sync.WaitGroup // background deliveries and releases under way
 }
 
@@ -65,14 +65,18 @@ func (o *delivery) publish(ctx context.Context, ev order.Event) error {
 
 // settleLater delivers ev and then releases rec's due entry, without
 // making the client wait: the request is done once its order is recorded.
-func (o *delivery) settleLater(rec ledger.Record, ev order.Event) {
+// The delivery keeps ctx's values, not its end: the request's trace goes
+// into the event's record (and the lines logged here) although the call
+// has returned by then.
+func (o *delivery) settleLater(ctx context.Context, rec ledger.Record, ev order.Event) {
+	ctx = context.WithoutCancel(ctx)
 	o.pending.Go(func() {
-		if settled, err := o.deliver(context.Background(), ev); settled != ledger.Finished {
-			o.warn("order event not delivered yet; the reconciler will publish it", slog.Any("request_id", rec.RequestID),
+		if settled, err := o.deliver(ctx, ev); settled != ledger.Finished {
+			o.warn(ctx, "order event not delivered yet; the reconciler will publish it", slog.Any("request_id", rec.RequestID),
 				slog.Any("order_id", ev.Order.ID), slog.String("event", ev.Type), slog.Any("error", err))
 			return
 		}
-		o.release(rec)
+		o.release(ctx, rec)
 	})
 }
 
@@ -80,15 +84,18 @@ func (o *delivery) settleLater(rec ledger.Record, ev order.Event) {
 // whose claim was never sent (its order was recorded by another), or a
 // change whose refusal is recorded (no event is owed). Best effort: an
 // entry left behind costs the reconciler one look when it falls due.
-func (o *delivery) releaseLater(rec ledger.Record) {
-	o.pending.Go(func() { o.release(rec) })
+func (o *delivery) releaseLater(ctx context.Context, rec ledger.Record) {
+	ctx = context.WithoutCancel(ctx)
+	o.pending.Go(func() { o.release(ctx, rec) })
 }
 
-func (o *delivery) release(rec ledger.Record) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+// release removes rec's due entry under its own timeout; ctx (not ended by
+// the call's end) carries the call's trace.
+func (o *delivery) release(ctx context.Context, rec ledger.Record) {
+	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
 	if err := o.ledger.Release(ctx, rec); err != nil {
-		o.warn("could not release a settled request's due entry; the reconciler will", slog.Any("request_id", rec.RequestID), slog.Any("error", err))
+		o.warn(ctx, "could not release a settled request's due entry; the reconciler will", slog.Any("request_id", rec.RequestID), slog.Any("error", err))
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
 	"github.com/atlasmart/orderd/internal/platform/lograte"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 )
@@ -292,8 +293,9 @@ func (s *Service) createOrder(ctx context.Context, tenant string, in order.Input
 		Command:     encoded,
 		// Milliseconds: what a Cassandra timestamp keeps, so the order
 		// built now equals the one rebuilt from the stored row later.
-		CreatedAt:  s.now().UTC().Truncate(time.Millisecond),
-		ClaimToken: uuid.New(),
+		CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
+		ClaimToken:  uuid.New(),
+		TraceParent: tracing.TraceParent(ctx),
 	})
 	if err == nil {
 		// Recorded: the order row exists and never changes for this request.
@@ -368,7 +370,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		return checkErr
 	})
 	if done || checkErr != nil {
-		s.delivery.releaseLater(claim) // the claim was never sent; its entry may exist
+		s.delivery.releaseLater(ctx, claim) // the claim was never sent; its entry may exist
 	}
 	switch {
 	case done:
@@ -395,7 +397,7 @@ func (s *Service) answer(ctx context.Context, cmd order.Command, claim ledger.Re
 		if err != nil {
 			return Result{}, err
 		}
-		s.delivery.settleLater(cur, order.CreatedEvent(o))
+		s.delivery.settleLater(ctx, cur, order.CreatedEvent(o))
 		return Result{Order: o, Outcome: OutcomeNew}, nil
 	}
 	if cur.Fingerprint != claim.Fingerprint {
@@ -451,7 +453,7 @@ func (s *Service) duplicate(ctx context.Context, cur ledger.Record, cmd order.Co
 			if err != nil {
 				return err
 			}
-			s.delivery.settleLater(rec, order.CreatedEvent(o))
+			s.delivery.settleLater(ctx, rec, order.CreatedEvent(o))
 			res = Result{Order: o, Replayed: true, Outcome: OutcomeTakeover}
 			return nil
 		},
@@ -637,7 +639,9 @@ func (s *Service) Settle(ctx context.Context, rec ledger.Record) (ledger.Settled
 		return ledger.Unfinished, fault.New(fault.ReasonOperationUnknown,
 			fmt.Errorf("request %s: %w: %q", rec.RequestID, ledger.ErrUnknownOperation, rec.Operation))
 	}
-	return s.delivery.deliver(ctx, ev)
+	// The event goes out in the trace of the call that claimed the request,
+	// however long ago that was (its claim keeps the traceparent).
+	return s.delivery.deliver(tracing.WithTraceParent(ctx, rec.TraceParent), ev)
 }
 
 // Republish publishes every event of o (an order as recorded, at its
@@ -736,8 +740,8 @@ func (s *Service) owedEvent(ctx context.Context, key ledger.Key, orderID uuid.UU
 // message (lograte): an outage (the broker down, the cluster refusing
 // writes) would otherwise write one per order, while the metrics (outbox
 // backlog, attempts) already count every one.
-func (s *Service) warn(msg string, attrs ...slog.Attr) {
-	s.warns.Log(context.Background(), s.log, slog.LevelWarn, msg, msg, attrs...)
+func (s *Service) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
+	s.warns.Log(ctx, s.log, slog.LevelWarn, msg, msg, attrs...)
 }
 
 // Wait blocks until every background delivery and release has ended (each
@@ -778,7 +782,7 @@ func (s *Service) note(ctx context.Context, rec ledger.Record, err error) {
 		return
 	}
 	if nerr := s.ledger.RecordAttempt(context.WithoutCancel(ctx), rec, string(fault.ReasonOf(err))); nerr != nil {
-		s.warn("could not record a failed attempt", slog.Any("request_id", rec.RequestID), slog.Any("error", nerr))
+		s.warn(ctx, "could not record a failed attempt", slog.Any("request_id", rec.RequestID), slog.Any("error", nerr))
 	}
 }
 
