@@ -664,6 +664,11 @@ func listen(what, flag, addr string) (net.Listener, error) {
 	return lis, nil
 }
 
+// streamWorkers is how many goroutines serve calls from the pool: enough
+// for every call in flight at the concurrency orderd is sized for; idle
+// ones cost a small stack each.
+const streamWorkers = 256
+
 // transportLimits bound what one client can hold or send: streams per
 // connection, the size of a request, how often it may ping (keepalive
 // enforcement: a client pinging more than every 10 s is disconnected), and
@@ -671,6 +676,12 @@ func listen(what, flag, addr string) (net.Listener, error) {
 func transportLimits(cfg *config) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxConcurrentStreams(uint32(cfg.maxStreams)),
+		// Calls run on a pool of long-lived goroutines instead of a new
+		// one each: a call's path (interceptors, workflow, driver) is deep,
+		// and a fresh goroutine grows its stack to it by copying on every
+		// call. A call finding every worker busy gets a goroutine of its
+		// own, as without the pool.
+		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(cfg.maxRecvBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{

@@ -89,7 +89,7 @@ func (c *Committer[K, T]) Add(ctx context.Context, item T) error {
 	k := c.key(item)
 	b, leads := c.join(k, item)
 	if leads {
-		go c.lead(ctx, k, b)
+		runLeader(func() { c.lead(ctx, k, b) })
 	}
 	select {
 	case <-b.done:
