@@ -39,12 +39,12 @@ type outboxSetup struct {
 // consumer (cmd/orderconsumer) having applied it. Both consumers run
 // during the phase.
 func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error) {
-	on, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_KAFKA_TOPIC="+s.topic), s.creds)
+	on, err := startMeteredOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_KAFKA_TOPIC="+s.topic), s.creds)
 	if err != nil {
 		return nil, fmt.Errorf("start an orderd publishing to %s: %w", s.topic, err)
 	}
 	defer on.stop()
-	off, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_DELIVERY=false"), s.creds)
+	off, err := startMeteredOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_DELIVERY=false"), s.creds)
 	if err != nil {
 		return nil, fmt.Errorf("start an orderd with delivery off: %w", err)
 	}
@@ -68,7 +68,7 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 	// the throughput rounds the cluster is the queue, and the reference
 	// consumer's two LWTs per event wait behind orderd's.
 	var answered sync.Map // request id → when its answer arrived
-	timed := driver{name: "outbox-on", orderd: on, do: func(ctx context.Context, i int) error {
+	timed := driver{name: "outbox-on", orderd: on.orderdProc, do: func(ctx context.Context, i int) error {
 		req := newRequest(i)
 		if _, err := on.client.CreateOrder(ctx, req); err != nil {
 			return err
@@ -100,7 +100,10 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 		_, err := off.client.CreateOrder(ctx, newRequest(i))
 		return err
 	}
-	drivers := []driver{{name: "outbox-on", do: withOutbox, orderd: on}, {name: "outbox-off", do: withoutOutbox, orderd: off}}
+	// Each round keeps what its process's statements, events and CPU and
+	// the cluster's and the broker's CPU gained: delivery's cost per order.
+	drivers := []driver{{name: "outbox-on", do: withOutbox, orderd: on.orderdProc, counters: orderdCounters(on)},
+		{name: "outbox-off", do: withoutOutbox, orderd: off.orderdProc, counters: orderdCounters(off)}}
 	if err := b.warmUp(ctx, drivers); err != nil {
 		return nil, err
 	}

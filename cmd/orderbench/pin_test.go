@@ -9,15 +9,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Every party gets cores of its own where there are enough; on 2 cores the
-// cluster and the broker share one, orderd and the client the other.
+// Every party gets cores of its own where there are enough, the broker from
+// 3 cores; on 2 cores the cluster and the broker share one, orderd and the
+// client the other.
 func TestPlanPins(t *testing.T) {
 	for _, tc := range []struct {
 		cores                           int
 		cluster, broker, orderd, client string
 	}{
 		{2, "0", "0", "1", "1"},
-		{3, "0", "0", "1", "2"},
+		{3, "0", "1", "2", "2"},
 		{4, "0", "1", "2", "3"},
 		{6, "0-2", "3", "4", "5"},
 		{8, "0-3", "4", "5-6", "7"},
