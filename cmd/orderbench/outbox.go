@@ -140,8 +140,11 @@ type receiver struct {
 }
 
 func newReceiver(brokers, topic string) (*receiver, error) {
+	// From the start: the topic is the phase's own, and an offset taken at
+	// its end can be resolved after the first events were published (a slow
+	// first metadata answer), which then never arrive.
 	c, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(50*time.Millisecond))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
