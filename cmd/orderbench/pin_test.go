@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -64,5 +65,23 @@ func TestSetAffinityOfARunningProcess(t *testing.T) {
 	(&pinning{before: map[int]unix.CPUSet{pid: old}}).restore()
 	if got := allowedCPUs(pid); got != before || before == "1" {
 		t.Errorf("after restoring, the kernel allows %q, want %q as before", got, before)
+	}
+}
+
+// The report says when the broker has no core of its own (2 cores), and
+// only then.
+func TestPinningSaysWhenTheBrokerSharesTheClustersCore(t *testing.T) {
+	for _, tc := range []struct {
+		cores  int
+		shares bool
+	}{{2, true}, {3, false}, {4, false}} {
+		plan, err := planPins(tc.cores)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := (&pinning{plan: plan, cores: tc.cores}).describe()
+		if strings.Contains(got, "the broker shares the cluster's") != tc.shares {
+			t.Errorf("on %d cores: %q, want the broker sharing the cluster's core said: %v", tc.cores, got, tc.shares)
+		}
 	}
 }
