@@ -4,9 +4,13 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/atlasmart/orderd/internal/domain/order"
 )
 
 // countered gives r rounds with these throughputs and p99s, each round of
@@ -136,5 +140,15 @@ func TestWriteOutboxCost(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// The outbox phase matches a topic's records and the consumer's inbox rows
+// to its answers by the id orderd gives the order's event.
+func TestCreatedEventIDIsTheEventsID(t *testing.T) {
+	id := uuid.New()
+	o := order.New(benchTenant, id, benchCommand(1), time.Now().UTC())
+	if got, want := createdEventID(id.String()), order.CreatedEvent(o).ID.String(); got != want {
+		t.Errorf("createdEventID(%s) = %s, want the event's id %s", id, got, want)
 	}
 }

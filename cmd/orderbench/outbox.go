@@ -12,9 +12,11 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 	"github.com/atlasmart/orderd/internal/tools/loadgen"
 )
@@ -67,13 +69,13 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 	// Latency first, below saturation and with both consumers idle: under
 	// the throughput rounds the cluster is the queue, and the reference
 	// consumer's two LWTs per event wait behind orderd's.
-	var answered sync.Map // request id → when its answer arrived
+	var answered sync.Map // event id → when its order's answer arrived
 	timed := driver{name: "outbox-on", orderd: on.orderdProc, do: func(ctx context.Context, i int) error {
 		req := newRequest(i)
 		if _, err := on.client.CreateOrder(ctx, req); err != nil {
 			return err
 		}
-		answered.Store(req.RequestId, time.Now())
+		answered.Store(createdEventID(req.RequestId), time.Now())
 		return nil
 	}}
 	if _, _, err := b.measureRaw(ctx, "latency", timed, latencyConcurrency, max(s.requests/4, 100)); err != nil {
@@ -116,6 +118,16 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 	}
 	return out, nil
 }
+
+// createdEventID is the id of the ORDER_CREATED event of the bench
+// tenant's request requestID: what the topic's records and the reference
+// consumer's inbox carry (derived from the tenant, operation and request).
+func createdEventID(requestID string) string {
+	return order.EventID(benchTenant, order.OperationCreate, uuid.MustParse(requestID)).String()
+}
+
+// benchTenant is the tenant of the run's API key (devsetup.Write).
+const benchTenant = "default"
 
 // latencyConcurrency is the load at which delivery latency is measured:
 // two streams, well below what the local cluster can take.
