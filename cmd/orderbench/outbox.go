@@ -152,9 +152,9 @@ type receiver struct {
 }
 
 func newReceiver(brokers, topic string) (*receiver, error) {
-	// From the start: the topic is the phase's own, and an offset taken at
-	// its end can be resolved after the first events were published (a slow
-	// first metadata answer), which then never arrive.
+	// From the start: the topic is the phase's own, so nothing older is
+	// read, and no event published before the consumer's first offset
+	// lookup answers is missed.
 	c, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
 	if err != nil {
