@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
+	"github.com/atlasmart/orderd/internal/tools/devsetup"
 	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
@@ -31,6 +34,10 @@ type Broker interface {
 	Start(ctx context.Context) error
 	// Close stops whatever OpenBroker started.
 	Close(ctx context.Context) error
+	// Conn is how user (localcluster.OrderdUser or ConsumerUser) connects:
+	// SASL_SSL with its login on the local launcher's broker, plaintext on
+	// the others.
+	Conn(user string) kafkaconn.Settings
 }
 
 // OpenBroker chooses and, if needed, starts the broker for this run.
@@ -41,7 +48,12 @@ func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
 	if _, ok := c.(*dockerCluster); ok {
 		return openDockerBroker(ctx, log)
 	}
-	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: filepath.Join(repoRoot(), ".kafka"), Log: log})
+	state := filepath.Join(repoRoot(), ".kafka")
+	devDir, err := brokerDevDir(state, log)
+	if err != nil {
+		return nil, err
+	}
+	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: state, DevDir: devDir, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +62,23 @@ func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
 		return nil, fmt.Errorf("start the local Kafka broker (make kafka-up): %w", err)
 	}
 	return &localBroker{b: b, startedHere: startedHere}, nil
+}
+
+// brokerDevDir is the development setup whose certificate the local
+// broker serves: the repository's (.dev, as `make run` makes it) if there
+// is one, else one the harness makes in the broker's state folder, so a
+// clean clone needs no step first.
+func brokerDevDir(state string, log io.Writer) (string, error) {
+	if dev := filepath.Join(repoRoot(), ".dev"); (devsetup.Files{Dir: dev}).Exists() {
+		return dev, nil
+	}
+	dir := filepath.Join(state, "dev")
+	if (devsetup.Files{Dir: dir}).Exists() {
+		return dir, nil
+	}
+	fmt.Fprintf(log, "e2e: no .dev setup: making one for the broker's TLS certificate in %s\n", dir)
+	_, _, err := devsetup.Write(dir, tenant, 365*24*time.Hour)
+	return dir, err
 }
 
 // localBroker is internal/tools/localcluster's broker.
@@ -68,6 +97,13 @@ func (k *localBroker) Kill(ctx context.Context) error { return k.b.Kill(ctx) }
 func (k *localBroker) Start(ctx context.Context) error {
 	_, err := k.b.Up(ctx)
 	return err
+}
+
+func (k *localBroker) Conn(user string) kafkaconn.Settings {
+	if k.b.Plaintext() {
+		return kafkaconn.Settings{Plaintext: true}
+	}
+	return kafkaconn.Settings{Username: user, PasswordFile: k.b.PasswordFile(user), CAFile: k.b.CAFile()}
 }
 
 // Close stops the broker if this run started it.
@@ -89,3 +125,4 @@ func (k externalBroker) Kill(context.Context) error {
 }
 func (k externalBroker) Start(ctx context.Context) error { return k.Kill(ctx) }
 func (k externalBroker) Close(context.Context) error     { return nil }
+func (k externalBroker) Conn(string) kafkaconn.Settings  { return kafkaconn.Settings{Plaintext: true} }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 )
 
 // KafkaConfig configures the Kafka publisher. Zero fields take defaults.
@@ -34,6 +35,11 @@ type KafkaConfig struct {
 	DeliveryTimeout time.Duration
 	// Observer is told how each publication ended; nil observes nothing.
 	Observer Observer
+	// Conn is how the client reaches the brokers: SASL_SSL with its
+	// login, or plaintext when asked.
+	Conn kafkaconn.Settings
+	// Hooks watch the client (its Prometheus metrics); optional.
+	Hooks []kgo.Hook
 }
 
 func (c KafkaConfig) withDefaults() KafkaConfig {
@@ -75,7 +81,25 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, errors.New("kafka publisher: no brokers configured")
 	}
-	client, err := kgo.NewClient(
+	opts, err := clientOpts(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kafka publisher: %w", err)
+	}
+	client, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka publisher: %w", err)
+	}
+	return &Kafka{cfg: cfg, client: client, log: log}, nil
+}
+
+// clientOpts is every option of the publisher's client: the producer's
+// settings, the connection's security and the hooks.
+func clientOpts(cfg KafkaConfig) ([]kgo.Opt, error) {
+	conn, err := cfg.Conn.ClientOpts()
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -83,12 +107,10 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		// Events of many orders share produce requests; a short linger
 		// batches them without adding much to each one's latency.
-		kgo.ProducerLinger(2*time.Millisecond),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("kafka publisher: %w", err)
+		kgo.ProducerLinger(2 * time.Millisecond),
+		kgo.WithHooks(cfg.Hooks...),
 	}
-	return &Kafka{cfg: cfg, client: client, log: log}, nil
+	return append(opts, conn...), nil
 }
 
 // Publish implements Publisher: it returns once the broker acknowledged

@@ -74,7 +74,7 @@ func TestCachedRuntimePicksTheNewestCompleteOne(t *testing.T) {
 
 func TestBrokerConfig(t *testing.T) {
 	state := t.TempDir()
-	b, err := NewBroker(KafkaConfig{StateDir: state, CacheDir: t.TempDir(), Addr: "127.0.0.1:29092", ControllerAddr: "127.0.0.1:29093"})
+	b, err := NewBroker(KafkaConfig{StateDir: state, CacheDir: t.TempDir(), Addr: "127.0.0.1:29092", ControllerAddr: "127.0.0.1:29093", Plaintext: true})
 	if err != nil {
 		t.Fatal(err)
 	}
