@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,14 @@ type Broker interface {
 	// SASL_SSL with its login on the local launcher's broker, plaintext on
 	// the others.
 	Conn(user string) kafkaconn.Settings
+	// PlaintextAddr is a listener that needs no login, "" if there is
+	// none: the e2e suite's previous release predates SASL_SSL.
+	PlaintextAddr() string
 }
+
+// plaintextListener is the local broker's extra PLAINTEXT listener, when
+// the run starts it.
+const plaintextListener = "127.0.0.1:19094"
 
 // OpenBroker chooses and, if needed, starts the broker for this run.
 func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
@@ -53,7 +61,7 @@ func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: state, DevDir: devDir, Log: log})
+	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: state, DevDir: devDir, PlaintextAddr: plaintextListener, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +107,20 @@ func (k *localBroker) Start(ctx context.Context) error {
 	return err
 }
 
-func (k *localBroker) Conn(user string) kafkaconn.Settings {
+func (k *localBroker) Conn(user string) kafkaconn.Settings { return k.b.Conn(user) }
+
+// PlaintextAddr: a broker this run reuses may have been started without
+// the extra listener (make kafka-up does not ask for it).
+func (k *localBroker) PlaintextAddr() string {
 	if k.b.Plaintext() {
-		return kafkaconn.Settings{Plaintext: true}
+		return k.b.Addr()
 	}
-	return kafkaconn.Settings{Username: user, PasswordFile: k.b.PasswordFile(user), CAFile: k.b.CAFile()}
+	c, err := net.DialTimeout("tcp", plaintextListener, time.Second)
+	if err != nil {
+		return ""
+	}
+	c.Close()
+	return plaintextListener
 }
 
 // Close stops the broker if this run started it.
@@ -126,3 +143,4 @@ func (k externalBroker) Kill(context.Context) error {
 func (k externalBroker) Start(ctx context.Context) error { return k.Kill(ctx) }
 func (k externalBroker) Close(context.Context) error     { return nil }
 func (k externalBroker) Conn(string) kafkaconn.Settings  { return kafkaconn.Settings{Plaintext: true} }
+func (k externalBroker) PlaintextAddr() string           { return k.addr }

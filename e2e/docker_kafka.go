@@ -76,6 +76,7 @@ func (k *dockerBroker) CanControl() bool { return true }
 // Conn: the container serves PLAINTEXT, like the compose file's broker
 // (deploy/docker/README.md); the secured path runs on the local launcher.
 func (k *dockerBroker) Conn(string) kafkaconn.Settings { return kafkaconn.Settings{Plaintext: true} }
+func (k *dockerBroker) PlaintextAddr() string          { return k.Addr() }
 
 func (k *dockerBroker) Kill(ctx context.Context) error {
 	return dockerKill(ctx, k.ctr, "the Kafka broker")

@@ -12,7 +12,9 @@
 // KAFKA_HEAP_MB (512), ORDERD_KAFKA_ADDR (127.0.0.1:19092),
 // ORDERD_KAFKA_CONTROLLER_ADDR (127.0.0.1:19093), ORDERD_KAFKA_DIR (.kafka),
 // ORDERD_DEV_DIR (.dev), ORDERD_KAFKA_PLAINTEXT (false: true serves
-// PLAINTEXT, no TLS and no login), ORDERD_CACHE_DIR (~/.cache/orderd).
+// PLAINTEXT, no TLS and no login), ORDERD_KAFKA_PLAINTEXT_ADDR (none: an
+// extra PLAINTEXT listener beside SASL_SSL), ORDERD_CACHE_DIR
+// (~/.cache/orderd).
 package main
 
 import (
@@ -59,6 +61,7 @@ func run() error {
 		DevDir:   os.Getenv("ORDERD_DEV_DIR"),
 
 		ControllerAddr: os.Getenv("ORDERD_KAFKA_CONTROLLER_ADDR"),
+		PlaintextAddr:  os.Getenv("ORDERD_KAFKA_PLAINTEXT_ADDR"),
 	}
 	if v := os.Getenv("ORDERD_KAFKA_PLAINTEXT"); v != "" {
 		plain, err := strconv.ParseBool(v)
@@ -125,4 +128,7 @@ func printClientSettings(b *localcluster.Broker) {
 	}
 	fmt.Printf("SASL_SSL (SCRAM-SHA-512 over TLS): ORDERD_KAFKA_USERNAME=%s ORDERD_KAFKA_PASSWORD_FILE=%s ORDERD_KAFKA_TLS_CA_FILE=%s\n",
 		localcluster.OrderdUser, b.PasswordFile(localcluster.OrderdUser), b.CAFile())
+	if a := b.PlaintextAddr(); a != "" {
+		fmt.Printf("and PLAINTEXT (no TLS, no login) on %s: ORDERD_KAFKA_BROKERS=%s ORDERD_KAFKA_PLAINTEXT=true\n", a, a)
+	}
 }

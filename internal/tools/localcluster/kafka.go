@@ -41,6 +41,10 @@ type KafkaConfig struct {
 	Addr string
 	// Plaintext serves PLAINTEXT on Addr instead: no TLS, no login.
 	Plaintext bool
+	// PlaintextAddr, if set, adds a PLAINTEXT listener beside the SASL_SSL
+	// one, for a client that cannot log in: the e2e suite's previous
+	// release, built before orderd spoke SASL_SSL. Ignored with Plaintext.
+	PlaintextAddr string
 	// DevDir is the development setup (internal/tools/devsetup, written by
 	// `orderd dev-setup`) whose server certificate the SASL_SSL listener
 	// serves; it must name Addr's host. Default .dev.
@@ -53,6 +57,14 @@ type KafkaConfig struct {
 	StartTimeout time.Duration
 	// Log receives progress lines; default os.Stderr.
 	Log io.Writer
+}
+
+// listeners are the addresses the broker listens on.
+func (c *KafkaConfig) listeners() []string {
+	if c.PlaintextAddr != "" {
+		return []string{c.Addr, c.ControllerAddr, c.PlaintextAddr}
+	}
+	return []string{c.Addr, c.ControllerAddr}
 }
 
 func (c *KafkaConfig) setDefaults() error {
@@ -80,7 +92,10 @@ func (c *KafkaConfig) setDefaults() error {
 	if c.ControllerAddr == "" {
 		c.ControllerAddr = "127.0.0.1:19093"
 	}
-	for _, a := range []string{c.Addr, c.ControllerAddr} {
+	if c.Plaintext {
+		c.PlaintextAddr = ""
+	}
+	for _, a := range c.listeners() {
 		_, port, err := net.SplitHostPort(a)
 		if err == nil {
 			_, err = strconv.Atoi(port)
@@ -185,7 +200,7 @@ func (b *Broker) Up(ctx context.Context) (time.Duration, error) {
 }
 
 func (b *Broker) start(ctx context.Context, lib string) error {
-	for _, a := range []string{b.cfg.Addr, b.cfg.ControllerAddr} {
+	for _, a := range b.cfg.listeners() {
 		if err := waitPortFree(ctx, a, portReleaseWait); err != nil {
 			return fmt.Errorf("the Kafka broker cannot start: %s is already in use by another process (find it with `ss -ltnp` and stop it, or point ORDERD_KAFKA_BROKERS at that broker instead): %w", a, err)
 		}
@@ -241,6 +256,7 @@ func (b *Broker) writeConfig() error {
 		}
 		data["BrokerUser"], data["BrokerPassword"] = brokerUser, pass
 		data["Keystore"], data["Truststore"] = b.keystorePath(), b.CAFile()
+		data["PlaintextAddr"] = b.cfg.PlaintextAddr
 	}
 	if err := renderFile("kafka-server.properties.tmpl", b.confPath(), data); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/tools/devsetup"
 )
 
@@ -43,6 +44,17 @@ func (b *Broker) CAFile() string { return filepath.Join(b.cfg.StateDir, "tls", "
 
 // Plaintext reports whether the client listener is PLAINTEXT.
 func (b *Broker) Plaintext() bool { return b.cfg.Plaintext }
+
+// PlaintextAddr is the extra PLAINTEXT listener's address, "" if none.
+func (b *Broker) PlaintextAddr() string { return b.cfg.PlaintextAddr }
+
+// Conn is how user (OrderdUser or ConsumerUser) connects to the broker.
+func (b *Broker) Conn(user string) kafkaconn.Settings {
+	if b.cfg.Plaintext {
+		return kafkaconn.Settings{Plaintext: true}
+	}
+	return kafkaconn.Settings{Username: user, PasswordFile: b.PasswordFile(user), CAFile: b.CAFile()}
+}
 
 func (b *Broker) keystorePath() string { return filepath.Join(b.cfg.StateDir, "tls", "broker.pem") }
 
