@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -72,6 +74,7 @@ type Kafka struct {
 	cfg    KafkaConfig
 	client *kgo.Client
 	log    *slog.Logger
+	conns  *connWatch
 }
 
 // NewKafka returns a publisher. It does not contact the brokers: a broker
@@ -81,7 +84,8 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, errors.New("kafka publisher: no brokers configured")
 	}
-	opts, err := clientOpts(cfg)
+	conns := &connWatch{}
+	opts, err := clientOpts(cfg, conns)
 	if err != nil {
 		return nil, fmt.Errorf("kafka publisher: %w", err)
 	}
@@ -89,12 +93,12 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka publisher: %w", err)
 	}
-	return &Kafka{cfg: cfg, client: client, log: log}, nil
+	return &Kafka{cfg: cfg, client: client, log: log, conns: conns}, nil
 }
 
 // clientOpts is every option of the publisher's client: the producer's
 // settings, the connection's security and the hooks.
-func clientOpts(cfg KafkaConfig) ([]kgo.Opt, error) {
+func clientOpts(cfg KafkaConfig, conns *connWatch) ([]kgo.Opt, error) {
 	conn, err := cfg.Conn.ClientOpts()
 	if err != nil {
 		return nil, err
@@ -108,7 +112,7 @@ func clientOpts(cfg KafkaConfig) ([]kgo.Opt, error) {
 		// Events of many orders share produce requests; a short linger
 		// batches them without adding much to each one's latency.
 		kgo.ProducerLinger(2 * time.Millisecond),
-		kgo.WithHooks(cfg.Hooks...),
+		kgo.WithHooks(append([]kgo.Hook{conns}, cfg.Hooks...)...),
 	}
 	return append(opts, conn...), nil
 }
@@ -125,7 +129,7 @@ func (k *Kafka) Publish(ctx context.Context, ev order.Event) error {
 	result := ResultAcked
 	if err != nil {
 		result = ResultFailed
-		err = fmt.Errorf("publish the %s event of order %s to %s: %w", ev.Type, ev.Order.ID, k.cfg.Topic, err)
+		err = fmt.Errorf("publish the %s event of order %s to %s: %w%s", ev.Type, ev.Order.ID, k.cfg.Topic, err, k.conns.reason())
 	}
 	k.cfg.Observer.Published(result, time.Since(start))
 	return err
@@ -157,4 +161,30 @@ func (k *Kafka) Close(ctx context.Context) {
 		k.log.Warn("events still unacknowledged at shutdown; the reconciler will publish them", "error", err)
 	}
 	k.client.Close()
+}
+
+// connWatch keeps the last failed connection's error until a connection
+// succeeds. A publication that runs out of time says only "context
+// deadline exceeded"; this says why (a refused login:
+// SASL_AUTHENTICATION_FAILED, a certificate not trusted, no broker).
+type connWatch struct{ last atomic.Pointer[error] }
+
+var _ kgo.HookBrokerConnect = (*connWatch)(nil)
+
+// OnBrokerConnect implements kgo.HookBrokerConnect; it is called after the
+// dial, TLS handshake and SASL login of every connection.
+func (w *connWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		w.last.Store(nil)
+		return
+	}
+	w.last.Store(&err)
+}
+
+// reason is ", last connection error: ..." while connections fail, else "".
+func (w *connWatch) reason() string {
+	if err := w.last.Load(); err != nil {
+		return fmt.Sprintf(" (the last connection to a broker failed: %v)", *err)
+	}
+	return ""
 }
