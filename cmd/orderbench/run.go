@@ -25,10 +25,12 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 	"github.com/atlasmart/orderd/internal/tools/devsetup"
 	"github.com/atlasmart/orderd/internal/tools/freeport"
 	"github.com/atlasmart/orderd/internal/tools/loadgen"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
@@ -105,11 +107,11 @@ type Run struct {
 }
 
 type runFlags struct {
-	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, consumer, costVariants string
-	gcLogs, brokerGCLog                                                                                 string
-	requests, rounds                                                                                    int
-	soak                                                                                                time.Duration
-	pin                                                                                                 bool
+	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, kafkaDir, consumer, costVariants string
+	gcLogs, brokerGCLog                                                                                           string
+	requests, rounds                                                                                              int
+	soak                                                                                                          time.Duration
+	pin                                                                                                           bool
 }
 
 func runCmd(args []string) error {
@@ -128,6 +130,7 @@ func runCmd(args []string) error {
 	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
 	fs.StringVar(&f.kafka, "kafka", "127.0.0.1:19092", "Kafka broker orderd publishes order events to (make kafka-up)")
+	fs.StringVar(&f.kafkaDir, "kafka-dir", ".kafka", "state folder of the local broker (make kafka-up): orderd, the consumer and the benchmark's reader log in over SASL_SSL with its users' passwords and CA; empty: plaintext")
 	fs.StringVar(&f.consumer, "orderconsumer", "bin/orderconsumer", "the reference consumer's binary: the outbox phase measures delivery up to its apply")
 	fs.StringVar(&f.costVariants, "cost-variants", defaultCostVariants, `orderd configurations the cost phase compares, ";"-separated: name or name:K=V,K=V (environment; the key "orderd" names another binary); the first is the reference`)
 	fs.StringVar(&f.nodeLogs, "node-logs", ".cluster/node*/logs/system.log", "Cassandra node logs to check for tombstone warnings (glob)")
@@ -159,6 +162,11 @@ func runCmd(args []string) error {
 		// The benchmark measures capacity, not the per-tenant limits: a
 		// replay storm can pass their defaults.
 		"ORDERD_RATE_ATTEMPTS=0", "ORDERD_RATE_REPLAYS=0")
+	kafkaConn, err := benchKafka(f.kafkaDir)
+	if err != nil {
+		return err
+	}
+	env = append(env, kafkaEnv("ORDERD_", kafkaConn(localcluster.OrderdUser))...)
 	// orderd is secured as in production: TLS, and every call carries an
 	// API key the server verifies.
 	secDir, err := os.MkdirTemp("", "orderbench-security-")
@@ -245,7 +253,7 @@ func runCmd(args []string) error {
 			rs, err = b.changesPhase(ctx, []int{16, 64}, f.requests)
 		case "outbox":
 			rs, err = b.outboxPhase(ctx, outboxSetup{levels: []int{16, 64}, requests: f.requests, orderd: f.orderd, consumer: f.consumer,
-				env: env, creds: creds, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
+				env: env, creds: creds, brokers: f.kafka, kafka: kafkaConn, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
 		case "commit":
 			rs, err = b.commitPhase(ctx, []int{1, 16, 64}, f.requests, f.orderd, env, creds)
 		case "cost":
@@ -920,4 +928,27 @@ func version(ctx context.Context, s *gocql.Session) string {
 	var v string
 	_ = s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ScanContext(ctx, &v)
 	return "Apache Cassandra " + v
+}
+
+// benchKafka says how each user connects to the local broker whose state
+// is in dir: plaintext when dir is empty.
+func benchKafka(dir string) (func(user string) kafkaconn.Settings, error) {
+	if dir == "" {
+		return func(string) kafkaconn.Settings { return kafkaconn.Settings{Plaintext: true} }, nil
+	}
+	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	return b.Conn, nil
+}
+
+// kafkaEnv is the environment that connects a binary (prefix ORDERD_ or
+// ORDERCONSUMER_) as c says.
+func kafkaEnv(prefix string, c kafkaconn.Settings) []string {
+	if c.Plaintext {
+		return []string{prefix + "KAFKA_PLAINTEXT=true"}
+	}
+	return []string{prefix + "KAFKA_USERNAME=" + c.Username, prefix + "KAFKA_PASSWORD_FILE=" + c.PasswordFile,
+		prefix + "KAFKA_TLS_CA_FILE=" + c.CAFile}
 }
