@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 )
 
 // envPrefix: every flag -some-name falls back to ORDERCONSUMER_SOME_NAME.

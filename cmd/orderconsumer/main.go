@@ -48,8 +48,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 )
 
