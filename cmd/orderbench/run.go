@@ -267,7 +267,7 @@ func runCmd(args []string) error {
 			}
 		case "soak":
 			var soak *Soak
-			soak, err = b.soakPhase(ctx, f.soakFlags.setup(f, env, creds, keyspace))
+			soak, err = b.soakPhase(ctx, f.soakFlags.setup(f, env, creds, kafkaConn, keyspace))
 			if soak != nil {
 				run.Soak, rs = soak, []Result{soak.Summary}
 			}

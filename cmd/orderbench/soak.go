@@ -10,9 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 	"github.com/atlasmart/orderd/internal/tools/freeport"
 	"github.com/atlasmart/orderd/internal/tools/loadgen"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 // Soak is the soak phase's run: the rate it held, and one sample per
@@ -45,8 +47,9 @@ type soakSetup struct {
 	env                   []string
 	creds                 clientcreds.Options
 	brokers, topic        string
-	keyspace, hosts       string // the reference consumer's keyspace (and group), the cluster
-	clusterState, logGlob string // the local cluster's state folder (nodetool), its node logs
+	kafka                 func(user string) kafkaconn.Settings // how each user logs in to the broker
+	keyspace, hosts       string                               // the reference consumer's keyspace (and group), the cluster
+	clusterState, logGlob string                               // the local cluster's state folder (nodetool), its node logs
 }
 
 // soakStreams is the closed loop that measures the maximum: the most
@@ -76,13 +79,16 @@ func (b *bench) soakPhase(ctx context.Context, s soakSetup) (*Soak, error) {
 		return nil, fmt.Errorf("start an orderd publishing to %s: %w", s.topic, err)
 	}
 	defer od.stop()
-	consumer, err := startConsumer(ctx, outboxSetup{consumer: s.consumer, brokers: s.brokers, topic: s.topic, keyspace: s.keyspace, hosts: s.hosts})
+	consumer, err := startConsumer(ctx, outboxSetup{consumer: s.consumer, brokers: s.brokers, kafka: s.kafka,
+		topic: s.topic, keyspace: s.keyspace, hosts: s.hosts})
+	// The consumer's keyspace is dropped after the consumer stops (deferred
+	// calls run last first).
+	defer func() { _ = b.cql.Query(`DROP KEYSPACE IF EXISTS ` + s.keyspace).Exec() }()
 	if err != nil {
 		return nil, err
 	}
 	defer consumer.stop()
-	defer func() { _ = b.cql.Query(`DROP KEYSPACE IF EXISTS ` + s.keyspace).Exec() }()
-	probes, err := newSoakProbes(metricsAddr, s.clusterState, s.brokers, s.keyspace, s.logGlob)
+	probes, err := newSoakProbes(metricsAddr, s.clusterState, s.brokers, s.kafka(localcluster.ConsumerUser), s.keyspace, s.logGlob)
 	if err != nil {
 		return nil, err
 	}
@@ -270,8 +276,8 @@ func (s *soakFlags) register(fs *flag.FlagSet) {
 
 // setup is the soak phase's setup from the run's flags: its own topic, and
 // the reference consumer's keyspace and group.
-func (s *soakFlags) setup(f runFlags, env []string, creds clientcreds.Options, keyspace string) soakSetup {
+func (s *soakFlags) setup(f runFlags, env []string, creds clientcreds.Options, kafka func(string) kafkaconn.Settings, keyspace string) soakSetup {
 	return soakSetup{duration: f.soak, every: s.every, ramp: s.ramp, rate: s.rate, orderd: f.orderd, consumer: f.consumer,
-		env: env, creds: creds, brokers: f.kafka, topic: keyspace + ".soak", keyspace: keyspace + "_soak", hosts: f.contactPoints,
+		env: env, creds: creds, brokers: f.kafka, kafka: kafka, topic: keyspace + ".soak", keyspace: keyspace + "_soak", hosts: f.contactPoints,
 		clusterState: s.clusterState, logGlob: f.nodeLogs}
 }

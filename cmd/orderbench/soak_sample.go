@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
@@ -58,7 +59,7 @@ type soakProbes struct {
 	logGlob    string
 }
 
-func newSoakProbes(metricsAddr, clusterState, brokers, group, logGlob string) (*soakProbes, error) {
+func newSoakProbes(metricsAddr, clusterState, brokers string, conn kafkaconn.Settings, group, logGlob string) (*soakProbes, error) {
 	p := &soakProbes{metricsURL: "http://" + metricsAddr + "/metrics", group: group, logGlob: logGlob, logs: watchNodeLogs(logGlob)}
 	if clusterState != "" {
 		c, err := localcluster.New(localcluster.Config{StateDir: clusterState, Log: io.Discard})
@@ -67,7 +68,11 @@ func newSoakProbes(metricsAddr, clusterState, brokers, group, logGlob string) (*
 		}
 		p.cluster = c
 	}
-	kc, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	opts, err := conn.ClientOpts()
+	if err != nil {
+		return nil, fmt.Errorf("kafka admin client: %w", err)
+	}
+	kc, err := kgo.NewClient(append(opts, kgo.SeedBrokers(brokers))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka admin client: %w", err)
 	}
