@@ -26,24 +26,29 @@ type Soak struct {
 	RateFrom string  `json:"rate_from"`
 	// MaxThroughput is the maximum measured before the soak (0: the rate
 	// was given).
-	MaxThroughput float64       `json:"max_throughput,omitempty"`
-	Seconds       float64       `json:"seconds"`
-	EverySeconds  float64       `json:"every_seconds"`
-	Brokers       string        `json:"brokers"`
-	Group         string        `json:"group"`
-	Samples       []SoakSample  `json:"samples"`
-	Verdicts      []Flatness    `json:"verdicts"`
-	Summary       Result        `json:"summary"`
-	Settings      []string      `json:"settings,omitempty"`
-	started       time.Time     // of the open loop
-	lat           soakLatencies // every call's latency, for the summary
+	MaxThroughput float64      `json:"max_throughput,omitempty"`
+	Seconds       float64      `json:"seconds"`
+	EverySeconds  float64      `json:"every_seconds"`
+	Brokers       string       `json:"brokers"`
+	Group         string       `json:"group"`
+	Samples       []SoakSample `json:"samples"`
+	Verdicts      []Flatness   `json:"verdicts"`
+	Summary       Result       `json:"summary"`
+	// CatchUpSeconds is how long the reference consumer took to work off
+	// the events of the warm-up and the maximum's measurement before the
+	// soak started (at most -soak-catch-up), and LagAtStart its lag then.
+	CatchUpSeconds float64       `json:"catch_up_seconds"`
+	LagAtStart     int64         `json:"lag_at_start"`
+	started        time.Time     // of the open loop
+	lat            soakLatencies // every call's latency, for the summary
 }
 
 // soakSetup is what the soak phase needs besides the bench.
 type soakSetup struct {
 	duration, every, ramp time.Duration
-	rate                  float64 // calls per second; 0: half the maximum measured in ramp
-	orderd, consumer      string  // binaries
+	catchUp               time.Duration // the most the consumer is given to catch up before the soak
+	rate                  float64       // calls per second; 0: half the maximum measured in ramp
+	orderd, consumer      string        // binaries
 	env                   []string
 	creds                 clientcreds.Options
 	brokers, topic        string
@@ -110,7 +115,11 @@ func (b *bench) soakPhase(ctx context.Context, s soakSetup) (*Soak, error) {
 		soak.MaxThroughput, soak.Rate = top, top/2
 		soak.RateFrom = fmt.Sprintf("half the maximum: %.1f calls/s measured over %s at %d closed-loop streams just before", top, s.ramp, soakStreams)
 	}
-	fmt.Fprintf(os.Stderr, "orderbench: soak %s at %.1f calls/s (%s), a sample every %s\n", s.duration, soak.Rate, soak.RateFrom, s.every)
+	t0 := time.Now()
+	soak.LagAtStart = catchUp(ctx, probes, soakLagFloor(soak.Rate), s.catchUp)
+	soak.CatchUpSeconds, soak.Seconds = time.Since(t0).Seconds(), s.duration.Seconds()
+	fmt.Fprintf(os.Stderr, "orderbench: soak %s at %.1f calls/s (%s), a sample every %s; consumer lag %d after %.0f s of catching up\n",
+		s.duration, soak.Rate, soak.RateFrom, s.every, soak.LagAtStart, soak.CatchUpSeconds)
 	cpu0 := procCPU(od.pid())
 	soak.Samples = openLoop(ctx, soak, s.duration, s.every, call, probes)
 	soak.Summary = soak.summary(b.label, s.duration, (procCPU(od.pid()) - cpu0), peakRSSMB(od.pid()))
@@ -119,6 +128,23 @@ func (b *bench) soakPhase(ctx context.Context, s soakSetup) (*Soak, error) {
 		fmt.Fprintln(os.Stderr, "orderbench: soak "+v.String())
 	}
 	return soak, nil
+}
+
+// catchUp waits up to limit for the consumer's lag to fall to bound (so
+// the lag series starts from the steady state, not from the backlog of
+// the warm-up) and returns the lag it started with (-1: not read).
+func catchUp(ctx context.Context, p *soakProbes, bound float64, limit time.Duration) int64 {
+	deadline := time.Now().Add(limit)
+	for {
+		lag, err := p.lag(ctx)
+		if err == nil && float64(lag) <= bound || time.Now().After(deadline) {
+			if err != nil {
+				return -1
+			}
+			return lag
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // closedLoopMax is the throughput of c streams calling back to back for d.
@@ -262,22 +288,23 @@ func (s *Soak) summary(label string, d, cpu time.Duration, peakRSS float64) Resu
 
 // soakFlags are run's flags of the soak phase (besides -soak, its length).
 type soakFlags struct {
-	rate         float64
-	every, ramp  time.Duration
-	clusterState string
+	rate                 float64
+	every, ramp, catchUp time.Duration
+	clusterState         string
 }
 
 func (s *soakFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&s.rate, "soak-rate", 0, "the soak's open-loop rate in calls/s; 0: half the maximum measured first (-soak-ramp)")
 	fs.DurationVar(&s.every, "soak-every", time.Minute, "the soak's sampling interval")
 	fs.DurationVar(&s.ramp, "soak-ramp", 45*time.Second, "how long the soak measures the maximum (closed loop, 64 streams) when -soak-rate is 0")
+	fs.DurationVar(&s.catchUp, "soak-catch-up", 5*time.Minute, "the most the soak waits for the reference consumer to work off the warm-up's events before it starts")
 	fs.StringVar(&s.clusterState, "cluster-state", ".cluster", "the local cluster's state folder: the soak runs nodetool compactionstats on its nodes (empty: not read)")
 }
 
 // setup is the soak phase's setup from the run's flags: its own topic, and
 // the reference consumer's keyspace and group.
 func (s *soakFlags) setup(f runFlags, env []string, creds clientcreds.Options, kafka func(string) kafkaconn.Settings, keyspace string) soakSetup {
-	return soakSetup{duration: f.soak, every: s.every, ramp: s.ramp, rate: s.rate, orderd: f.orderd, consumer: f.consumer,
+	return soakSetup{duration: f.soak, every: s.every, ramp: s.ramp, catchUp: s.catchUp, rate: s.rate, orderd: f.orderd, consumer: f.consumer,
 		env: env, creds: creds, brokers: f.kafka, kafka: kafka, topic: keyspace + ".soak", keyspace: keyspace + "_soak", hosts: f.contactPoints,
 		clusterState: s.clusterState, logGlob: f.nodeLogs}
 }

@@ -31,6 +31,9 @@ const (
 	floorLagRecords = 100
 )
 
+// soakLagFloor is the lag floor at rate calls/s.
+func soakLagFloor(rate float64) float64 { return max(rate*floorLagSeconds, floorLagRecords) }
+
 // soakSeriesOf lists the soak's series in report order.
 func soakSeriesOf(s *Soak) []soakSeries {
 	// pick is f of every sample that read it (f's second result).
@@ -65,7 +68,7 @@ func soakSeriesOf(s *Soak) []soakSeries {
 	return append(series,
 		soakSeries{"tombstone warnings per interval", always(func(x SoakSample) float64 { return float64(x.TombstoneWarnings) }), 0},
 		soakSeries{"consumer lag (records)", pick(func(x SoakSample) (float64, bool) { return float64(x.ConsumerLag), x.ConsumerLag >= 0 }),
-			max(s.Rate*floorLagSeconds, floorLagRecords)})
+			soakLagFloor(s.Rate)})
 }
 
 // soakNodes are the nodes whose compactions were read, sorted.
@@ -114,6 +117,8 @@ func writeSoak(b *strings.Builder, runs []Run, plot string) {
 		fmt.Fprintf(b, "\n## Soak: orderd as in production at a steady rate\n\n")
 		fmt.Fprintf(b, "One orderd with event delivery on (publishing to the local broker, %s) and the reference consumer (cmd/orderconsumer, group `%s`) applying every event, under an open loop of new orders at %.1f calls/s (%s) for %.0f s: calls go out on schedule whether or not earlier ones were answered, and a call's latency counts from when it was due. ",
 			s.Brokers, s.Group, s.Rate, s.RateFrom, s.Seconds)
+		fmt.Fprintf(b, "Before the soak, the consumer worked off the events of the warm-up and of the maximum's measurement for %.0f s: its lag was %d at the start. ",
+			s.CatchUpSeconds, s.LagAtStart)
 		fmt.Fprintf(b, "%d calls, %d errors; %.1f calls/s answered; p50 %.2f ms, p95 %.2f ms, p99 %.2f ms; orderd RSS %.1f MB at the first sample, %.1f MB at the last (peak %.1f MB); orderd CPU %.3f s per 1,000 calls.\n\n",
 			r.Requests, r.Errors, r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.RSSStartMB, r.RSSEndMB, r.OrderdPeakRSSMB, r.OrderdCPUPer1k)
 		fmt.Fprintf(b, "A sample every %.0f s: the interval's calls (p50, p99, throughput, errors, calls shed because %d were already waiting), then orderd's RSS and goroutines from its /metrics, each node's pending compactions (nodetool compactionstats), the tombstone warnings the node logs gained, and the consumer group's lag (end offset − committed offset over the topic's partitions, franz-go kadm).\n\n",
