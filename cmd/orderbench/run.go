@@ -104,6 +104,8 @@ type Run struct {
 	// Pinning says which cores each process was pinned to (-pin), or why
 	// none was.
 	Pinning string `json:"pinning,omitempty"`
+	// Soak is the soak phase's samples and verdicts (soak.go).
+	Soak *Soak `json:"soak,omitempty"`
 }
 
 type runFlags struct {
@@ -111,6 +113,7 @@ type runFlags struct {
 	gcLogs, brokerGCLog                                                                                           string
 	requests, rounds                                                                                              int
 	soak                                                                                                          time.Duration
+	soakFlags                                                                                                     soakFlags
 	pin                                                                                                           bool
 }
 
@@ -126,7 +129,8 @@ func runCmd(args []string) error {
 	fs.StringVar(&f.gcLogs, "gc-logs", ".cluster/node*/logs/gc.log", "Cassandra nodes' GC logs to read each round's pauses from (glob)")
 	fs.StringVar(&f.brokerGCLog, "broker-gc-log", ".kafka/logs/gc.log", "the Kafka broker's GC log (read when it exists)")
 	fs.BoolVar(&f.pin, "pin", false, "pin the Cassandra JVMs, the broker, orderd and this client to separate cores for the run (taskset); the report says how")
-	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
+	fs.DurationVar(&f.soak, "soak", time.Hour, "length of the soak phase")
+	f.soakFlags.register(fs)
 	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
 	fs.StringVar(&f.kafka, "kafka", "127.0.0.1:19092", "Kafka broker orderd publishes order events to (make kafka-up)")
@@ -262,7 +266,11 @@ func runCmd(args []string) error {
 				rs, err = b.costPhase(ctx, []int{16, 64}, f.requests, f.orderd, variants, env, creds)
 			}
 		case "soak":
-			rs, err = b.soakRun(ctx, 64, f.soak)
+			var soak *Soak
+			soak, err = b.soakPhase(ctx, f.soakFlags.setup(f, env, creds, kafkaConn, keyspace))
+			if soak != nil {
+				run.Soak, rs = soak, []Result{soak.Summary}
+			}
 		default:
 			err = fmt.Errorf("unknown phase %q", phase)
 		}
@@ -824,37 +832,6 @@ func (b *bench) claimOnly(ctx context.Context, i int) error {
 	return err
 }
 
-func (b *bench) soakRun(ctx context.Context, c int, d time.Duration) ([]Result, error) {
-	// Warm up, then note RSS at the start and the end of d at c streams.
-	if _, err := b.measure(ctx, "warmup", "-", c, 2000, b.viaOrderd); err != nil {
-		return nil, err
-	}
-	start := rssMB(b.od.pid())
-	od0 := procCPU(b.od.pid())
-	deadline := time.Now().Add(d)
-	var reqs, errs atomic.Int64
-	var wg sync.WaitGroup
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; time.Now().Before(deadline); i++ {
-				reqs.Add(1)
-				if b.viaOrderd(ctx, i) != nil {
-					errs.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	n := reqs.Load()
-	r := Result{Label: b.label, Phase: "soak", Driver: "orderd", Concurrency: c, Requests: int(n), Errors: int(errs.Load()),
-		Seconds: d.Seconds(), Throughput: float64(n) / d.Seconds(), RSSStartMB: start, RSSEndMB: rssMB(b.od.pid()),
-		OrderdPeakRSSMB: peakRSSMB(b.od.pid()), OrderdCPUPer1k: (procCPU(b.od.pid()) - od0).Seconds() * 1000 / float64(max(n, 1))}
-	fmt.Fprintf(os.Stderr, "orderbench: soak %s at %d streams: %d requests, RSS %.1f MB -> %.1f MB\n", d, c, n, r.RSSStartMB, r.RSSEndMB)
-	return []Result{r}, nil
-}
-
 // orderdProc is the orderd child process under measurement.
 type orderdProc struct {
 	cmd    *exec.Cmd
@@ -872,7 +849,8 @@ func startOrderd(bin string, env []string, creds clientcreds.Options) (*orderdPr
 		// taskset execs orderd: the pid is orderd's, pinned from its start.
 		cmd = exec.Command("taskset", "-c", orderdCPUs, bin, "serve")
 	}
-	cmd.Env = append(env, "ORDERD_GRPC_ADDR="+addr, "ORDERD_METRICS_ADDR=")
+	// Metrics are off unless env sets an address (a later duplicate wins).
+	cmd.Env = append(append([]string{"ORDERD_METRICS_ADDR="}, env...), "ORDERD_GRPC_ADDR="+addr)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
