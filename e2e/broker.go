@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
+	"github.com/atlasmart/orderd/internal/tools/devsetup"
 	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
@@ -31,7 +35,18 @@ type Broker interface {
 	Start(ctx context.Context) error
 	// Close stops whatever OpenBroker started.
 	Close(ctx context.Context) error
+	// Conn is how user (localcluster.OrderdUser or ConsumerUser) connects:
+	// SASL_SSL with its login on the local launcher's broker, plaintext on
+	// the others.
+	Conn(user string) kafkaconn.Settings
+	// PlaintextAddr is a listener that needs no login, "" if there is
+	// none: the e2e suite's previous release predates SASL_SSL.
+	PlaintextAddr() string
 }
+
+// plaintextListener is the local broker's extra PLAINTEXT listener, when
+// the run starts it.
+const plaintextListener = "127.0.0.1:19094"
 
 // OpenBroker chooses and, if needed, starts the broker for this run.
 func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
@@ -41,7 +56,12 @@ func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
 	if _, ok := c.(*dockerCluster); ok {
 		return openDockerBroker(ctx, log)
 	}
-	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: filepath.Join(repoRoot(), ".kafka"), Log: log})
+	state := filepath.Join(repoRoot(), ".kafka")
+	devDir, err := brokerDevDir(state, log)
+	if err != nil {
+		return nil, err
+	}
+	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: state, DevDir: devDir, PlaintextAddr: plaintextListener, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +70,23 @@ func OpenBroker(ctx context.Context, c Cluster, log io.Writer) (Broker, error) {
 		return nil, fmt.Errorf("start the local Kafka broker (make kafka-up): %w", err)
 	}
 	return &localBroker{b: b, startedHere: startedHere}, nil
+}
+
+// brokerDevDir is the development setup whose certificate the local
+// broker serves: the repository's (.dev, as `make run` makes it) if there
+// is one, else one the harness makes in the broker's state folder, so a
+// clean clone needs no step first.
+func brokerDevDir(state string, log io.Writer) (string, error) {
+	if dev := filepath.Join(repoRoot(), ".dev"); (devsetup.Files{Dir: dev}).Exists() {
+		return dev, nil
+	}
+	dir := filepath.Join(state, "dev")
+	if (devsetup.Files{Dir: dir}).Exists() {
+		return dir, nil
+	}
+	fmt.Fprintf(log, "e2e: no .dev setup: making one for the broker's TLS certificate in %s\n", dir)
+	_, _, err := devsetup.Write(dir, tenant, 365*24*time.Hour)
+	return dir, err
 }
 
 // localBroker is internal/tools/localcluster's broker.
@@ -68,6 +105,22 @@ func (k *localBroker) Kill(ctx context.Context) error { return k.b.Kill(ctx) }
 func (k *localBroker) Start(ctx context.Context) error {
 	_, err := k.b.Up(ctx)
 	return err
+}
+
+func (k *localBroker) Conn(user string) kafkaconn.Settings { return k.b.Conn(user) }
+
+// PlaintextAddr: a broker this run reuses may have been started without
+// the extra listener (make kafka-up does not ask for it).
+func (k *localBroker) PlaintextAddr() string {
+	if k.b.Plaintext() {
+		return k.b.Addr()
+	}
+	c, err := net.DialTimeout("tcp", plaintextListener, time.Second)
+	if err != nil {
+		return ""
+	}
+	c.Close()
+	return plaintextListener
 }
 
 // Close stops the broker if this run started it.
@@ -89,3 +142,5 @@ func (k externalBroker) Kill(context.Context) error {
 }
 func (k externalBroker) Start(ctx context.Context) error { return k.Kill(ctx) }
 func (k externalBroker) Close(context.Context) error     { return nil }
+func (k externalBroker) Conn(string) kafkaconn.Settings  { return kafkaconn.Settings{Plaintext: true} }
+func (k externalBroker) PlaintextAddr() string           { return k.addr }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,5 +125,24 @@ func TestOrderdLogsInToASecuredClusterOverTLS(t *testing.T) {
 		if strings.Contains(text, password) {
 			t.Errorf("%s shows the Cassandra password", what)
 		}
+	}
+
+	// The reference consumer takes the same settings (ORDERCONSUMER_*): it
+	// logs in over TLS and creates its keyspace there.
+	consumer := startConsumer(t, buildConsumer(t), "-brokers", broker.Addr(), "-topic", eventsTopic, "-group", "secured",
+		"-cassandra", "127.0.0.4", "-local-dc", "dc1", "-keyspace", "consumer_secured", "-replication-factor", "1",
+		"-cassandra-username", "orderd", "-cassandra-password-file", write("consumer-password", []byte(password+"\n")),
+		"-cassandra-tls-ca-file", caFile, "-log-format", "text")
+	if _, err := eventually(time.Minute, func() error {
+		if !strings.Contains(consumer.output.String(), "msg=consuming") {
+			return errors.New("the consumer is not consuming")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, consumer.output)
+	}
+	var ks string
+	if err := s.Query(`SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = 'consumer_secured'`).ScanContext(ctx, &ks); err != nil {
+		t.Errorf("the consumer's keyspace in the secured cluster: %v", err)
 	}
 }

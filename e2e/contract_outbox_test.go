@@ -13,6 +13,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/adapters/outbox"
 	"github.com/atlasmart/orderd/internal/adapters/outbox/outboxtest"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 // The Kafka publisher meets the Publisher contract that the workflow's
@@ -28,7 +29,7 @@ func TestKafkaPublisherMeetsThePublisherContract(t *testing.T) {
 		if _, err := admin.CreateTopic(context.Background(), 3, 1, nil, topic); err != nil {
 			t.Fatalf("create topic %s: %v", topic, err)
 		}
-		pub, err := outbox.NewKafka(outbox.KafkaConfig{Brokers: []string{broker.Addr()}, Topic: topic},
+		pub, err := outbox.NewKafka(outbox.KafkaConfig{Brokers: []string{broker.Addr()}, Topic: topic, Conn: broker.Conn(localcluster.OrderdUser)},
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)

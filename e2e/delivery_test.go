@@ -17,6 +17,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/failpoint"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -386,7 +387,8 @@ func TestRepublishDeliversWhatDeliveryOffNeverOwed(t *testing.T) {
 	}
 	to := time.Now().UTC().Add(time.Second)
 	topic := fmt.Sprintf("e2e.%d.republish", time.Now().UnixNano())
-	env := []string{"ORDERD_KEYSPACE=" + keyspace, "ORDERD_KAFKA_BROKERS=" + broker.Addr(), "ORDERD_KAFKA_TOPIC=" + topic, "ORDERD_METRICS_ADDR="}
+	env := append([]string{"ORDERD_KEYSPACE=" + keyspace, "ORDERD_KAFKA_BROKERS=" + broker.Addr(), "ORDERD_KAFKA_TOPIC=" + topic, "ORDERD_METRICS_ADDR="},
+		kafkaEnv("ORDERD_", localcluster.OrderdUser)...)
 	args := []string{"republish", "-tenant", tenant, "-from", from.Format(time.RFC3339Nano), "-to", to.Format(time.RFC3339Nano)}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 )
 
 const (
@@ -70,6 +72,11 @@ func (k *dockerBroker) Describe() string {
 }
 func (k *dockerBroker) Addr() string     { return dockerKafkaAddress + ":19092" }
 func (k *dockerBroker) CanControl() bool { return true }
+
+// Conn: the container serves PLAINTEXT, like the compose file's broker
+// (deploy/docker/README.md); the secured path runs on the local launcher.
+func (k *dockerBroker) Conn(string) kafkaconn.Settings { return kafkaconn.Settings{Plaintext: true} }
+func (k *dockerBroker) PlaintextAddr() string          { return k.Addr() }
 
 func (k *dockerBroker) Kill(ctx context.Context) error {
 	return dockerKill(ctx, k.ctr, "the Kafka broker")

@@ -73,7 +73,7 @@ func TestLocalKafkaBrokerKeepsAcknowledgedRecordsAcrossAKill(t *testing.T) {
 
 func newKafkaClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	c, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	c, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(addr)}, kafkaConnOpts(t)...), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

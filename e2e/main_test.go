@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
+
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
@@ -187,6 +189,7 @@ func runOrderd(ctx context.Context, args ...string) (string, error) {
 func runOrderdEnv(ctx context.Context, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, orderdBinary, args...)
 	base := append(orderdEnv(), "ORDERD_CASSANDRA_CONTACT_POINTS="+strings.Join(cluster.ContactPoints(), ","), "ORDERD_LOG_FORMAT=text")
+	base = append(base, kafkaEnv("ORDERD_", localcluster.OrderdUser)...)
 	cmd.Env = append(append(base, sec.serverEnv()...), env...) // serve needs its TLS and keys
 	out, err := cmd.CombinedOutput()
 	return string(out), err

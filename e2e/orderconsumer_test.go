@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/tools/freeport"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store/storetest"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
@@ -301,6 +303,7 @@ func startConsumer(t *testing.T, bin string, args ...string) *consumerProcess {
 	}
 	p := &consumerProcess{metricsAddr: metricsAddr, output: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, append(args, "-metrics-addr", metricsAddr)...)
+	p.cmd.Env = append(os.Environ(), kafkaEnv("ORDERCONSUMER_", localcluster.ConsumerUser)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start orderconsumer: %v", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/tools/freeport"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
 
@@ -126,6 +127,7 @@ func spawnBinary(binary, command, addr, metricsAddr string, env ...string) (*ord
 		"ORDERD_KAFKA_TOPIC="+eventsTopic,
 		"ORDERD_KAFKA_PARTITIONS=3",
 	)
+	p.cmd.Env = append(p.cmd.Env, kafkaEnv("ORDERD_", localcluster.OrderdUser)...)
 	p.cmd.Env = append(append(p.cmd.Env, sec.serverEnv()...), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {

@@ -51,6 +51,19 @@ func buildRelease(t *testing.T, commit string) string {
 func TestUpgradeAndRollbackFinishEachOthersChanges(t *testing.T) {
 	isolated(t)
 	previous := buildRelease(t, previousRelease)
+	// The previous release cannot log in to Kafka (it predates SASL_SSL):
+	// it publishes to the broker's PLAINTEXT listener.
+	plain := broker.PlaintextAddr()
+	if plain == "" {
+		t.Skip("the previous release needs a PLAINTEXT listener and the run's broker has none (" + broker.Describe() +
+			"): start it with ORDERD_KAFKA_PLAINTEXT_ADDR=127.0.0.1:19094, or let the run start it")
+	}
+	envOf := func(bin string, env []string) []string {
+		if bin == previous {
+			return append(env, "ORDERD_KAFKA_BROKERS="+plain)
+		}
+		return env
+	}
 	ks := "e2e_upgrade_" + uuid.NewString()[:8]
 	if out, err := runOrderd(context.Background(), "migrate", "--keyspace", ks); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
@@ -84,7 +97,7 @@ func TestUpgradeAndRollbackFinishEachOthersChanges(t *testing.T) {
 
 			// The writer claims each change and dies right after its claim.
 			for _, ch := range changes {
-				crashing := startBinary(t, c.writer, withoutReconciler(append(slices.Clone(own), "ORDERD_FAILPOINTS="+failpoint.AfterClaim+"=exit")...)...)
+				crashing := startBinary(t, c.writer, envOf(c.writer, withoutReconciler(append(slices.Clone(own), "ORDERD_FAILPOINTS="+failpoint.AfterClaim+"=exit")...))...)
 				if err := ch.send(t, crashing.client); status.Code(err) != codes.Unavailable {
 					t.Fatalf("%s on a process that dies after its claim = %v, want UNAVAILABLE (connection lost)", ch.op, err)
 				}
@@ -94,7 +107,7 @@ func TestUpgradeAndRollbackFinishEachOthersChanges(t *testing.T) {
 			}
 
 			// The other release's reconciler finishes them.
-			finisher := startBinary(t, c.finisher, append(slices.Clone(fastReconciler), own...)...)
+			finisher := startBinary(t, c.finisher, envOf(c.finisher, append(slices.Clone(fastReconciler), own...))...)
 			var eventIDs []string
 			for _, ch := range changes {
 				r := waitChangeState(t, finisher.client, ch, ordersv1.RequestState_REQUEST_STATE_COMPLETE, 90*time.Second)

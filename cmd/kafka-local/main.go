@@ -4,9 +4,17 @@
 //
 //	kafka-local up|down|kill|status|wipe|fetch|runtime|logs
 //
+// The client listener serves SASL_SSL: SCRAM-SHA-512 logins (users orderd
+// and orderconsumer, their passwords in .kafka/users/) over TLS with the
+// development certificate `orderd dev-setup` writes in .dev.
+//
 // Settings come from the environment: KAFKA_VERSION (newest 4.x),
 // KAFKA_HEAP_MB (512), ORDERD_KAFKA_ADDR (127.0.0.1:19092),
-// ORDERD_KAFKA_DIR (.kafka), ORDERD_CACHE_DIR (~/.cache/orderd).
+// ORDERD_KAFKA_CONTROLLER_ADDR (127.0.0.1:19093), ORDERD_KAFKA_DIR (.kafka),
+// ORDERD_DEV_DIR (.dev), ORDERD_KAFKA_PLAINTEXT (false: true serves
+// PLAINTEXT, no TLS and no login), ORDERD_KAFKA_PLAINTEXT_ADDR (none: an
+// extra PLAINTEXT listener beside SASL_SSL), ORDERD_CACHE_DIR
+// (~/.cache/orderd).
 package main
 
 import (
@@ -55,6 +63,17 @@ func run() error {
 		CacheDir: os.Getenv("ORDERD_CACHE_DIR"),
 		StateDir: os.Getenv("ORDERD_KAFKA_DIR"),
 		Addr:     os.Getenv("ORDERD_KAFKA_ADDR"),
+		DevDir:   os.Getenv("ORDERD_DEV_DIR"),
+
+		ControllerAddr: os.Getenv("ORDERD_KAFKA_CONTROLLER_ADDR"),
+		PlaintextAddr:  os.Getenv("ORDERD_KAFKA_PLAINTEXT_ADDR"),
+	}
+	if v := os.Getenv("ORDERD_KAFKA_PLAINTEXT"); v != "" {
+		plain, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("ORDERD_KAFKA_PLAINTEXT=%q: want true or false", v)
+		}
+		cfg.Plaintext = plain
 	}
 	if v := os.Getenv("KAFKA_HEAP_MB"); v != "" {
 		mb, err := strconv.Atoi(v)
@@ -83,6 +102,7 @@ func run() error {
 			return err
 		}
 		fmt.Printf("kafka broker answering on %s in %s (state in %s)\n", b.Addr(), took.Round(100*time.Millisecond), b.StateDir())
+		printClientSettings(b)
 		return nil
 	case "down":
 		return b.Down(ctx)
@@ -103,4 +123,17 @@ func run() error {
 		return b.Wipe(ctx)
 	}
 	return fmt.Errorf("unknown command %q\n%s", os.Args[1], usage)
+}
+
+// printClientSettings says how orderd reaches the broker.
+func printClientSettings(b *localcluster.Broker) {
+	if b.Plaintext() {
+		fmt.Println("PLAINTEXT (no TLS, no login): ORDERD_KAFKA_PLAINTEXT=true")
+		return
+	}
+	fmt.Printf("SASL_SSL (SCRAM-SHA-512 over TLS): ORDERD_KAFKA_USERNAME=%s ORDERD_KAFKA_PASSWORD_FILE=%s ORDERD_KAFKA_TLS_CA_FILE=%s\n",
+		localcluster.OrderdUser, b.PasswordFile(localcluster.OrderdUser), b.CAFile())
+	if a := b.PlaintextAddr(); a != "" {
+		fmt.Printf("and PLAINTEXT (no TLS, no login) on %s: ORDERD_KAFKA_BROKERS=%s ORDERD_KAFKA_PLAINTEXT=true\n", a, a)
+	}
 }

@@ -5,7 +5,7 @@
 //
 //	orderbench run -phases compare,storm,replay,mix -json bin/bench-main.json
 //	orderbench run -phases lwt -label v1 -json bin/bench-lwt-v1.json
-//	orderbench run -phases soak -soak 5m -json bin/bench-soak.json
+//	orderbench run -phases soak -soak 1h -json bin/bench-soak.json
 //	orderbench report -out docs/benchmarks.md -plot docs/benchmark-latency.svg bin/bench-*.json
 //	orderbench serial -contact-points 127.0.0.4,127.0.0.5,127.0.0.6,127.0.0.7 -replication dc1:2,dc2:2
 //
@@ -56,7 +56,12 @@
 //	         passes and replay-cache hits per round (from /metrics)
 //	changes  AmendOrder against CreateOrder through orderd
 //	lwt      the claim LWT alone (run once per paxos_variant)
-//	soak     orderd at 64 streams for -soak; RSS at the start and the end
+//	soak     orderd with delivery on and the reference consumer running,
+//	         under an open loop of new orders for -soak at -soak-rate
+//	         (default: half the maximum measured first), sampled every
+//	         -soak-every: RSS, goroutines, latency, pending compactions,
+//	         tombstone warnings, consumer lag; each judged flat or not
+//	         (soak_verdict.go)
 //
 // Drivers that take turns run -rounds rounds (5) at each concurrency, a
 // driver's -requests split over them; every round's figures are kept, and

@@ -17,8 +17,10 @@ import (
 
 	"github.com/atlasmart/orderd/internal/adapters/outbox"
 	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 	"github.com/atlasmart/orderd/internal/tools/loadgen"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 )
 
 // outboxSetup is what the outbox phase needs besides the bench.
@@ -30,6 +32,7 @@ type outboxSetup struct {
 	creds            clientcreds.Options // how to call orderd
 	brokers, topic   string              // the phase's own topic
 	keyspace, hosts  string              // the consumer's keyspace, the cluster
+	kafka            func(user string) kafkaconn.Settings
 }
 
 // outboxPhase measures what delivering events costs: new orders
@@ -52,7 +55,7 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 	}
 	defer off.stop()
 
-	rx, err := newReceiver(s.brokers, s.topic)
+	rx, err := newReceiver(s.brokers, s.topic, s.kafka(localcluster.ConsumerUser))
 	if err != nil {
 		return nil, err
 	}
@@ -151,12 +154,16 @@ type receiver struct {
 	arrived map[string]time.Time
 }
 
-func newReceiver(brokers, topic string) (*receiver, error) {
+func newReceiver(brokers, topic string, conn kafkaconn.Settings) (*receiver, error) {
+	opts, err := conn.ClientOpts()
+	if err != nil {
+		return nil, fmt.Errorf("kafka consumer: %w", err)
+	}
 	// From the start: the topic is the phase's own, so nothing older is
 	// read, and no event published before the consumer's first offset
 	// lookup answers is missed.
-	c, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
+	c, err := kgo.NewClient(append(opts, kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
@@ -212,6 +219,7 @@ type consumerProc struct{ cmd *exec.Cmd }
 func startConsumer(ctx context.Context, s outboxSetup) (*consumerProc, error) {
 	cmd := exec.Command(s.consumer, "-brokers", s.brokers, "-topic", s.topic, "-group", s.keyspace, "-keyspace", s.keyspace,
 		"-cassandra", s.hosts, "-log-format", "text", "-session-timeout", "10s")
+	cmd.Env = append(os.Environ(), kafkaEnv("ORDERCONSUMER_", s.kafka(localcluster.ConsumerUser))...)
 	out := &lineWatch{want: "msg=consuming", seen: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -50,6 +50,9 @@ func reportCmd(args []string) error {
 		}
 	}
 	if *plot != "" {
+		if err := writeSoakPlots(runs, *plot); err != nil {
+			return err
+		}
 		return os.WriteFile(*plot, []byte(latencyPlot(runs)), 0o644)
 	}
 	return nil
@@ -186,11 +189,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 	}
 	writeChanges(b, all(runs, func(r Result) bool { return r.Phase == "changes" }))
 	writeGCPauses(b, runs)
-	soak := all(runs, func(r Result) bool { return r.Phase == "soak" })
-	for _, r := range soak {
-		fmt.Fprintf(b, "\n## Memory over a long run\n\n%d requests over %.0f s at %d streams (%.1f req/s): orderd RSS %.1f MB at the start, %.1f MB at the end (peak %.1f MB); orderd CPU %.3f s per 1,000 requests.\n",
-			r.Requests, r.Seconds, r.Concurrency, r.Throughput, r.RSSStartMB, r.RSSEndMB, r.OrderdPeakRSSMB, r.OrderdCPUPer1k)
-	}
+	writeSoak(b, runs, plot)
 }
 
 // boundFrom is the fewest streams at which writeDriverBound takes its

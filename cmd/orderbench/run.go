@@ -25,10 +25,12 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 	"github.com/atlasmart/orderd/internal/tools/devsetup"
 	"github.com/atlasmart/orderd/internal/tools/freeport"
 	"github.com/atlasmart/orderd/internal/tools/loadgen"
+	"github.com/atlasmart/orderd/internal/tools/localcluster"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
@@ -106,14 +108,17 @@ type Run struct {
 	// Pinning says which cores each process was pinned to (-pin), or why
 	// none was.
 	Pinning string `json:"pinning,omitempty"`
+	// Soak is the soak phase's samples and verdicts (soak.go).
+	Soak *Soak `json:"soak,omitempty"`
 }
 
 type runFlags struct {
-	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, consumer, costVariants string
-	gcLogs, brokerGCLog                                                                                 string
-	requests, rounds                                                                                    int
-	soak                                                                                                time.Duration
-	pin                                                                                                 bool
+	orderd, contactPoints, phases, concurrency, label, jsonOut, nodeLogs, kafka, kafkaDir, consumer, costVariants string
+	gcLogs, brokerGCLog                                                                                           string
+	requests, rounds                                                                                              int
+	soak                                                                                                          time.Duration
+	soakFlags                                                                                                     soakFlags
+	pin                                                                                                           bool
 }
 
 func runCmd(args []string) error {
@@ -128,10 +133,12 @@ func runCmd(args []string) error {
 	fs.StringVar(&f.gcLogs, "gc-logs", ".cluster/node*/logs/gc.log", "Cassandra nodes' GC logs to read each round's pauses from (glob)")
 	fs.StringVar(&f.brokerGCLog, "broker-gc-log", ".kafka/logs/gc.log", "the Kafka broker's GC log (read when it exists)")
 	fs.BoolVar(&f.pin, "pin", false, "pin the Cassandra JVMs, the broker, orderd and this client to separate cores for the run (taskset); the report says how")
-	fs.DurationVar(&f.soak, "soak", 5*time.Minute, "length of the soak phase")
+	fs.DurationVar(&f.soak, "soak", time.Hour, "length of the soak phase")
+	f.soakFlags.register(fs)
 	fs.StringVar(&f.label, "label", "", "label for this run's results (e.g. paxos v1)")
 	fs.StringVar(&f.jsonOut, "json", "", "write results as JSON to this file")
 	fs.StringVar(&f.kafka, "kafka", "127.0.0.1:19092", "Kafka broker orderd publishes order events to (make kafka-up)")
+	fs.StringVar(&f.kafkaDir, "kafka-dir", ".kafka", "state folder of the local broker (make kafka-up): orderd, the consumer and the benchmark's reader log in over SASL_SSL with its users' passwords and CA; empty: plaintext")
 	fs.StringVar(&f.consumer, "orderconsumer", "bin/orderconsumer", "the reference consumer's binary: the outbox phase measures delivery up to its apply")
 	fs.StringVar(&f.costVariants, "cost-variants", defaultCostVariants, `orderd configurations the cost phase compares, ";"-separated: name or name:K=V,K=V (environment; the key "orderd" names another binary); the first is the reference`)
 	fs.StringVar(&f.nodeLogs, "node-logs", ".cluster/node*/logs/system.log", "Cassandra node logs to check for tombstone warnings (glob)")
@@ -163,6 +170,11 @@ func runCmd(args []string) error {
 		// The benchmark measures capacity, not the per-tenant limits: a
 		// replay storm can pass their defaults.
 		"ORDERD_RATE_ATTEMPTS=0", "ORDERD_RATE_REPLAYS=0")
+	kafkaConn, err := benchKafka(f.kafkaDir)
+	if err != nil {
+		return err
+	}
+	env = append(env, kafkaEnv("ORDERD_", kafkaConn(localcluster.OrderdUser))...)
 	// orderd is secured as in production: TLS, and every call carries an
 	// API key the server verifies.
 	secDir, err := os.MkdirTemp("", "orderbench-security-")
@@ -249,7 +261,7 @@ func runCmd(args []string) error {
 			rs, err = b.changesPhase(ctx, []int{16, 64}, f.requests)
 		case "outbox":
 			rs, err = b.outboxPhase(ctx, outboxSetup{levels: []int{16, 64}, requests: f.requests, orderd: f.orderd, consumer: f.consumer,
-				env: env, creds: creds, brokers: f.kafka, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
+				env: env, creds: creds, brokers: f.kafka, kafka: kafkaConn, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
 		case "instances":
 			rs, err = b.instancesPhase(ctx, []int{16, 64}, f.requests, f.orderd, env, creds)
 		case "commit":
@@ -260,7 +272,11 @@ func runCmd(args []string) error {
 				rs, err = b.costPhase(ctx, []int{16, 64}, f.requests, f.orderd, variants, env, creds)
 			}
 		case "soak":
-			rs, err = b.soakRun(ctx, 64, f.soak)
+			var soak *Soak
+			soak, err = b.soakPhase(ctx, f.soakFlags.setup(f, env, creds, kafkaConn, keyspace))
+			if soak != nil {
+				run.Soak, rs = soak, []Result{soak.Summary}
+			}
 		default:
 			err = fmt.Errorf("unknown phase %q", phase)
 		}
@@ -827,37 +843,6 @@ func (b *bench) claimOnly(ctx context.Context, i int) error {
 	return err
 }
 
-func (b *bench) soakRun(ctx context.Context, c int, d time.Duration) ([]Result, error) {
-	// Warm up, then note RSS at the start and the end of d at c streams.
-	if _, err := b.measure(ctx, "warmup", "-", c, 2000, b.viaOrderd); err != nil {
-		return nil, err
-	}
-	start := rssMB(b.od.pid())
-	od0 := procCPU(b.od.pid())
-	deadline := time.Now().Add(d)
-	var reqs, errs atomic.Int64
-	var wg sync.WaitGroup
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; time.Now().Before(deadline); i++ {
-				reqs.Add(1)
-				if b.viaOrderd(ctx, i) != nil {
-					errs.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	n := reqs.Load()
-	r := Result{Label: b.label, Phase: "soak", Driver: "orderd", Concurrency: c, Requests: int(n), Errors: int(errs.Load()),
-		Seconds: d.Seconds(), Throughput: float64(n) / d.Seconds(), RSSStartMB: start, RSSEndMB: rssMB(b.od.pid()),
-		OrderdPeakRSSMB: peakRSSMB(b.od.pid()), OrderdCPUPer1k: (procCPU(b.od.pid()) - od0).Seconds() * 1000 / float64(max(n, 1))}
-	fmt.Fprintf(os.Stderr, "orderbench: soak %s at %d streams: %d requests, RSS %.1f MB -> %.1f MB\n", d, c, n, r.RSSStartMB, r.RSSEndMB)
-	return []Result{r}, nil
-}
-
 // orderdProc is the orderd child process under measurement.
 type orderdProc struct {
 	cmd    *exec.Cmd
@@ -875,7 +860,7 @@ func startOrderd(bin string, env []string, creds clientcreds.Options) (*orderdPr
 		// taskset execs orderd: the pid is orderd's, pinned from its start.
 		cmd = exec.Command("taskset", "-c", orderdCPUs, bin, "serve")
 	}
-	// Metrics are off unless env turns them on (the last setting wins).
+	// Metrics are off unless env sets an address (a later duplicate wins).
 	cmd.Env = append(append([]string{"ORDERD_METRICS_ADDR="}, env...), "ORDERD_GRPC_ADDR="+addr)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -932,4 +917,27 @@ func version(ctx context.Context, s *gocql.Session) string {
 	var v string
 	_ = s.Query(`SELECT release_version FROM system.local`).Consistency(gocql.One).ScanContext(ctx, &v)
 	return "Apache Cassandra " + v
+}
+
+// benchKafka says how each user connects to the local broker whose state
+// is in dir: plaintext when dir is empty.
+func benchKafka(dir string) (func(user string) kafkaconn.Settings, error) {
+	if dir == "" {
+		return func(string) kafkaconn.Settings { return kafkaconn.Settings{Plaintext: true} }, nil
+	}
+	b, err := localcluster.NewBroker(localcluster.KafkaConfig{StateDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	return b.Conn, nil
+}
+
+// kafkaEnv is the environment that connects a binary (prefix ORDERD_ or
+// ORDERCONSUMER_) as c says.
+func kafkaEnv(prefix string, c kafkaconn.Settings) []string {
+	if c.Plaintext {
+		return []string{prefix + "KAFKA_PLAINTEXT=true"}
+	}
+	return []string{prefix + "KAFKA_USERNAME=" + c.Username, prefix + "KAFKA_PASSWORD_FILE=" + c.PasswordFile,
+		prefix + "KAFKA_TLS_CA_FILE=" + c.CAFile}
 }

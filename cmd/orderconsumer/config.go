@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/platform/tracing"
 )
 
@@ -21,7 +23,9 @@ type config struct {
 	topic             string
 	group             string
 	fromStart         bool
+	kafka             kafkaconn.Settings
 	cassandra         string
+	cassandraAccess   cassandra.Access
 	localDC           string
 	keyspace          string
 	replicationFactor int
@@ -43,9 +47,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:19092", "comma-separated Kafka seed brokers")
 	fs.StringVar(&c.topic, "topic", "atlasmart.orders.v1.events", "topic of the order events")
 	fs.StringVar(&c.group, "group", "orderconsumer", "Kafka consumer group")
+	c.kafka.RegisterFlags(fs, flagDefaults{})
 	fs.BoolVar(&c.fromStart, "from-start", true,
 		"where a partition without a committed offset starts: its oldest record (false: its newest)")
 	fs.StringVar(&c.cassandra, "cassandra", "127.0.0.1,127.0.0.2,127.0.0.3", "comma-separated Cassandra contact points")
+	c.cassandraAccess.RegisterFlags(fs, flagDefaults{})
 	// dc1, not Cassandra's stock datacenter1: the repository's clusters
 	// (internal/tools/localcluster, e2e's containers) and orderd name their data centre
 	// dc1, and Cassandra 5 refuses a keyspace replicated to a data centre
@@ -80,8 +86,19 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), output io
 			}
 		}
 	})
+	if len(errs) == 0 {
+		errs = append(errs, c.kafka.Check(), c.cassandraAccess.Check())
+	}
 	return c, errors.Join(errs...)
 }
+
+// flagDefaults gives the shared flags (kafkaconn.Settings,
+// cassandra.Access) their plain defaults: the environment is read after
+// parsing, for every flag alike.
+type flagDefaults struct{}
+
+func (flagDefaults) String(_, fallback string) string  { return fallback }
+func (flagDefaults) Bool(_ string, fallback bool) bool { return fallback }
 
 func envName(flagName string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))

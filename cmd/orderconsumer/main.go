@@ -48,6 +48,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/tools/orderconsumer/store"
 )
@@ -100,7 +101,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		tryTimeout: 15 * time.Second, backoff: backoff{first: 100 * time.Millisecond, max: 5 * time.Second},
 		grace: cfg.shutdownGrace}
 
-	log.Info("consuming", "topic", cfg.topic, "group", cfg.group, "brokers", cfg.brokers, "keyspace", cfg.keyspace)
+	log.Info("consuming", "topic", cfg.topic, "group", cfg.group, "brokers", cfg.brokers,
+		"security_protocol", cfg.kafka.Protocol(), "keyspace", cfg.keyspace)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return c.Run(gctx) })
 	if cfg.metricsAddr != "" {
@@ -152,34 +154,45 @@ func openStore(ctx context.Context, cfg config) (*gocql.Session, error) {
 	return connect(cfg, cfg.keyspace)
 }
 
-// connect opens a session. Every statement the store runs sets its own
-// consistency; the session's are the same, so nothing falls back to ONE or
-// to SERIAL across data centres.
+// connect opens a session with orderd's driver settings (internal/platform/cassandra):
+// LOCAL_QUORUM and LOCAL_SERIAL, so nothing falls back to ONE or to SERIAL
+// across data centres (every statement the store runs sets its own
+// consistency too), and the same login and TLS settings.
 func connect(cfg config, keyspace string) (*gocql.Session, error) {
-	cluster := gocql.NewCluster(list(cfg.cassandra)...)
-	cluster.Keyspace = keyspace
-	cluster.Consistency = gocql.LocalQuorum
-	cluster.SerialConsistency = gocql.LocalSerial
-	// Longer than the server's write (2 s) and CAS (1 s) timeouts, by
-	// default, so the server reports a timeout (with its write type)
-	// before the driver gives up.
-	cluster.Timeout = 5 * time.Second
-	cluster.ConnectTimeout = 5 * time.Second
-	// A replica of the local data centre coordinates when one is up: one
-	// hop fewer, and LOCAL_* levels never leave the data centre.
-	cluster.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.DCAwareRoundRobinPolicy(cfg.localDC))
-	s, err := cluster.CreateSession()
+	cc := cassandra.Config{Hosts: list(cfg.cassandra), LocalDC: cfg.localDC, Keyspace: keyspace}
+	if err := cfg.cassandraAccess.Apply(&cc); err != nil {
+		return nil, err
+	}
+	s, err := cassandra.NewSession(cc)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Cassandra at %s: %w", cfg.cassandra, err)
 	}
 	return s, nil
 }
 
-// newKafkaClient returns the group consumer the consume loop needs: no
-// autocommit (offsets move only past applied records) and rebalances held
-// off while a poll is applied and committed; hooks are the tracing plugin's
-// (each record's context continues the trace in its headers).
+// newKafkaClient returns the group consumer the consume loop needs; hooks
+// are the tracing plugin's (each record's context continues the trace in
+// its headers).
 func newKafkaClient(cfg config, log *slog.Logger, hooks ...kgo.Hook) (*kgo.Client, error) {
+	opts, err := kafkaClientOpts(cfg, log, hooks)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client for %s: %w", cfg.brokers, err)
+	}
+	client, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client for %s: %w", cfg.brokers, err)
+	}
+	return client, nil
+}
+
+// kafkaClientOpts is every option of the consumer's client: no autocommit
+// (offsets move only past applied records), rebalances held off while a
+// poll is applied and committed, the hooks, and the connection's security.
+func kafkaClientOpts(cfg config, log *slog.Logger, hooks []kgo.Hook) ([]kgo.Opt, error) {
+	conn, err := cfg.kafka.ClientOpts()
+	if err != nil {
+		return nil, err
+	}
 	// Where a partition without a committed offset starts. (In franz-go
 	// 1.22 that is ConsumeStartOffset; ConsumeResetOffset now only says
 	// where to resume after the broker lost data, and its default, a
@@ -188,7 +201,7 @@ func newKafkaClient(cfg config, log *slog.Logger, hooks ...kgo.Hook) (*kgo.Clien
 	if cfg.fromStart {
 		start = kgo.NewOffset().AtStart()
 	}
-	client, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(list(cfg.brokers)...),
 		kgo.WithHooks(hooks...),
 		kgo.ConsumerGroup(cfg.group),
@@ -203,9 +216,6 @@ func newKafkaClient(cfg config, log *slog.Logger, hooks ...kgo.Hook) (*kgo.Clien
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, p map[string][]int32) {
 			log.Info("partitions revoked", "partitions", p)
 		}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("kafka client for %s: %w", cfg.brokers, err)
 	}
-	return client, nil
+	return append(opts, conn...), nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/adapters/outbox"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
@@ -29,9 +30,7 @@ type config struct {
 	replicationFactor int
 	cqlTimeout        time.Duration
 	connectWait       time.Duration
-	cassandraUser     string
-	cassandraPassFile string
-	cassandraTLS      cassandra.TLS
+	cassandraAccess   cassandra.Access
 	grpcAddr          string
 	healthAddr        string
 	tenant            string
@@ -65,6 +64,7 @@ type config struct {
 
 	deliveryOn      bool
 	kafkaBrokersCSV string
+	kafkaConn       kafkaconn.Settings
 	kafkaTopic      string
 	kafkaPartitions int
 	publishTimeout  time.Duration
@@ -104,12 +104,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	fs.StringVar(&c.keyspace, "keyspace", c.env("ORDERD_KEYSPACE", "orderd"), "keyspace")
 	fs.IntVar(&c.replicationFactor, "replication-factor", c.envInt("ORDERD_REPLICATION_FACTOR", 3), "replication factor in the local DC when migrate creates the keyspace (1 for a one-node dev cluster)")
 	fs.DurationVar(&c.cqlTimeout, "cql-timeout", c.envDuration("ORDERD_CQL_TIMEOUT", 5*time.Second), "driver timeout of one CQL request (longer than the server's write and CAS timeouts)")
-	fs.StringVar(&c.cassandraUser, "cassandra-username", c.env("ORDERD_CASSANDRA_USERNAME", ""), "log in to Cassandra as this role (PasswordAuthenticator); empty: no login")
-	fs.StringVar(&c.cassandraPassFile, "cassandra-password-file", c.env("ORDERD_CASSANDRA_PASSWORD_FILE", ""), "file holding the Cassandra role's password (never a flag or variable value: those show in ps and -h)")
-	fs.StringVar(&c.cassandraTLS.CAFile, "cassandra-tls-ca-file", c.env("ORDERD_CASSANDRA_TLS_CA_FILE", ""), "PEM CA of the nodes' certificates; set: every connection to Cassandra uses TLS")
-	fs.StringVar(&c.cassandraTLS.CertFile, "cassandra-tls-cert-file", c.env("ORDERD_CASSANDRA_TLS_CERT_FILE", ""), "PEM client certificate for Cassandra (if the cluster requires one)")
-	fs.StringVar(&c.cassandraTLS.KeyFile, "cassandra-tls-key-file", c.env("ORDERD_CASSANDRA_TLS_KEY_FILE", ""), "PEM key of -cassandra-tls-cert-file")
-	fs.BoolVar(&c.cassandraTLS.SkipHostVerification, "cassandra-tls-skip-host-verification", c.envBool("ORDERD_CASSANDRA_TLS_SKIP_HOST_VERIFICATION", false), "accept node certificates that do not name the node's address (still CA-signed)")
+	c.cassandraAccess.RegisterFlags(fs, envDefaults{c})
 	fs.DurationVar(&c.connectWait, "connect-wait", c.envDuration("ORDERD_CONNECT_WAIT", 60*time.Second), "how long to keep trying, at start, to reach the cluster, and then again to get an answer to the schema check")
 	fs.StringVar(&c.logFormat, "log-format", c.env("ORDERD_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&c.logLevel, "log-level", c.env("ORDERD_LOG_LEVEL", "info"), "debug, info, warn or error")
@@ -134,6 +129,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 	if cmd == "serve" || cmd == "reconcile" || cmd == "deliver" || cmd == "republish" {
 		fs.BoolVar(&c.deliveryOn, "delivery", c.envBool("ORDERD_DELIVERY", true), "publish every accepted order's event to Kafka (docs/outbox.md); false: no events")
 		fs.StringVar(&c.kafkaBrokersCSV, "kafka-brokers", c.env("ORDERD_KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka seed brokers (host:port)")
+		c.kafkaConn.RegisterFlags(fs, envDefaults{c})
 		fs.StringVar(&c.kafkaTopic, "kafka-topic", c.env("ORDERD_KAFKA_TOPIC", outbox.DefaultTopic), "topic order events are published to")
 		fs.IntVar(&c.kafkaPartitions, "kafka-partitions", c.envInt("ORDERD_KAFKA_PARTITIONS", 12), "partitions of the events topic when orderd creates it (an existing topic is left as it is)")
 		fs.DurationVar(&c.publishTimeout, "publish-timeout", c.envDuration("ORDERD_PUBLISH_TIMEOUT", 10*time.Second), "how long one publication of an event waits for the broker's acknowledgement")
@@ -214,19 +210,8 @@ func (c *config) cassandraConfig(keyspace string, observer gocql.QueryObserver) 
 		return cassandra.Config{}, err
 	}
 	cc := cassandra.Config{Hosts: c.contactPoints(), LocalDC: c.localDC, Keyspace: keyspace, Timeout: c.cqlTimeout,
-		QueryObserver: observer, Username: c.cassandraUser, Serial: serial}
-	if c.cassandraPassFile != "" {
-		b, err := os.ReadFile(c.cassandraPassFile)
-		if err != nil {
-			return cc, fmt.Errorf("cassandra password file: %w", err)
-		}
-		cc.Password = strings.TrimRight(string(b), "\r\n")
-	}
-	if c.cassandraTLS != (cassandra.TLS{}) {
-		t := c.cassandraTLS
-		cc.TLS = &t
-	}
-	return cc, nil
+		QueryObserver: observer, Serial: serial}
+	return cc, c.cassandraAccess.Apply(&cc)
 }
 
 func (c *config) kafkaBrokers() []string { return splitList(c.kafkaBrokersCSV) }
@@ -267,6 +252,16 @@ func (c *config) envBool(name string, def bool) bool {
 		return b
 	}
 	return def
+}
+
+// envDefaults gives a shared flag (cassandra.Access, kafkaconn.Settings)
+// its ORDERD_* variable as default, as every other flag has, and records
+// the variable as read (the help lists it).
+type envDefaults struct{ c *config }
+
+func (d envDefaults) String(flag, fallback string) string { return d.c.env(envName(flag), fallback) }
+func (d envDefaults) Bool(flag string, fallback bool) bool {
+	return d.c.envBool(envName(flag), fallback)
 }
 
 func (c *config) env(name, def string) string {
@@ -394,11 +389,13 @@ func (c *config) validate(cmd string) error {
 	if c.maxStreams < 0 || c.maxRecvBytes < 0 || c.maxConnAge < 0 {
 		return fmt.Errorf("grpc-max-streams, grpc-max-recv-bytes and grpc-max-connection-age must not be negative")
 	}
-	if (c.cassandraUser == "") != (c.cassandraPassFile == "") {
-		return fmt.Errorf("set both cassandra-username and cassandra-password-file, or neither")
+	if err := c.cassandraAccess.Check(); err != nil {
+		return err
 	}
-	if c.cassandraTLS != (cassandra.TLS{}) && c.cassandraTLS.CAFile == "" {
-		return fmt.Errorf("cassandra TLS settings need cassandra-tls-ca-file")
+	if c.deliveryOn {
+		if err := c.kafkaConn.Check(); err != nil {
+			return err
+		}
 	}
 	if len(c.contactPoints()) == 0 {
 		return fmt.Errorf("no Cassandra contact points: set ORDERD_CASSANDRA_CONTACT_POINTS")

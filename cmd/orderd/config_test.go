@@ -48,6 +48,9 @@ func serveConfig(t *testing.T, name, value string, args []string) (config, error
 		os.Unsetenv(name)
 	}
 	t.Setenv("ORDERD_INSECURE", "true") // validate checks the security settings of serve too
+	if name != "ORDERD_KAFKA_PLAINTEXT" {
+		t.Setenv("ORDERD_KAFKA_PLAINTEXT", "true") // and the Kafka connection's
+	}
 	var cfg config
 	if err := cfg.flags("serve").Parse(args); err != nil {
 		t.Fatalf("%s=%q %v: %v", name, value, args, err)
@@ -160,5 +163,26 @@ func TestReconcileGraceCoversTheLatestClaim(t *testing.T) {
 		if !c.ok && (err == nil || !strings.Contains(err.Error(), "must exceed request-timeout")) {
 			t.Errorf("%+v: validate = %v, want the grace refused against request-timeout + cql-timeout + 2 x max-clock-skew", c, err)
 		}
+	}
+}
+
+// Kafka is reached over SASL_SSL unless plaintext is asked for: serve
+// without a Kafka login is refused before anything connects, naming the
+// settings; with one (or with plaintext asked for) it is accepted.
+func TestKafkaLoginRequiredUnlessPlaintextIsAsked(t *testing.T) {
+	_, err := serveConfig(t, "ORDERD_KAFKA_PLAINTEXT", "", nil)
+	if err == nil || !strings.Contains(err.Error(), "kafka-username and kafka-password-file") {
+		t.Fatalf("no Kafka login: validate = %v, want it refused naming the settings", err)
+	}
+	if _, err := serveConfig(t, "ORDERD_KAFKA_PLAINTEXT", "true", nil); err != nil {
+		t.Fatalf("plaintext asked for: %v", err)
+	}
+	t.Setenv("ORDERD_KAFKA_USERNAME", "orderd")
+	t.Setenv("ORDERD_KAFKA_PASSWORD_FILE", "/run/secrets/kafka")
+	if _, err := serveConfig(t, "ORDERD_KAFKA_PLAINTEXT", "false", nil); err != nil {
+		t.Fatalf("login set: %v", err)
+	}
+	if _, err := serveConfig(t, "ORDERD_KAFKA_PLAINTEXT", "true", nil); err == nil {
+		t.Fatal("plaintext with a login: accepted, want refused")
 	}
 }

@@ -323,9 +323,11 @@ func (a *app) measureClock(ctx context.Context, cfg *config, log *slog.Logger) {
 // (orders are accepted, their events wait in the due queue), so that is
 // only a warning. tp (nil: none) records each record's publish span.
 func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, tp trace.TracerProvider, log *slog.Logger) (*outbox.Kafka, error) {
-	kcfg := outbox.KafkaConfig{Brokers: cfg.kafkaBrokers(), Topic: cfg.kafkaTopic, Partitions: int32(cfg.kafkaPartitions), Tracer: tp}
+	kcfg := outbox.KafkaConfig{Brokers: cfg.kafkaBrokers(), Topic: cfg.kafkaTopic, Partitions: int32(cfg.kafkaPartitions),
+		Conn: cfg.kafkaConn, Tracer: tp}
 	if m != nil {
 		kcfg.Observer = m
+		kcfg.Hooks = append(kcfg.Hooks, m.KafkaHook())
 	}
 	p, err := outbox.NewKafka(kcfg, log)
 	if err != nil {
@@ -334,7 +336,8 @@ func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, tp trace
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := p.EnsureTopic(tctx); err != nil {
-		log.Warn("Kafka not reachable yet; events wait in the due queue until it is", "brokers", cfg.kafkaBrokersCSV, "error", err)
+		log.Warn("Kafka not reachable yet; events wait in the due queue until it is", "brokers", cfg.kafkaBrokersCSV,
+			"security_protocol", cfg.kafkaConn.Protocol(), "error", err)
 	}
 	return p, nil
 }
@@ -732,7 +735,7 @@ func connectObserved(ctx context.Context, cfg *config, keyspace string, log *slo
 	})
 	switch {
 	case badLogin:
-		return nil, fmt.Errorf("the cluster refused the login of role %q: check ORDERD_CASSANDRA_USERNAME and the password file: %w", cfg.cassandraUser, err)
+		return nil, fmt.Errorf("the cluster refused the login of role %q: check ORDERD_CASSANDRA_USERNAME and the password file: %w", cfg.cassandraAccess.Username, err)
 	case err != nil && ctx.Err() == nil:
 		return nil, fmt.Errorf("%w (is the cluster up? `make cluster-up` starts the local one)", err)
 	}

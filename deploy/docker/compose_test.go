@@ -132,6 +132,7 @@ func TestComposeFile(t *testing.T) {
 		"ORDERD_METRICS_ADDR":             "0.0.0.0:9090",
 		"ORDERD_CASSANDRA_CONTACT_POINTS": "cassandra-1,cassandra-2,cassandra-3",
 		"ORDERD_KAFKA_BROKERS":            "kafka:9092",
+		"ORDERD_KAFKA_PLAINTEXT":          "true", // orderd refuses a broker without a login otherwise
 	} {
 		if got := envValue(orderd, k); got != want {
 			t.Errorf("orderd %s=%q, want %q", k, got, want)
@@ -254,6 +255,9 @@ func TestComposeHostOverride(t *testing.T) {
 		}
 		if got := envValue(s, "ORDERD_KAFKA_BROKERS"); got != "127.0.0.24:9092" {
 			t.Errorf("%s brokers %q, want 127.0.0.24:9092", name, got)
+		}
+		if got := envValue(s, "ORDERD_KAFKA_PLAINTEXT"); got != "true" {
+			t.Errorf("%s ORDERD_KAFKA_PLAINTEXT=%q, want true: the broker serves PLAINTEXT", name, got)
 		}
 	}
 	orderd := svc("orderd")

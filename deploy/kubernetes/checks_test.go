@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -32,31 +33,29 @@ var externalSecrets = []string{
 	"orderd-kafka", "orderd-kafka-tls-ca",
 }
 
-// orderdSettings are the ORDERD_* names cmd/orderd reads, from its source
-// text: every quoted "ORDERD_..." in its non-test Go files.
+// orderdSettings are the ORDERD_* names orderd reads, as its own help
+// names them: `orderd help COMMAND` lists each flag's variable, for serve
+// and for migrate (the Jobs). Built from ../../cmd/orderd, the source next
+// to these manifests.
 func orderdSettings(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob("../../cmd/orderd/*.go")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("orderd's source in ../../cmd/orderd: %v", err)
-	}
-	re := regexp.MustCompile(`"(ORDERD_[A-Z0-9_]+)"`)
 	names := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
+	re := regexp.MustCompile(`ORDERD_[A-Z0-9_]+`)
+	for _, cmd := range []string{"serve", "migrate"} {
+		run := exec.Command("go", "run", "./cmd/orderd", "help", cmd)
+		run.Dir = filepath.Join("..", "..")
+		out, err := run.CombinedOutput()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("orderd help %s: %v\n%s", cmd, err, out)
 		}
-		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-			names[m[1]] = true
+		for _, m := range re.FindAllString(string(out), -1) {
+			names[m] = true
 		}
 	}
-	for _, must := range []string{"ORDERD_GRPC_ADDR", "ORDERD_HEALTH_ADDR", "ORDERD_SHUTDOWN_GRACE", "ORDERD_TLS_CERT_FILE", "ORDERD_CASSANDRA_PASSWORD_FILE"} {
+	for _, must := range []string{"ORDERD_GRPC_ADDR", "ORDERD_HEALTH_ADDR", "ORDERD_SHUTDOWN_GRACE", "ORDERD_TLS_CERT_FILE",
+		"ORDERD_CASSANDRA_PASSWORD_FILE", "ORDERD_KAFKA_PASSWORD_FILE"} {
 		if !names[must] {
-			t.Fatalf("found no %s in cmd/orderd: the settings are read differently now; fix orderdSettings", must)
+			t.Fatalf("orderd's help names no %s: it lists its settings differently now; fix orderdSettings", must)
 		}
 	}
 	return names

@@ -37,10 +37,12 @@ for p in 8080 9090 9091; do
   if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then log "port $p in use"; exit 1; fi
 done
 log "cluster up"; "$B/cassandra-local" up || exit 1
-log "kafka up"; "$B/kafka-local" up || exit 1
 export ORDERD_KEYSPACE=orderd_dashboard ORDERD_KAFKA_TOPIC=orderd.dashboard.events ORDERD_LOG_LEVEL=warn
 "$B/orderd" migrate || exit 1
 "$B/orderd" dev-setup -dir .dev > "$OUT/dev-setup.out" || exit 1
+# The broker serves SASL_SSL with .dev's certificate; orderd logs in as orderd.
+log "kafka up"; ORDERD_DEV_DIR=.dev "$B/kafka-local" up || exit 1
+export ORDERD_KAFKA_USERNAME=orderd ORDERD_KAFKA_PASSWORD_FILE=.kafka/users/orderd.password ORDERD_KAFKA_TLS_CA_FILE=.kafka/tls/ca.pem
 export ORDERD_TLS_CERT_FILE=.dev/server.pem ORDERD_TLS_KEY_FILE=.dev/server-key.pem ORDERD_TLS_CLIENT_CA_FILE=.dev/ca.pem
 start_serve() {
   ORDERD_RATE_ATTEMPTS=120 ORDERD_METRICS_ADDR=127.0.0.1:9090 "$B/orderd" serve 2>>"$OUT/serve.log" & serve=$!

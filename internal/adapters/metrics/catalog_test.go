@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
 	"google.golang.org/grpc"
 
 	"github.com/atlasmart/orderd/reconciler"
@@ -34,6 +37,7 @@ func catalogRegistry(t *testing.T) *prometheus.Registry {
 	NewCQLObserver(m, nil).ObserveQuery(context.Background(),
 		gocql.ObservedQuery{Statement: "SELECT * FROM t", Start: time.Now(), End: time.Now()})
 	m.Served("default", "/x/Y", "OK")
+	exerciseKafkaHook(t, m)
 
 	return reg
 }
@@ -112,4 +116,25 @@ func TestMetricCatalog(t *testing.T) {
 		}
 		t.Errorf("%s is out of date: go test ./internal/adapters/metrics/ -run TestMetricCatalog -update", catalogFile)
 	}
+}
+
+// exerciseKafkaHook gives the Kafka client metrics the series a publisher
+// that connects, fails once and produces has. The client is made (which
+// registers them) and never dials: no broker is needed.
+func exerciseKafkaHook(t *testing.T, m *Metrics) {
+	hook := m.KafkaHook()
+	client, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.WithHooks(hook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close) // Close unregisters the metrics: after the gather
+	k := hook.(*kprom.Metrics)
+	broker, failed := kgo.BrokerMetadata{NodeID: 1}, errors.New("refused")
+	for _, err := range []error{nil, failed} {
+		k.OnBrokerConnect(broker, 0, nil, err)
+		k.OnBrokerE2E(broker, 0, kgo.BrokerE2E{BytesWritten: 1, BytesRead: 1, WriteErr: err})
+		k.OnBrokerE2E(broker, 0, kgo.BrokerE2E{BytesWritten: 1, ReadErr: err})
+	}
+	k.OnBrokerDisconnect(broker, nil)
+	k.OnProduceBatchWritten(broker, "events", 0, kgo.ProduceBatchMetrics{NumRecords: 1, CompressedBytes: 1, UncompressedBytes: 1})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -15,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/atlasmart/orderd/internal/domain/order"
+	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/platform/tracing"
 )
 
@@ -42,6 +45,11 @@ type KafkaConfig struct {
 	// in Publish's context; nil records none. Either way the context's
 	// trace travels in the record's traceparent header (traceHooks).
 	Tracer trace.TracerProvider
+	// Conn is how the client reaches the brokers: SASL_SSL with its
+	// login, or plaintext when asked.
+	Conn kafkaconn.Settings
+	// Hooks watch the client (its Prometheus metrics); optional.
+	Hooks []kgo.Hook
 }
 
 func (c KafkaConfig) withDefaults() KafkaConfig {
@@ -74,6 +82,7 @@ type Kafka struct {
 	cfg    KafkaConfig
 	client *kgo.Client
 	log    *slog.Logger
+	conns  *connWatch
 }
 
 // NewKafka returns a publisher. It does not contact the brokers: a broker
@@ -83,7 +92,26 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, errors.New("kafka publisher: no brokers configured")
 	}
-	client, err := kgo.NewClient(
+	conns := &connWatch{}
+	opts, err := clientOpts(cfg, conns)
+	if err != nil {
+		return nil, fmt.Errorf("kafka publisher: %w", err)
+	}
+	client, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka publisher: %w", err)
+	}
+	return &Kafka{cfg: cfg, client: client, log: log, conns: conns}, nil
+}
+
+// clientOpts is every option of the publisher's client: the producer's
+// settings, the connection's security and the hooks.
+func clientOpts(cfg KafkaConfig, conns *connWatch) ([]kgo.Opt, error) {
+	conn, err := cfg.Conn.ClientOpts()
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -91,13 +119,11 @@ func NewKafka(cfg KafkaConfig, log *slog.Logger) (*Kafka, error) {
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		// Events of many orders share produce requests; a short linger
 		// batches them without adding much to each one's latency.
-		kgo.ProducerLinger(2*time.Millisecond),
+		kgo.ProducerLinger(2 * time.Millisecond),
+		kgo.WithHooks(append([]kgo.Hook{conns}, cfg.Hooks...)...),
 		traceHooks(cfg.Tracer),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("kafka publisher: %w", err)
 	}
-	return &Kafka{cfg: cfg, client: client, log: log}, nil
+	return append(opts, conn...), nil
 }
 
 // traceHooks puts the trace context of the call that publishes a record
@@ -126,7 +152,7 @@ func (k *Kafka) Publish(ctx context.Context, ev order.Event) error {
 	result := ResultAcked
 	if err != nil {
 		result = ResultFailed
-		err = fmt.Errorf("publish the %s event of order %s to %s: %w", ev.Type, ev.Order.ID, k.cfg.Topic, err)
+		err = fmt.Errorf("publish the %s event of order %s to %s: %w%s", ev.Type, ev.Order.ID, k.cfg.Topic, err, k.conns.reason())
 	}
 	k.cfg.Observer.Published(result, time.Since(start))
 	return err
@@ -158,4 +184,30 @@ func (k *Kafka) Close(ctx context.Context) {
 		k.log.Warn("events still unacknowledged at shutdown; the reconciler will publish them", "error", err)
 	}
 	k.client.Close()
+}
+
+// connWatch keeps the last failed connection's error until a connection
+// succeeds. A publication that runs out of time says only "context
+// deadline exceeded"; this says why (a refused login:
+// SASL_AUTHENTICATION_FAILED, a certificate not trusted, no broker).
+type connWatch struct{ last atomic.Pointer[error] }
+
+var _ kgo.HookBrokerConnect = (*connWatch)(nil)
+
+// OnBrokerConnect implements kgo.HookBrokerConnect; it is called after the
+// dial, TLS handshake and SASL login of every connection.
+func (w *connWatch) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		w.last.Store(nil)
+		return
+	}
+	w.last.Store(&err)
+}
+
+// reason is ", last connection error: ..." while connections fail, else "".
+func (w *connWatch) reason() string {
+	if err := w.last.Load(); err != nil {
+		return fmt.Sprintf(" (the last connection to a broker failed: %v)", *err)
+	}
+	return ""
 }

@@ -2,7 +2,6 @@ package localcluster
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -37,8 +36,19 @@ type KafkaConfig struct {
 	// StateDir holds the broker's configuration, data, logs and pid file;
 	// default .kafka in the current folder.
 	StateDir string
-	// Addr is the client (PLAINTEXT) listener; default 127.0.0.1:19092.
+	// Addr is the client listener; default 127.0.0.1:19092. It serves
+	// SASL_SSL (SCRAM-SHA-512 logins over TLS) unless Plaintext is set.
 	Addr string
+	// Plaintext serves PLAINTEXT on Addr instead: no TLS, no login.
+	Plaintext bool
+	// PlaintextAddr, if set, adds a PLAINTEXT listener beside the SASL_SSL
+	// one, for a client that cannot log in: the e2e suite's previous
+	// release, built before orderd spoke SASL_SSL. Ignored with Plaintext.
+	PlaintextAddr string
+	// DevDir is the development setup (internal/tools/devsetup, written by
+	// `orderd dev-setup`) whose server certificate the SASL_SSL listener
+	// serves; it must name Addr's host. Default .dev.
+	DevDir string
 	// ControllerAddr is the KRaft controller listener; default 127.0.0.1:19093.
 	ControllerAddr string
 	// HeapMB is the broker's Java heap; default 512.
@@ -47,6 +57,14 @@ type KafkaConfig struct {
 	StartTimeout time.Duration
 	// Log receives progress lines; default os.Stderr.
 	Log io.Writer
+}
+
+// listeners are the addresses the broker listens on.
+func (c *KafkaConfig) listeners() []string {
+	if c.PlaintextAddr != "" {
+		return []string{c.Addr, c.ControllerAddr, c.PlaintextAddr}
+	}
+	return []string{c.Addr, c.ControllerAddr}
 }
 
 func (c *KafkaConfig) setDefaults() error {
@@ -68,10 +86,16 @@ func (c *KafkaConfig) setDefaults() error {
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:19092"
 	}
+	if c.DevDir == "" {
+		c.DevDir = ".dev"
+	}
 	if c.ControllerAddr == "" {
 		c.ControllerAddr = "127.0.0.1:19093"
 	}
-	for _, a := range []string{c.Addr, c.ControllerAddr} {
+	if c.Plaintext {
+		c.PlaintextAddr = ""
+	}
+	for _, a := range c.listeners() {
 		_, port, err := net.SplitHostPort(a)
 		if err == nil {
 			_, err = strconv.Atoi(port)
@@ -179,25 +203,25 @@ func (b *Broker) Up(ctx context.Context) (time.Duration, error) {
 }
 
 func (b *Broker) start(ctx context.Context, lib string) error {
-	for _, a := range []string{b.cfg.Addr, b.cfg.ControllerAddr} {
+	for _, a := range b.cfg.listeners() {
 		if err := waitPortFree(ctx, a, portReleaseWait); err != nil {
 			return fmt.Errorf("the Kafka broker cannot start: %s is already in use by another process (find it with `ss -ltnp` and stop it, or point ORDERD_KAFKA_BROKERS at that broker instead): %w", a, err)
+		}
+	}
+	classpath := filepath.Join(lib, "*")
+	_, err := os.Stat(filepath.Join(b.dataDir(), "meta.properties"))
+	formatted := err == nil
+	if !formatted {
+		if err := b.makeUsers(); err != nil {
+			return err
 		}
 	}
 	if err := b.writeConfig(); err != nil {
 		return err
 	}
-	classpath := filepath.Join(lib, "*")
-	if _, err := os.Stat(filepath.Join(b.dataDir(), "meta.properties")); err != nil {
-		// First start: format the storage (what kafka-storage.sh format does).
-		id, err := clusterID(rand.Reader)
-		if err != nil {
+	if !formatted {
+		if err := b.format(ctx, classpath); err != nil {
 			return err
-		}
-		out, err := javaOutput(ctx, "-cp", classpath, "kafka.tools.StorageTool",
-			"format", "-t", id, "-c", b.confPath(), "--standalone")
-		if err != nil {
-			return fmt.Errorf("format the broker's storage in %s: %w\n%s", b.dataDir(), err, tail(out, 20))
 		}
 	}
 	args := []string{
@@ -226,8 +250,26 @@ func (b *Broker) writeConfig() error {
 	}
 	data := map[string]string{"Addr": b.cfg.Addr, "Controller": b.cfg.ControllerAddr, "DataDir": b.dataDir(),
 		"LogDir": filepath.Join(b.cfg.StateDir, "logs")}
+	if b.cfg.Plaintext {
+		data["Plaintext"] = "true"
+	} else {
+		pass, err := b.password(brokerUser)
+		if err != nil {
+			return err
+		}
+		if err := b.writeTLS(); err != nil {
+			return err
+		}
+		data["BrokerUser"], data["BrokerPassword"] = brokerUser, pass
+		data["Keystore"], data["Truststore"] = b.keystorePath(), b.CAFile()
+		data["PlaintextAddr"] = b.cfg.PlaintextAddr
+	}
 	if err := renderFile("kafka-server.properties.tmpl", b.confPath(), data); err != nil {
 		return err
+	}
+	// It holds the broker's own password.
+	if err := os.Chmod(b.confPath(), 0o600); err != nil {
+		return fmt.Errorf("restrict %s: %w", b.confPath(), err)
 	}
 	return renderFile("kafka-log4j2.properties.tmpl", filepath.Join(b.cfg.StateDir, "conf", "log4j2.properties"), data)
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/atlasmart/orderd/internal/tools/devsetup"
 )
 
 func TestNewerVersion(t *testing.T) {
@@ -74,7 +77,7 @@ func TestCachedRuntimePicksTheNewestCompleteOne(t *testing.T) {
 
 func TestBrokerConfig(t *testing.T) {
 	state := t.TempDir()
-	b, err := NewBroker(KafkaConfig{StateDir: state, CacheDir: t.TempDir(), Addr: "127.0.0.1:29092", ControllerAddr: "127.0.0.1:29093"})
+	b, err := NewBroker(KafkaConfig{StateDir: state, CacheDir: t.TempDir(), Addr: "127.0.0.1:29092", ControllerAddr: "127.0.0.1:29093", Plaintext: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,5 +136,63 @@ func TestClusterIDNeverStartsWithADash(t *testing.T) {
 	}
 	if _, err := clusterID(bytes.NewReader(dash)); err == nil {
 		t.Error("no error when the random source ran out")
+	}
+}
+
+// By default the client listener is SASL_SSL: SCRAM-SHA-512 over TLS with
+// the development setup's certificate (checked against the real broker by
+// the e2e suite); a PLAINTEXT listener only when asked; an address the
+// certificate does not name, or no setup at all, is refused before the
+// broker starts.
+func TestBrokerConfigSASLSSL(t *testing.T) {
+	dev := t.TempDir()
+	if _, _, err := devsetup.Write(dev, "default", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	b, err := NewBroker(KafkaConfig{StateDir: state, CacheDir: t.TempDir(), DevDir: dev,
+		Addr: "127.0.0.1:29092", ControllerAddr: "127.0.0.1:29093", PlaintextAddr: "127.0.0.1:29094"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.makeUsers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.writeConfig(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(b.confPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, _ := b.password(brokerUser)
+	for _, want := range []string{
+		"listeners=SASL_SSL://127.0.0.1:29092,CONTROLLER://127.0.0.1:29093,PLAINTEXT://127.0.0.1:29094",
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT",
+		"sasl.enabled.mechanisms=SCRAM-SHA-512",
+		`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="` + pass + `";`,
+		"ssl.keystore.location=" + filepath.Join(state, "tls", "broker.pem"),
+	} {
+		if !strings.Contains(string(raw), want+"\n") {
+			t.Errorf("server.properties lacks %q:\n%s", want, raw)
+		}
+	}
+	if c := b.Conn(OrderdUser); c.Plaintext || c.Username != "orderd" || c.PasswordFile != filepath.Join(state, "users", "orderd.password") {
+		t.Errorf("orderd's connection = %+v", c)
+	}
+
+	elsewhere, err := NewBroker(KafkaConfig{StateDir: state, DevDir: dev, Addr: "127.0.0.9:29092"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := elsewhere.writeConfig(); err == nil || !strings.Contains(err.Error(), "-hosts 127.0.0.9") {
+		t.Errorf("an address the certificate does not name: %v, want refused naming the fix", err)
+	}
+	none, err := NewBroker(KafkaConfig{StateDir: state, DevDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := none.writeConfig(); err == nil || !strings.Contains(err.Error(), "make dev-setup") {
+		t.Errorf("no development setup: %v, want refused naming make dev-setup", err)
 	}
 }
