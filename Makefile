@@ -271,7 +271,7 @@ BENCH_PIN ?=
 BENCH_FLAGS = -requests $(BENCH_REQUESTS) -rounds $(BENCH_ROUNDS) $(if $(BENCH_PIN),-pin)
 bench: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,cost,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 $(BENCH_FLAGS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,cost,instances,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 $(BENCH_FLAGS) -json $(BIN)/bench-main.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
 	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 $(BENCH_FLAGS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up

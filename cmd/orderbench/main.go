@@ -41,13 +41,19 @@
 //	mix      orderd under a mix of new requests, duplicate retries and
 //	         conflicting reuses (per-outcome latency)
 //	outbox   event delivery on against off (two orderd processes), and the
-//	         latency from the answer to a consumer's receipt and apply
+//	         latency from the answer to a consumer's receipt and apply;
+//	         per order: statements by label, events, CPU of orderd, the
+//	         cluster and the broker
 //	commit   claims committed at LOCAL_QUORUM against ANY
 //	         (ORDERD_CLAIM_COMMIT): two orderd processes taking turns at
 //	         1, 16 and 64 streams
 //	cost     orderd's own CPU per new order under each of -cost-variants
 //	         (environment settings, or another build): one process each,
 //	         taking turns at 16 and 64 streams
+//	instances  one orderd against three (each with its reconciler, on
+//	         keyspaces of their own) at the same total streams, taking
+//	         turns at 16 and 64 streams; their statements, reconciler
+//	         passes and replay-cache hits per round (from /metrics)
 //	changes  AmendOrder against CreateOrder through orderd
 //	lwt      the claim LWT alone (run once per paxos_variant)
 //	soak     orderd with delivery on and the reference consumer running,

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/atlasmart/orderd/internal/adapters/outbox"
+	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/internal/platform/kafkaconn"
 	"github.com/atlasmart/orderd/internal/tools/clientcreds"
 	"github.com/atlasmart/orderd/internal/tools/loadgen"
@@ -42,12 +44,12 @@ type outboxSetup struct {
 // consumer (cmd/orderconsumer) having applied it. Both consumers run
 // during the phase.
 func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error) {
-	on, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_KAFKA_TOPIC="+s.topic), s.creds)
+	on, err := startMeteredOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_KAFKA_TOPIC="+s.topic), s.creds)
 	if err != nil {
 		return nil, fmt.Errorf("start an orderd publishing to %s: %w", s.topic, err)
 	}
 	defer on.stop()
-	off, err := startOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_DELIVERY=false"), s.creds)
+	off, err := startMeteredOrderd(s.orderd, append(slices.Clone(s.env), "ORDERD_DELIVERY=false"), s.creds)
 	if err != nil {
 		return nil, fmt.Errorf("start an orderd with delivery off: %w", err)
 	}
@@ -70,13 +72,13 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 	// Latency first, below saturation and with both consumers idle: under
 	// the throughput rounds the cluster is the queue, and the reference
 	// consumer's two LWTs per event wait behind orderd's.
-	var answered sync.Map // request id → when its answer arrived
-	timed := driver{name: "outbox-on", orderd: on, do: func(ctx context.Context, i int) error {
+	var answered sync.Map // event id → when its order's answer arrived
+	timed := driver{name: "outbox-on", orderd: on.orderdProc, do: func(ctx context.Context, i int) error {
 		req := newRequest(i)
 		if _, err := on.client.CreateOrder(ctx, req); err != nil {
 			return err
 		}
-		answered.Store(req.RequestId, time.Now())
+		answered.Store(createdEventID(req.RequestId), time.Now())
 		return nil
 	}}
 	if _, _, err := b.measureRaw(ctx, "latency", timed, latencyConcurrency, max(s.requests/4, 100)); err != nil {
@@ -103,7 +105,10 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 		_, err := off.client.CreateOrder(ctx, newRequest(i))
 		return err
 	}
-	drivers := []driver{{name: "outbox-on", do: withOutbox, orderd: on}, {name: "outbox-off", do: withoutOutbox, orderd: off}}
+	// Each round keeps what its process's statements, events and CPU and
+	// the cluster's and the broker's CPU gained: delivery's cost per order.
+	drivers := []driver{{name: "outbox-on", do: withOutbox, orderd: on.orderdProc, counters: orderdCounters(on)},
+		{name: "outbox-off", do: withoutOutbox, orderd: off.orderdProc, counters: orderdCounters(off)}}
 	if err := b.warmUp(ctx, drivers); err != nil {
 		return nil, err
 	}
@@ -116,6 +121,16 @@ func (b *bench) outboxPhase(ctx context.Context, s outboxSetup) ([]Result, error
 	}
 	return out, nil
 }
+
+// createdEventID is the id of the ORDER_CREATED event of the bench
+// tenant's request requestID: what the topic's records and the reference
+// consumer's inbox carry (derived from the tenant, operation and request).
+func createdEventID(requestID string) string {
+	return order.EventID(benchTenant, order.OperationCreate, uuid.MustParse(requestID)).String()
+}
+
+// benchTenant is the tenant of the run's API key (devsetup.Write).
+const benchTenant = "default"
 
 // latencyConcurrency is the load at which delivery latency is measured:
 // two streams, well below what the local cluster can take.
@@ -144,8 +159,11 @@ func newReceiver(brokers, topic string, conn kafkaconn.Settings) (*receiver, err
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
+	// From the start: the topic is the phase's own, so nothing older is
+	// read, and no event published before the consumer's first offset
+	// lookup answers is missed.
 	c, err := kgo.NewClient(append(opts, kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(50*time.Millisecond))...)
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}

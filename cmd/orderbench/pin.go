@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,10 +22,13 @@ type pinPlan struct {
 // planPins splits n cores between the Cassandra JVMs, the Kafka broker,
 // orderd and this client. Each gets cores of its own where there are
 // enough: the client and the broker one each, orderd one (two from 8
-// cores), the cluster the rest. With 3 cores the cluster and the broker
-// share one; with 2, the cluster and the broker share core 0 and orderd
-// and the client core 1 (the system under test and its load apart from the
-// database, which then has half the machine). Fewer than 2 cannot be split.
+// cores), the cluster the rest. From 3 cores the broker always has one of
+// its own, so delivery's cost is not taken from the cluster's or orderd's
+// CPU: with 3, orderd and the client share one. With 2, the cluster and the
+// broker share core 0 and orderd and the client core 1 (the system under
+// test and its load apart from the database, which then has half the
+// machine): the broker's CPU then comes out of the cluster's. Fewer than 2
+// cannot be split.
 func planPins(n int) (pinPlan, error) {
 	switch {
 	case n < 2:
@@ -32,7 +36,7 @@ func planPins(n int) (pinPlan, error) {
 	case n == 2:
 		return pinPlan{cluster: []int{0}, broker: []int{0}, orderd: []int{1}, client: []int{1}}, nil
 	case n == 3:
-		return pinPlan{cluster: []int{0}, broker: []int{0}, orderd: []int{1}, client: []int{2}}, nil
+		return pinPlan{cluster: []int{0}, broker: []int{1}, orderd: []int{2}, client: []int{2}}, nil
 	}
 	orderd := 1
 	if n >= 8 {
@@ -113,7 +117,15 @@ func pinProcesses(orderdPid int) (*pinning, error) {
 // describe says what was pinned where, for the report.
 func (p *pinning) describe() string {
 	return fmt.Sprintf("pinned on %d cores (taskset): %d Cassandra JVMs on %s, %d Kafka broker(s) on %s, orderd on %s, the benchmark client on %s",
-		p.cores, p.nodes, cpuList(p.plan.cluster), p.brokers, cpuList(p.plan.broker), cpuList(p.plan.orderd), cpuList(p.plan.client))
+		p.cores, p.nodes, cpuList(p.plan.cluster), p.brokers, cpuList(p.plan.broker), cpuList(p.plan.orderd), cpuList(p.plan.client)) + p.brokerShare()
+}
+
+// brokerShare says, when the broker has no core of its own, whose it shares.
+func (p *pinning) brokerShare() string {
+	if slices.Equal(p.plan.broker, p.plan.cluster) {
+		return fmt.Sprintf(" (with %d cores the broker shares the cluster's: delivery's CPU comes out of the cluster's)", p.cores)
+	}
+	return ""
 }
 
 // restore gives every pinned process the affinity it had before.

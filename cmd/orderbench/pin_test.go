@@ -4,20 +4,22 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 )
 
-// Every party gets cores of its own where there are enough; on 2 cores the
-// cluster and the broker share one, orderd and the client the other.
+// Every party gets cores of its own where there are enough, the broker from
+// 3 cores; on 2 cores the cluster and the broker share one, orderd and the
+// client the other.
 func TestPlanPins(t *testing.T) {
 	for _, tc := range []struct {
 		cores                           int
 		cluster, broker, orderd, client string
 	}{
 		{2, "0", "0", "1", "1"},
-		{3, "0", "0", "1", "2"},
+		{3, "0", "1", "2", "2"},
 		{4, "0", "1", "2", "3"},
 		{6, "0-2", "3", "4", "5"},
 		{8, "0-3", "4", "5-6", "7"},
@@ -63,5 +65,23 @@ func TestSetAffinityOfARunningProcess(t *testing.T) {
 	(&pinning{before: map[int]unix.CPUSet{pid: old}}).restore()
 	if got := allowedCPUs(pid); got != before || before == "1" {
 		t.Errorf("after restoring, the kernel allows %q, want %q as before", got, before)
+	}
+}
+
+// The report says when the broker has no core of its own (2 cores), and
+// only then.
+func TestPinningSaysWhenTheBrokerSharesTheClustersCore(t *testing.T) {
+	for _, tc := range []struct {
+		cores  int
+		shares bool
+	}{{2, true}, {3, false}, {4, false}} {
+		plan, err := planPins(tc.cores)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := (&pinning{plan: plan, cores: tc.cores}).describe()
+		if strings.Contains(got, "the broker shares the cluster's") != tc.shares {
+			t.Errorf("on %d cores: %q, want the broker sharing the cluster's core said: %v", tc.cores, got, tc.shares)
+		}
 	}
 }

@@ -175,6 +175,8 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 			mix[0].Throughput, mix[0].OrderdCPUPer1k, mix[0].ClusterCPUPer1k, ratio(mix[0].OrderdCPUPer1k, mix[0].ClusterCPUPer1k))
 	}
 	writeOutbox(b, all(runs, func(r Result) bool { return r.Phase == "outbox" }))
+	writeOutboxCost(b, all(runs, func(r Result) bool { return r.Phase == "outbox" }))
+	writeInstances(b, all(runs, func(r Result) bool { return r.Phase == "instances" }))
 	writeCommit(b, all(runs, func(r Result) bool { return r.Phase == "commit" }))
 	writeCost(b, all(runs, func(r Result) bool { return r.Phase == "cost" }))
 	lwt := all(runs, func(r Result) bool { return r.Phase == "lwt" })

@@ -81,6 +81,10 @@ type Round struct {
 	// GCMaxMs is, per JVM whose GC log the run read (node1, ..., broker),
 	// the longest stop-the-world pause that overlapped the round; 0: none.
 	GCMaxMs map[string]float64 `json:"gc_max_ms,omitempty"`
+	// Counters are what the driver's counters (driver.counters) gained
+	// over the round: orderd's statements by label, its reconciler's
+	// passes, the processes' CPU seconds (counters.go).
+	Counters map[string]float64 `json:"counters,omitempty"`
 }
 
 // Run is one orderbench run: its settings and results.
@@ -122,7 +126,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("orderbench run", flag.ContinueOnError)
 	fs.StringVar(&f.orderd, "orderd", "bin/orderd", "orderd binary to start")
 	fs.StringVar(&f.contactPoints, "contact-points", "127.0.0.1,127.0.0.2,127.0.0.3", "Cassandra contact points")
-	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, commit, cost, lwt, changes, soak")
+	fs.StringVar(&f.phases, "phases", "compare,storm,replay,mix", "phases to run: compare, storm, replay, mix, outbox, commit, cost, instances, lwt, changes, soak")
 	fs.StringVar(&f.concurrency, "concurrency", "1,8,16,32,64", "concurrency levels of the compare phase")
 	fs.IntVar(&f.requests, "requests", 2000, "requests per driver and concurrency level (a quarter at concurrency 1), split over -rounds; the storm's replays and new requests")
 	fs.IntVar(&f.rounds, "rounds", 5, "rounds of drivers that take turns, per concurrency level (each driver's requests split over them)")
@@ -258,6 +262,8 @@ func runCmd(args []string) error {
 		case "outbox":
 			rs, err = b.outboxPhase(ctx, outboxSetup{levels: []int{16, 64}, requests: f.requests, orderd: f.orderd, consumer: f.consumer,
 				env: env, creds: creds, brokers: f.kafka, kafka: kafkaConn, topic: keyspace + ".outbox", keyspace: keyspace + "_consumer", hosts: f.contactPoints})
+		case "instances":
+			rs, err = b.instancesPhase(ctx, []int{16, 64}, f.requests, f.orderd, env, creds)
 		case "commit":
 			rs, err = b.commitPhase(ctx, []int{1, 16, 64}, f.requests, f.orderd, env, creds)
 		case "cost":
@@ -329,6 +335,9 @@ type driver struct {
 	// orderd, if set, is the orderd process this driver calls, whose CPU
 	// the result reports (default: the benchmark's orderd, for "orderd").
 	orderd *orderdProc
+	// counters, if set, reads cumulative counters (orderd's metrics, CPU
+	// seconds): each round keeps what they gained during it.
+	counters func() map[string]float64
 }
 
 // measure runs n ops at concurrency c and returns latencies and resource use.
@@ -652,14 +661,16 @@ func (b *bench) turns(ctx context.Context, phase string, c, n int, drivers []dri
 		for i := range drivers {
 			k := (round*step + i) % len(drivers)
 			start := time.Now()
+			before := readCounters(drivers[k])
 			r, lat, err := b.measureRaw(ctx, phase, drivers[k], c, max(n/rounds, 1))
 			if err != nil {
 				return nil, err
 			}
+			gained := counterDelta(before, readCounters(drivers[k]))
 			results[k] = append(results[k], r)
 			lats[k] = append(lats[k], lat)
 			kept[k] = append(kept[k], Round{Index: round, Start: start.UTC(), End: time.Now().UTC(), Requests: r.Requests, Errors: r.Errors,
-				Throughput: r.Throughput, P50ms: r.P50ms, P95ms: r.P95ms, P99ms: r.P99ms})
+				Throughput: r.Throughput, P50ms: r.P50ms, P95ms: r.P95ms, P99ms: r.P99ms, Counters: gained})
 		}
 	}
 	out := make([]Result, len(drivers))
