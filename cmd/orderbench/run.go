@@ -367,7 +367,10 @@ func (b *bench) measureRaw(ctx context.Context, phase string, d driver, c, n int
 	if d.name == "orderd" || d.orderd != nil {
 		r.OrderdCPUPer1k = per1k(od1 - od0)
 	}
-	if firstErr != nil && r.Errors > n/100 {
+	// A few failed calls (a statement timing out in a node's GC pause) are
+	// counted and reported with the round; more than one in twenty means
+	// the round measured something else than the driver's work.
+	if firstErr != nil && r.Errors > n/20 {
 		return r, nil, fmt.Errorf("%s/%s%s at %d: %d of %d failed, first: %w", phase, d.name, outcomeSuffix(d.outcome), c, r.Errors, n, firstErr)
 	}
 	fmt.Fprintf(os.Stderr, "orderbench: %-8s %-16s c=%-3d n=%-5d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms\n",
