@@ -32,8 +32,16 @@ const gcTimeLayout = "2006-01-02T15:04:05.000-0700"
 // "y: " or "O: " before "Pause").
 var gcPauseLine = regexp.MustCompile(`GC\(\d+\) (?:[yYO]: )?Pause .* (\d+(?:\.\d+)?)ms$`)
 
+// gcStallLine matches ZGC's "Allocation Stall (MutationStage-12)
+// 370.622ms": a thread that needed memory waited for the collector that
+// long. ZGC stops no thread for more than a millisecond, but a stalled
+// thread serves nothing meanwhile, so a stall counts as a pause here:
+// counting only the Pause phases would call a collector that stalls
+// request threads for 700 ms pause-free.
+var gcStallLine = regexp.MustCompile(`Allocation Stall \(.*\) (\d+(?:\.\d+)?)ms$`)
+
 // parseGCLine reads one line of a unified GC log; ok is false for every
-// line that is not a pause with its wall-clock time (concurrent phases,
+// line that is not a pause (or an allocation stall) with its wall-clock time (concurrent phases,
 // heap summaries, lines without the time decoration).
 func parseGCLine(line string) (p gcPause, ok bool) {
 	line = strings.TrimRight(line, " \r")
@@ -49,6 +57,9 @@ func parseGCLine(line string) (p gcPause, ok bool) {
 		return p, false
 	}
 	m := gcPauseLine.FindStringSubmatch(rest)
+	if m == nil {
+		m = gcStallLine.FindStringSubmatch(rest)
+	}
 	if m == nil {
 		return p, false
 	}

@@ -49,6 +49,16 @@ func TestParseGCLinesZGC(t *testing.T) {
 	}
 }
 
+// A ZGC allocation stall holds its thread as a pause would: it is read as
+// one, with its length.
+func TestParseGCLinesZGCAllocationStall(t *testing.T) {
+	line := "[2026-12-06T22:36:33.604+0000][255.342s][info][gc       ] Allocation Stall (CompactionExecutor:2) 724.359ms"
+	p, ok := parseGCLine(line)
+	if !ok || p.dur != 724359*time.Microsecond || !p.end.Equal(at("2026-12-06T22:36:33.604+0000")) {
+		t.Errorf("parseGCLine(%q) = %v, %v; want a 724.359 ms stall ending at its stamp", line, p, ok)
+	}
+}
+
 func at(s string) time.Time {
 	t, err := time.Parse(gcTimeLayout, s)
 	if err != nil {

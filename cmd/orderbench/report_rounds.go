@@ -122,7 +122,7 @@ func writeGCPauses(b *strings.Builder, runs []Run) {
 		fmt.Fprintf(b, "No GC log of a Cassandra node or the broker was found during the runs (they log to `logs/gc.log` from their next start, internal/tools/localcluster): pauses not measured.\n")
 		return
 	}
-	fmt.Fprintf(b, "The longest stop-the-world pause, in ms, of any Cassandra node or the Kafka broker that overlapped each round, from their GC logs (`-Xlog:gc`, internal/tools/localcluster), with the JVM that paused; 0: none paused; –: no GC log was read. ")
+	fmt.Fprintf(b, "The longest stop-the-world pause (or, under ZGC, allocation stall: a thread waiting for memory), in ms, of any Cassandra node or the Kafka broker that overlapped each round, from their GC logs (`-Xlog:gc`, internal/tools/localcluster), with the JVM that paused; 0: none paused; –: no GC log was read. ")
 	fmt.Fprintf(b, "A pause stalls every request that needs that JVM: a round with a pause a large part of its length measures the collector, not the driver.\n\n")
 	head := []string{"phase", "concurrency", "driver"}
 	for i := range rounds {
