@@ -28,7 +28,7 @@ import (
 // waiting event, without a restart: the file is read at every login.
 func TestKafkaWrongPasswordIsRefusedAndNothingPublished(t *testing.T) {
 	if broker.Conn(localcluster.OrderdUser).Plaintext {
-		t.Skip("the run's broker serves PLAINTEXT: no login to refuse (" + broker.Describe() + ")")
+		failInCIElseSkip(t, "the run's broker serves PLAINTEXT: no login to refuse ("+broker.Describe()+")")
 	}
 	isolated(t)
 	passFile := filepath.Join(t.TempDir(), "orderd.password")

@@ -55,7 +55,7 @@ func TestUpgradeAndRollbackFinishEachOthersChanges(t *testing.T) {
 	// it publishes to the broker's PLAINTEXT listener.
 	plain := broker.PlaintextAddr()
 	if plain == "" {
-		t.Skip("the previous release needs a PLAINTEXT listener and the run's broker has none (" + broker.Describe() +
+		failInCIElseSkip(t, "the previous release needs a PLAINTEXT listener and the run's broker has none ("+broker.Describe()+
 			"): start it with ORDERD_KAFKA_PLAINTEXT_ADDR=127.0.0.1:19094, or let the run start it")
 	}
 	envOf := func(bin string, env []string) []string {
