@@ -93,7 +93,7 @@ func writeReport(b *strings.Builder, runs []Run, plot string) {
 	fmt.Fprintf(b, "Produced by `make bench` (cmd/orderbench); numbers from one run, side by side. Where drivers take turns in rounds, a figure is the median over the rounds, with the rounds' range (min–max) in brackets; the GC pauses inside each round are at the end. ")
 	fmt.Fprintf(b, "Machine: %s. Cluster: %s, three local nodes (internal/tools/localcluster), RF 3, LOCAL_QUORUM / LOCAL_SERIAL. ", runs[0].Machine, runs[0].Cassandra)
 	fmt.Fprintf(b, "orderd, the benchmark client and all three Cassandra JVMs share the same cores, so absolute numbers are low and noisy; the ratios are the point. ")
-	fmt.Fprintf(b, "The figures of the two-LWT protocol orderd ran before the one-LWT one (two LWTs per new order) are kept in [benchmarks-issue6.md](benchmarks-issue6.md).\n\nCommands:\n\n")
+	fmt.Fprintf(b, "The figures of the two-LWT protocol orderd ran before the one-LWT one (two LWTs per new order) are kept in [benchmarks-two-lwt.md](benchmarks-two-lwt.md).\n\nCommands:\n\n")
 	for _, r := range runs {
 		fmt.Fprintf(b, "- `%s` (%s)\n", r.Command, r.Started.Format("2006-01-02 15:04 UTC"))
 	}

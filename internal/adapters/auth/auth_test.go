@@ -2,9 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -21,6 +18,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/atlasmart/orderd/internal/adapters/auth/authtest"
 	"github.com/atlasmart/orderd/internal/tools/devpki"
 )
 
@@ -149,43 +147,15 @@ func TestWatchedKeyFileRevokesWithoutRestart(t *testing.T) {
 	}
 }
 
-type jwtSigner struct {
-	kid    string
-	key    *ecdsa.PrivateKey
-	signer jose.Signer
-}
-
-func newJWTSigner(t *testing.T, kid string) jwtSigner {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jwtSigner{kid: kid, key: key, signer: s}
-}
-
-func (s jwtSigner) sign(t *testing.T, std jwt.Claims, tc tenantClaims) string {
-	t.Helper()
-	raw, err := jwt.Signed(s.signer).Claims(std).Claims(tc).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
-}
-
 func TestJWTIsVerifiedAgainstTheKeySetAndItsClaims(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	good := newJWTSigner(t, "k1")
-	stranger := newJWTSigner(t, "k1") // same kid, key not in the set
+	good := authtest.NewKey(t, "k1")
+	stranger := authtest.NewKey(t, "k1") // same kid, key not in the set
 	v, err := NewJWTVerifier(JWTConfig{Issuer: "https://idp.test", Audience: "orderd", Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &good.key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{good.Public()}})
 	if err := v.Load(jwks); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -193,7 +163,7 @@ func TestJWTIsVerifiedAgainstTheKeySetAndItsClaims(t *testing.T) {
 		Expiry: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now)}
 	perms := tenantClaims{Tenant: "acme", Permissions: []string{"create"}}
 
-	id, err := v.Verify(context.Background(), good.sign(t, valid, perms))
+	id, err := v.Verify(context.Background(), good.Sign(t, valid, perms))
 	if err != nil {
 		t.Fatalf("valid token: %v", err)
 	}
@@ -207,13 +177,13 @@ func TestJWTIsVerifiedAgainstTheKeySetAndItsClaims(t *testing.T) {
 	wrongAud.Audience = jwt.Audience{"other"}
 	noExp.Expiry = nil
 	for name, tok := range map[string]string{
-		"expired":        good.sign(t, expired, perms),
-		"wrong issuer":   good.sign(t, wrongIss, perms),
-		"wrong audience": good.sign(t, wrongAud, perms),
-		"no exp":         good.sign(t, noExp, perms),
-		"unknown signer": stranger.sign(t, valid, perms),
-		"no tenant":      good.sign(t, valid, tenantClaims{Permissions: []string{"create"}}),
-		"bad permission": good.sign(t, valid, tenantClaims{Tenant: "acme", Permissions: []string{"root"}}),
+		"expired":        good.Sign(t, expired, perms),
+		"wrong issuer":   good.Sign(t, wrongIss, perms),
+		"wrong audience": good.Sign(t, wrongAud, perms),
+		"no exp":         good.Sign(t, noExp, perms),
+		"unknown signer": stranger.Sign(t, valid, perms),
+		"no tenant":      good.Sign(t, valid, tenantClaims{Permissions: []string{"create"}}),
+		"bad permission": good.Sign(t, valid, tenantClaims{Tenant: "acme", Permissions: []string{"root"}}),
 		"alg none":       unsignedJWT(t, valid, perms),
 		"garbage":        "a.b.c",
 	} {
@@ -221,7 +191,7 @@ func TestJWTIsVerifiedAgainstTheKeySetAndItsClaims(t *testing.T) {
 			t.Errorf("%s: verified as %+v", name, id)
 		}
 	}
-	private, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: good.key, KeyID: "k1"}}})
+	private, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: good.Private, KeyID: "k1"}}})
 	if err := v.Load(private); err == nil {
 		t.Error("a JWKS with a private key loaded")
 	}

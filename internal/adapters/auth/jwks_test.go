@@ -3,66 +3,16 @@ package auth
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/atlasmart/orderd/internal/adapters/auth/authtest"
 )
-
-// issuer is a JWKS endpoint on a loopback port whose key set the test
-// rotates; it counts the fetches.
-type issuer struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	set     []byte
-	fetches atomic.Int64
-	down    atomic.Bool // answer 503
-}
-
-func newIssuer(t *testing.T, keys ...jwtSigner) *issuer {
-	t.Helper()
-	is := &issuer{}
-	is.publish(t, keys...)
-	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		is.fetches.Add(1)
-		if is.down.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		is.mu.Lock()
-		defer is.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(is.set)
-	}))
-	t.Cleanup(is.srv.Close)
-	return is
-}
-
-// publish makes keys the issuer's whole key set.
-func (is *issuer) publish(t *testing.T, keys ...jwtSigner) {
-	t.Helper()
-	var set jose.JSONWebKeySet
-	for _, k := range keys {
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: &k.key.PublicKey, KeyID: k.kid, Algorithm: "ES256", Use: "sig"})
-	}
-	b, err := json.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is.mu.Lock()
-	defer is.mu.Unlock()
-	is.set = b
-}
-
-func (is *issuer) url() string { return is.srv.URL + "/.well-known/jwks.json" }
 
 func remoteVerifier(t *testing.T, src JWKSConfig, log *slog.Logger) *JWTVerifier {
 	t.Helper()
@@ -87,15 +37,15 @@ func validClaims() (jwt.Claims, tenantClaims) {
 // fetch on, and further unknown key ids fetch nothing until the interval
 // has passed, each refusal saying why.
 func TestRemoteKeySetFollowsTheIssuersRotation(t *testing.T) {
-	k1, k2, k3 := newJWTSigner(t, "k1"), newJWTSigner(t, "k2"), newJWTSigner(t, "k3")
-	is := newIssuer(t, k1)
-	v := remoteVerifier(t, JWKSConfig{URL: is.url(), RefreshInterval: time.Hour, UnknownKIDInterval: time.Hour}, slog.New(slog.DiscardHandler))
+	k1, k2, k3 := authtest.NewKey(t, "k1"), authtest.NewKey(t, "k2"), authtest.NewKey(t, "k3")
+	is := authtest.NewIssuer(t, k1)
+	v := remoteVerifier(t, JWKSConfig{URL: is.URL(), RefreshInterval: time.Hour, UnknownKIDInterval: time.Hour}, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	std, tc := validClaims()
-	verify := func(s jwtSigner) error { _, err := v.Verify(ctx, s.sign(t, std, tc)); return err }
+	verify := func(k *authtest.Key) error { _, err := v.Verify(ctx, k.Sign(t, std, tc)); return err }
 	wantFetches := func(when string, n int64) {
 		t.Helper()
-		if got := is.fetches.Load(); got != n {
+		if got := is.Fetches(); got != n {
 			t.Errorf("%s: %d fetches of the key set, want %d", when, got, n)
 		}
 	}
@@ -106,7 +56,7 @@ func TestRemoteKeySetFollowsTheIssuersRotation(t *testing.T) {
 	}
 	wantFetches("after a known key id", 1)
 
-	is.publish(t, k2) // the issuer rotates: k2 in, k1 out
+	is.Publish(t, k2) // the issuer rotates: k2 in, k1 out
 	if err := verify(k1); err != nil {
 		t.Errorf("k1 between the rotation and the next fetch (the cache): %v", err)
 	}
@@ -116,7 +66,7 @@ func TestRemoteKeySetFollowsTheIssuersRotation(t *testing.T) {
 	wantFetches("after the new key id", 2)
 
 	err := verify(k1)
-	wantErr(t, "the removed k1", err, `key id "k1" is not in the key set of `+is.url(), "not fetched again for it", "1h0m0s")
+	wantErr(t, "the removed k1", err, `key id "k1" is not in the key set of `+is.URL(), "not fetched again for it", "1h0m0s")
 	err = verify(k3)
 	wantErr(t, "the unknown k3", err, `key id "k3" is not in the key set`, "at most once every 1h0m0s")
 	wantFetches("after two unknown key ids within the interval", 2)
@@ -128,18 +78,18 @@ func TestRemoteKeySetFollowsTheIssuersRotation(t *testing.T) {
 // Once the interval has passed, an unknown key id fetches the set again;
 // a key id the issuer never published is refused after that fetch.
 func TestUnknownKeyIDFetchesAgainAfterTheInterval(t *testing.T) {
-	k1, k2 := newJWTSigner(t, "k1"), newJWTSigner(t, "k2")
-	is := newIssuer(t, k1)
-	v := remoteVerifier(t, JWKSConfig{URL: is.url(), RefreshInterval: time.Hour, UnknownKIDInterval: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	k1, k2 := authtest.NewKey(t, "k1"), authtest.NewKey(t, "k2")
+	is := authtest.NewIssuer(t, k1)
+	v := remoteVerifier(t, JWKSConfig{URL: is.URL(), RefreshInterval: time.Hour, UnknownKIDInterval: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	std, tc := validClaims()
-	_, err := v.Verify(context.Background(), k2.sign(t, std, tc))
+	_, err := v.Verify(context.Background(), k2.Sign(t, std, tc))
 	wantErr(t, "k2, never published", err, `key id "k2" is not in the key set`, "fetched again for it")
-	if n := is.fetches.Load(); n != 2 {
+	if n := is.Fetches(); n != 2 {
 		t.Errorf("%d fetches, want 2 (start, the unknown key id)", n)
 	}
 	time.Sleep(60 * time.Millisecond)
-	is.publish(t, k1, k2)
-	if _, err := v.Verify(context.Background(), k2.sign(t, std, tc)); err != nil {
+	is.Publish(t, k1, k2)
+	if _, err := v.Verify(context.Background(), k2.Sign(t, std, tc)); err != nil {
 		t.Errorf("k2 once published and the interval passed: %v", err)
 	}
 }
@@ -147,27 +97,27 @@ func TestUnknownKeyIDFetchesAgainAfterTheInterval(t *testing.T) {
 // The periodic fetch drops a removed key without any token asking, and a
 // fetch that fails keeps the keys in force and is logged.
 func TestPeriodicFetchDropsARemovedKeyAndKeepsKeysWhenTheIssuerFails(t *testing.T) {
-	k1, k2 := newJWTSigner(t, "k1"), newJWTSigner(t, "k2")
-	is := newIssuer(t, k1, k2)
+	k1, k2 := authtest.NewKey(t, "k1"), authtest.NewKey(t, "k2")
+	is := authtest.NewIssuer(t, k1, k2)
 	var logged bytes.Buffer
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
-	v := remoteVerifier(t, JWKSConfig{URL: is.url(), RefreshInterval: 20 * time.Millisecond, UnknownKIDInterval: time.Hour}, log)
+	v := remoteVerifier(t, JWKSConfig{URL: is.URL(), RefreshInterval: 20 * time.Millisecond, UnknownKIDInterval: time.Hour}, log)
 	std, tc := validClaims()
-	verify := func(s jwtSigner) error { _, err := v.Verify(context.Background(), s.sign(t, std, tc)); return err }
+	verify := func(k *authtest.Key) error { _, err := v.Verify(context.Background(), k.Sign(t, std, tc)); return err }
 	if err := verify(k1); err != nil {
 		t.Fatalf("k1: %v", err)
 	}
 	if !v.remote.unknown.Allow() { // use up the unknown-key-id fetch: only the periodic fetch may drop k1
 		t.Fatal("no unknown-key-id fetch was left")
 	}
-	is.publish(t, k2)
+	is.Publish(t, k2)
 	waitFor(t, func() bool { return verify(k1) != nil })
 	if err := verify(k2); err != nil {
 		t.Errorf("k2, still published: %v", err)
 	}
 
-	is.down.Store(true)
+	is.SetDown(true)
 	waitFor(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
