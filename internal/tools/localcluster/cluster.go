@@ -90,6 +90,28 @@ type Security struct {
 // cluster on another release meanwhile).
 const CassandraVersion = "5.0.9"
 
+// defaultDirs fills in a cache folder (the user's cache, orderd/) and a
+// state folder (defaultState) left empty, and makes the state folder
+// absolute: the processes started from it run in other folders.
+func defaultDirs(cacheDir, stateDir *string, defaultState string) error {
+	if *cacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return fmt.Errorf("find a cache folder (set CacheDir): %w", err)
+		}
+		*cacheDir = filepath.Join(base, "orderd")
+	}
+	if *stateDir == "" {
+		*stateDir = defaultState
+	}
+	abs, err := filepath.Abs(*stateDir)
+	if err != nil {
+		return fmt.Errorf("state folder %s: %w", *stateDir, err)
+	}
+	*stateDir = abs
+	return nil
+}
+
 func (c *Config) setDefaults() error {
 	if c.Version == "" {
 		c.Version = CassandraVersion
@@ -112,21 +134,9 @@ func (c *Config) setDefaults() error {
 	if c.DCs < 1 || c.DCs > c.Nodes {
 		return fmt.Errorf("data centres must be 1 to the number of nodes (%d), got %d", c.Nodes, c.DCs)
 	}
-	if c.CacheDir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("find a cache folder (set CacheDir): %w", err)
-		}
-		c.CacheDir = filepath.Join(base, "orderd")
+	if err := defaultDirs(&c.CacheDir, &c.StateDir, ".cluster"); err != nil {
+		return err
 	}
-	if c.StateDir == "" {
-		c.StateDir = ".cluster"
-	}
-	abs, err := filepath.Abs(c.StateDir)
-	if err != nil {
-		return fmt.Errorf("state folder %s: %w", c.StateDir, err)
-	}
-	c.StateDir = abs
 	if c.HeapMB == 0 {
 		c.HeapMB = 1024
 	}

@@ -68,21 +68,9 @@ func (c *KafkaConfig) listeners() []string {
 }
 
 func (c *KafkaConfig) setDefaults() error {
-	if c.CacheDir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return fmt.Errorf("find a cache folder (set CacheDir): %w", err)
-		}
-		c.CacheDir = filepath.Join(base, "orderd")
+	if err := defaultDirs(&c.CacheDir, &c.StateDir, ".kafka"); err != nil {
+		return err
 	}
-	if c.StateDir == "" {
-		c.StateDir = ".kafka"
-	}
-	abs, err := filepath.Abs(c.StateDir)
-	if err != nil {
-		return fmt.Errorf("state folder %s: %w", c.StateDir, err)
-	}
-	c.StateDir = abs
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:19092"
 	}
