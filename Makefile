@@ -263,8 +263,9 @@ bench-reconciler:
 # docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
 # BENCH_REQUESTS per driver and concurrency are split over BENCH_ROUNDS
 # rounds; BENCH_PIN=1 pins the JVMs, orderd and the client to separate
-# cores (orderbench run -pin). The cluster's collector is CASSANDRA_GC /
-# CASSANDRA_G1_PAUSE_MS from its last start (the restarts below keep them).
+# cores (orderbench run -pin). The cluster's collector (CASSANDRA_GC /
+# CASSANDRA_G1_PAUSE_MS) and memtables (CASSANDRA_MEMTABLE) are those of its
+# last start (the restarts below keep them).
 BENCH_REQUESTS ?= 2000
 BENCH_ROUNDS ?= 5
 BENCH_PIN ?=

@@ -162,3 +162,31 @@ func TestAttachGCPausesPerRoundAndNode(t *testing.T) {
 		}
 	}
 }
+
+// The report names how the nodes keep their memtables, read from the
+// cassandra.yaml they run with: the allocation type, and the default
+// configuration's inheritance when one is set.
+func TestMemtableSettings(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		yaml string
+		want []string
+	}{
+		"skip lists": {"cluster_name: x\nmemtable_allocation_type: heap_buffers\nconcurrent_reads: 8\n",
+			[]string{"memtable_allocation_type: heap_buffers"}},
+		"tries": {"memtable_allocation_type: offheap_objects\nmemtable:\n  configurations:\n    skiplist:\n      class_name: SkipListMemtable\n    default:\n      inherits: trie\n# c\nconcurrent_reads: 8\n  inherits: other\n",
+			[]string{"memtable_allocation_type: offheap_objects", "memtable inherits: trie"}},
+		"neither": {"cluster_name: x\n", nil},
+	} {
+		conf := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		if err := os.WriteFile(conf, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := memtableSettings(conf); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: memtableSettings = %q, want %q", name, got, tc.want)
+		}
+	}
+	if got := memtableSettings(filepath.Join(dir, "missing.yaml")); got != nil {
+		t.Errorf("a missing file: %q, want nothing", got)
+	}
+}

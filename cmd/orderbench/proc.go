@@ -41,7 +41,9 @@ func clusterCPU() time.Duration {
 }
 
 // clusterJVM is the heap and collector options of the first Cassandra JVM
-// found ("-Xmx1024M -XX:+UseG1GC -XX:MaxGCPauseMillis=300"), or "".
+// found, and how its memtables are kept, read from the cassandra.yaml it
+// runs with ("-Xmx1024M -XX:+UseG1GC -XX:MaxGCPauseMillis=300
+// memtable_allocation_type: heap_buffers"), or "".
 func clusterJVM() string {
 	for _, pid := range javaProcesses("org.apache.cassandra.service.CassandraDaemon") {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -54,10 +56,38 @@ func clusterJVM() string {
 				(strings.HasPrefix(a, "-XX:+Use") && strings.HasSuffix(a, "GC")) {
 				opts = append(opts, a)
 			}
+			if conf, ok := strings.CutPrefix(a, "-Dcassandra.config=file://"); ok {
+				opts = append(opts, memtableSettings(conf)...)
+			}
 		}
 		return strings.Join(opts, " ")
 	}
 	return ""
+}
+
+// memtableSettings are the lines of a node's cassandra.yaml that say how
+// it keeps its memtables: the allocation type and, if set, the default
+// memtable configuration ("inherits: trie").
+func memtableSettings(conf string) []string {
+	raw, err := os.ReadFile(conf)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	inMemtable := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch t := strings.TrimSpace(line); {
+		case strings.HasPrefix(line, "memtable_allocation_type:"):
+			out = append(out, t)
+		case line == "memtable:":
+			inMemtable = true
+		case inMemtable && line != "" && !strings.HasPrefix(line, " "):
+			inMemtable = false
+		case inMemtable && strings.HasPrefix(t, "inherits:"):
+			out = append(out, "memtable "+t)
+		}
+	}
+	return out
 }
 
 // statusKB reads a "Name: N kB" line of /proc/PID/status.

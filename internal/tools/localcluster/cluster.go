@@ -62,6 +62,11 @@ type Config struct {
 	// G1PauseMS is G1's pause-time goal (MaxGCPauseMillis); default 300,
 	// Cassandra's own jvm17-server.options setting. Ignored with ZGC.
 	G1PauseMS int
+	// Memtable is how each node keeps its memtables: "skiplist" (skip
+	// lists on the Java heap, Cassandra 5.0's cassandra.yaml) or "trie"
+	// (tries whose cells live off the heap, its cassandra-latest.yaml);
+	// default skiplist. It applies from the next start of each node.
+	Memtable string
 	// StartTimeout bounds the wait for one start of the whole cluster or one
 	// node; default 4 minutes.
 	StartTimeout time.Duration
@@ -153,6 +158,13 @@ func (c *Config) setDefaults() error {
 	case "g1", "zgc":
 	default:
 		return fmt.Errorf("garbage collector %q: use g1 or zgc", c.GC)
+	}
+	switch c.Memtable {
+	case "":
+		c.Memtable = "skiplist"
+	case "skiplist", "trie":
+	default:
+		return fmt.Errorf("memtable %q: use skiplist or trie", c.Memtable)
 	}
 	if c.G1PauseMS == 0 {
 		c.G1PauseMS = 300

@@ -55,6 +55,7 @@ func (c *Cluster) WriteImageContext(ctx context.Context, dir string) (string, er
 		"PaxosVariant": c.cfg.PaxosVariant,
 		"GC":           c.cfg.GC,
 		"G1PauseMS":    c.cfg.G1PauseMS,
+		"Memtable":     c.cfg.Memtable,
 		// No GCLog: the image's containers are not benchmarked.
 		"JMXPort":     imageJMX,
 		"LibDir":      filepath.Join(imageHome, "lib"),

@@ -224,6 +224,7 @@ func (n *node) writeConfig() error {
 		"PaxosVariant": n.c.cfg.PaxosVariant,
 		"GC":           n.c.cfg.GC,
 		"G1PauseMS":    n.c.cfg.G1PauseMS,
+		"Memtable":     n.c.cfg.Memtable,
 		"GCLog":        n.gcLogPath(),
 		"JMXPort":      n.c.jmxPort(n.index),
 		"PasswordAuth": n.c.cfg.Security != nil && n.c.cfg.Security.PasswordAuth,

@@ -418,3 +418,43 @@ func TestJVMOptionsCollector(t *testing.T) {
 		t.Errorf("New(GC: cms) = %v, want an error naming g1 and zgc", err)
 	}
 }
+
+// Memtables are chosen per cluster (CASSANDRA_MEMTABLE): skip lists on the
+// heap by default, as Cassandra's cassandra.yaml has them, or tries off the
+// heap, as its cassandra-latest.yaml has them; nothing else is accepted.
+func TestMemtableSetting(t *testing.T) {
+	for _, tc := range []struct {
+		memtable  string
+		want, not []string
+	}{
+		{"", []string{"memtable_allocation_type: heap_buffers"}, []string{"memtable:", "      inherits: trie"}},
+		{"trie", []string{"memtable_allocation_type: offheap_objects", "memtable:", "      inherits: trie", "      class_name: TrieMemtable"}, []string{"memtable_allocation_type: heap_buffers"}},
+	} {
+		c, err := New(Config{Nodes: 1, Memtable: tc.memtable, StateDir: t.TempDir(), CacheDir: t.TempDir(), Log: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.jars.dir = t.TempDir()
+		if err := os.WriteFile(filepath.Join(c.jars.dir, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n := c.node(1)
+		if err := n.writeConfig(); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(readConf(t, n, "cassandra.yaml"), "\n")
+		for _, w := range tc.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("memtable %q: cassandra.yaml lacks the line %q", tc.memtable, w)
+			}
+		}
+		for _, w := range tc.not {
+			if slices.Contains(lines, w) {
+				t.Errorf("memtable %q: cassandra.yaml has the line %q", tc.memtable, w)
+			}
+		}
+	}
+	if _, err := New(Config{Memtable: "offheap", StateDir: t.TempDir(), CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "skiplist or trie") {
+		t.Errorf("New(Memtable: offheap) = %v, want an error naming skiplist and trie", err)
+	}
+}
