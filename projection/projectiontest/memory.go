@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,24 +22,21 @@ import (
 type Event = projection.Event
 
 // Memory is projection.Store, the store's own protocol, on an in-memory
-// table (see the package doc), counting the calls tests ask about. Safe
-// for concurrent use; the zero value is not usable: call NewMemory.
+// table (see the package doc). What it sent is in the table's statement
+// log: Sent, Creations and Writes read it. Safe for concurrent use; the
+// zero value is not usable: call NewMemory.
 type Memory struct {
 	*projection.Store
 	// Faults armed by statement name (projection.StmtOrdersByID, ...), served as a
 	// cassandra.FaultSession serves them: Arm, Hits, Pending.
 	*cassandra.Faults
 	t *table
-
-	mu     sync.Mutex
-	calls  map[string]int // by method
-	writes []order.Order  // the orders of Write calls that returned nil, as created
 }
 
 // NewMemory returns an empty store with nothing armed.
 func NewMemory() *Memory {
 	t := &table{rt: memtable.New(nil), parts: map[partKey]map[rowKey]cells{}}
-	return &Memory{Store: projection.NewOnTable(t, nil), Faults: t.rt.Faults, t: t, calls: map[string]int{}}
+	return &Memory{Store: projection.NewOnTable(t, nil), Faults: t.rt.Faults, t: t}
 }
 
 // FailNext makes the next n Write calls fail as refused (kind Unavailable)
@@ -48,74 +44,26 @@ func NewMemory() *Memory {
 // written: Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, n).
 func (m *Memory) FailNext(n int) { m.Arm(projection.StmtOrdersByID, cassandra.FaultUnavailable, n) }
 
-// Calls is how many times method ("Write", "WriteChange", "Order",
-// "CustomerOrders") was called, failed calls included.
-func (m *Memory) Calls(method string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.calls[method]
-}
+// Sent is how many statements named name were sent, failed ones included.
+func (m *Memory) Sent(name cassandra.Stmt) int { return len(m.t.rt.Log(name)) }
 
-// Writes returns the orders of every Write call that returned nil, in call
-// order, as written (order.Order.AsCreated).
+// Creations is how many order creations were sent (Write sends one to
+// every table, its recorded outcome last; this counts those of
+// orders_by_customer_time, sent first), failed ones included.
+func (m *Memory) Creations() int { return m.Sent(projection.StmtOrdersByCustomerTime) }
+
+// Writes returns the orders whose recorded outcome (their orders_by_id
+// row) a creation wrote, in the order written, as the table stored them.
 func (m *Memory) Writes() []order.Order {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]order.Order, len(m.writes))
-	for i, o := range m.writes {
-		out[i] = o
-		out[i].Lines = slices.Clone(o.Lines)
-	}
-	return out
-}
-
-// WriteCount is how many Write calls of order id returned nil.
-func (m *Memory) WriteCount(id uuid.UUID) int {
-	n := 0
-	for _, o := range m.Writes() {
-		if o.ID == id {
-			n++
+	var out []order.Order
+	for _, l := range m.t.rt.Log(projection.StmtOrdersByID) {
+		if l.Applied {
+			o := l.About.(order.Order)
+			o.Lines = slices.Clone(o.Lines)
+			out = append(out, o)
 		}
 	}
-	return n
-}
-
-func (m *Memory) enter(method string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls[method]++
-}
-
-// Write is projection.Store.Write, counted, and kept if it returns nil.
-func (m *Memory) Write(ctx context.Context, o order.Order) error {
-	m.enter("Write")
-	if err := m.Store.Write(ctx, o); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	o = o.AsCreated()
-	o.Lines = slices.Clone(o.Lines)
-	m.writes = append(m.writes, o)
-	return nil
-}
-
-// WriteChange is projection.Store.WriteChange, counted.
-func (m *Memory) WriteChange(ctx context.Context, o order.Order, c order.Change) error {
-	m.enter("WriteChange")
-	return m.Store.WriteChange(ctx, o, c)
-}
-
-// Order is projection.Store.Order, counted.
-func (m *Memory) Order(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
-	m.enter("Order")
-	return m.Store.Order(ctx, tenant, id)
-}
-
-// CustomerOrders is projection.Store.CustomerOrders, counted.
-func (m *Memory) CustomerOrders(ctx context.Context, tenant, customerID string, month time.Time, pageSize int, state []byte) (projection.Page, error) {
-	m.enter("CustomerOrders")
-	return m.Store.CustomerOrders(ctx, tenant, customerID, month, pageSize, state)
+	return out
 }
 
 // Events lists the rows of order_events_by_order for one order, in event_id
@@ -201,7 +149,7 @@ func get[T any](c cells, col string) T {
 // write runs stmt, setting cols in r's row of table at ts.
 func (t *table) write(ctx context.Context, stmt cassandra.Stmt, op, table string, r projection.Row, ts int64, cols map[string]any) error {
 	pk, rk := keyOf(table, r)
-	return t.rt.Write(ctx, stmt, r.Order.ID, op, func(time.Time) {
+	return t.rt.Write(ctx, stmt, r.Order, op, func(time.Time) {
 		if t.parts[pk] == nil {
 			t.parts[pk] = map[rowKey]cells{}
 		}

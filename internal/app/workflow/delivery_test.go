@@ -255,7 +255,7 @@ func TestSettleWhoseOrderRowReadFailsWritesNothing(t *testing.T) {
 	f.proj.Arm(projection.StmtGetOrder, cassandra.FaultUnavailable, 1)
 
 	wantFault(t, settleErr(f.svc, rec), fault.Unavailable)
-	if n := f.proj.Calls("Write"); n != 1 {
+	if n := f.proj.Creations(); n != 1 {
 		t.Errorf("projection writes = %d, want only the first order's", n)
 	}
 	if n := len(pub.Records()); n != 0 {

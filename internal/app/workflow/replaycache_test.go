@@ -9,6 +9,7 @@ import (
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/ledger"
+	"github.com/atlasmart/orderd/projection"
 )
 
 // storeCalls counts the calls a duplicate could make of the stores: of the
@@ -20,7 +21,7 @@ func storeCalls(f *fixture) int {
 	for _, stmt := range []cassandra.Stmt{ledger.StmtEnqueue, ledger.StmtClaim, ledger.StmtGet} {
 		n += len(f.led.Statements(stmt))
 	}
-	return n + f.proj.Calls("Order")
+	return n + f.proj.Sent(projection.StmtGetOrder)
 }
 
 func TestReplayCacheAnswersDuplicatesWithoutTheLedger(t *testing.T) {
@@ -88,7 +89,7 @@ func TestReplayCacheDisabledReadsTheRecordedOrder(t *testing.T) {
 	if err != nil || res.Outcome != OutcomeReplayed {
 		t.Fatalf("duplicate: %+v, %v", res, err)
 	}
-	if n := f.proj.Calls("Order"); n != 2 {
+	if n := f.proj.Sent(projection.StmtGetOrder); n != 2 {
 		t.Errorf("%d reads of the order row, want 2: the duplicate must read the recorded order", n)
 	}
 }

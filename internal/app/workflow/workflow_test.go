@@ -265,8 +265,8 @@ func TestCreateOrderSameRequestIsReplayed(t *testing.T) {
 			t.Errorf("retry order =\n  %+v\nfirst order\n  %+v", again.Order, first.Order)
 		}
 	}
-	if got := f.proj.Calls("Write"); got != 1 {
-		t.Errorf("projection calls = %d, want 1 (replays must not write)", got)
+	if got := f.proj.Creations(); got != 1 {
+		t.Errorf("creations sent = %d, want 1 (replays must not write)", got)
 	}
 	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, before) {
 		t.Errorf("record changed by a replay:\n  %+v\nwas\n  %+v", after, before)
@@ -294,8 +294,8 @@ func TestCreateOrderRequestIDReused(t *testing.T) {
 	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, before) {
 		t.Errorf("record changed by a conflicting request:\n  %+v\nwas\n  %+v", after, before)
 	}
-	if got := f.proj.Calls("Write"); got != 1 {
-		t.Errorf("projection calls = %d, want 1 (the first request only)", got)
+	if got := f.proj.Creations(); got != 1 {
+		t.Errorf("creations sent = %d, want 1 (the first request only)", got)
 	}
 }
 
@@ -319,8 +319,8 @@ func TestCreateOrderInvalidInput(t *testing.T) {
 	if st := f.led.Statements(""); len(st) != 0 {
 		t.Errorf("ledger statements sent for invalid input: %+v, want none (no claim)", st)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 }
 
@@ -369,8 +369,8 @@ func TestCreateOrderProjectionFailsOnceThenRetryCompletes(t *testing.T) {
 		t.Errorf("order month/created_at = %s/%s: want the claim time, not the retry's", res.Order.Month, res.Order.CreatedAt)
 	}
 
-	if got := f.proj.Calls("Write"); got != 2 {
-		t.Errorf("projection calls = %d, want 2 (one failed, one good)", got)
+	if got := f.proj.Creations(); got != 2 {
+		t.Errorf("creations sent = %d, want 2 (one failed, one good)", got)
 	}
 	writes := f.proj.Writes()
 	if len(writes) != 1 || !reflect.DeepEqual(writes[0], res.Order) {
@@ -473,8 +473,8 @@ func TestCreateOrderAfterClaimFailureLeavesPendingForTakeover(t *testing.T) {
 	if rec := onlyRecord(t, f.led); rec.State != ledger.Pending || rec.Attempts != 0 {
 		t.Errorf("record = %s, attempts %d; want PENDING, 0 (the claim's attempt is not noted as failed)", rec.State, rec.Attempts)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 
 	f.clock.Advance(2 * time.Second)
@@ -510,7 +510,7 @@ func TestConflictingCommandWhileTheFirstIsPendingIsRejected(t *testing.T) {
 			if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
 				t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
 			}
-			if got := f.proj.Calls("Write"); got != 0 {
+			if got := f.proj.Creations(); got != 0 {
 				t.Errorf("projection writes = %d, want 0", got)
 			}
 			if es := f.led.AllEntries(); len(es) != 0 {
@@ -545,8 +545,8 @@ func TestDuplicateOfYoungPendingIsInProgress(t *testing.T) {
 	if res.Replayed || !reflect.DeepEqual(res.Order, order.Order{}) {
 		t.Errorf("result = %+v, want zero", res)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 	if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
 		t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
@@ -575,8 +575,8 @@ func TestDuplicateWhoseClientGoesAwayStopsWaiting(t *testing.T) {
 	if elapsed >= 10*time.Second {
 		t.Errorf("answered after %s, want soon after the client went away", elapsed)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 	if rec := onlyRecord(t, f.led); !reflect.DeepEqual(rec, seeded) {
 		t.Errorf("record changed:\n  %+v\nwas\n  %+v", rec, seeded)
@@ -639,8 +639,8 @@ func TestDuplicateWaitsUpToMaxWaitThenInProgress(t *testing.T) {
 	if elapsed > 2*time.Second {
 		t.Errorf("waited %s with MaxWait 150ms", elapsed)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 }
 
@@ -691,8 +691,8 @@ func TestDuplicateReturnsOrderCompletedWhileWaiting(t *testing.T) {
 	if !reflect.DeepEqual(res.Order, recorded) || !reflect.DeepEqual(orig.o, recorded) {
 		t.Errorf("duplicate got %+v, original got %+v, recorded %+v", res.Order, orig.o, recorded)
 	}
-	if got := f.proj.Calls("Write"); got != 1 {
-		t.Errorf("projection calls = %d, want 1 (the original attempt only)", got)
+	if got := f.proj.Creations(); got != 1 {
+		t.Errorf("creations sent = %d, want 1 (the original attempt only)", got)
 	}
 }
 
@@ -783,8 +783,8 @@ func TestCreateOrderClaimErrorIsReturned(t *testing.T) {
 			if !reflect.DeepEqual(res, Result{}) {
 				t.Errorf("result = %+v, want zero", res)
 			}
-			if got := f.proj.Calls("Write"); got != 0 {
-				t.Errorf("projection calls = %d, want 0", got)
+			if got := f.proj.Creations(); got != 0 {
+				t.Errorf("creations sent = %d, want 0", got)
 			}
 			if n := len(f.led.Records()); n != 0 {
 				t.Errorf("ledger holds %d records, want 0", n)
@@ -800,8 +800,8 @@ func TestCreateOrderPeekErrorWhileWaitingIsReturned(t *testing.T) {
 	f.led.Arm(ledger.StmtGet, cassandra.FaultUnavailable, 1) // the claim reads nothing: the first read is the Peek
 	_, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
 	wantFault(t, err, fault.Unavailable)
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 }
 
@@ -821,8 +821,8 @@ func TestFinishOnCompleteRecordReturnsOutcomeWithoutWriting(t *testing.T) {
 	if !reflect.DeepEqual(got, decodeOutcome(t, rec)) {
 		t.Errorf("Finish = %+v, want the recorded %+v", got, recorded)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 	if n := len(f.led.Statements(ledger.StmtComplete)) + len(f.led.Statements(ledger.StmtAttempt)); n != 0 {
 		t.Errorf("ledger written %d times, want 0", n)
@@ -857,8 +857,8 @@ func TestDuplicateOfARequestCompletedInTheLedgerByAnOlderVersion(t *testing.T) {
 	if _, err := f.svc.CreateOrder(context.Background(), testTenant, otherInput()); fault.ReasonOf(err) != fault.ReasonRequestIDReused {
 		t.Errorf("another payload = %v, want REQUEST_ID_REUSED", err)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, rec) {
 		t.Errorf("record changed:\n  %+v\nwas\n  %+v", after, rec)
@@ -884,8 +884,8 @@ func TestDuplicateOfFailedRequest(t *testing.T) {
 	if !reflect.DeepEqual(res, Result{}) {
 		t.Errorf("result = %+v, want zero", res)
 	}
-	if got := f.proj.Calls("Write"); got != 0 {
-		t.Errorf("projection calls = %d, want 0", got)
+	if got := f.proj.Creations(); got != 0 {
+		t.Errorf("creations sent = %d, want 0", got)
 	}
 	if after := onlyRecord(t, f.led); !reflect.DeepEqual(after, rec) {
 		t.Errorf("record changed:\n  %+v\nwas\n  %+v", after, rec)
