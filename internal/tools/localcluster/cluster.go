@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,26 +146,21 @@ func (c *Config) setDefaults() error {
 	if c.HeapMB == 0 {
 		c.HeapMB = 1024
 	}
-	switch c.PaxosVariant {
-	case "":
-		c.PaxosVariant = "v2"
-	case "v1", "v2":
-	default:
-		return fmt.Errorf("paxos variant %q: use v1 or v2", c.PaxosVariant)
-	}
-	switch c.GC {
-	case "":
-		c.GC = "g1"
-	case "g1", "zgc":
-	default:
-		return fmt.Errorf("garbage collector %q: use g1 or zgc", c.GC)
-	}
-	switch c.Memtable {
-	case "":
-		c.Memtable = "skiplist"
-	case "skiplist", "trie":
-	default:
-		return fmt.Errorf("memtable %q: use skiplist or trie", c.Memtable)
+	for _, choice := range []struct {
+		what    string
+		setting *string
+		allowed []string // the first is the default
+	}{
+		{"paxos variant", &c.PaxosVariant, []string{"v2", "v1"}},
+		{"garbage collector", &c.GC, []string{"g1", "zgc"}},
+		{"memtable", &c.Memtable, []string{"skiplist", "trie"}},
+	} {
+		if *choice.setting == "" {
+			*choice.setting = choice.allowed[0]
+		}
+		if !slices.Contains(choice.allowed, *choice.setting) {
+			return fmt.Errorf("%s %q: use %s", choice.what, *choice.setting, strings.Join(choice.allowed, " or "))
+		}
 	}
 	if c.G1PauseMS == 0 {
 		c.G1PauseMS = 300

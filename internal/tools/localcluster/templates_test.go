@@ -29,6 +29,26 @@ func renderNode(t *testing.T) *node {
 	return n
 }
 
+// renderOneNode writes the configuration of the only node of a one-node
+// cluster of cfg into a temp state folder and returns the node.
+func renderOneNode(t *testing.T, cfg Config) *node {
+	t.Helper()
+	cfg.Nodes, cfg.StateDir, cfg.CacheDir, cfg.Log = 1, t.TempDir(), t.TempDir(), io.Discard
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.jars.dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(c.jars.dir, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := c.node(1)
+	if err := n.writeConfig(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func readConf(t *testing.T, n *node, name string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(n.dir, "conf", name))
@@ -378,20 +398,7 @@ func TestJVMOptionsCollector(t *testing.T) {
 		{"ZGC", Config{GC: "zgc"}, []string{"-XX:+UseZGC"}, []string{"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=300"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.Nodes, cfg.StateDir, cfg.CacheDir, cfg.Log = 1, t.TempDir(), t.TempDir(), io.Discard
-			c, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.jars.dir = t.TempDir()
-			if err := os.WriteFile(filepath.Join(c.jars.dir, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			n := c.node(1)
-			if err := n.writeConfig(); err != nil {
-				t.Fatal(err)
-			}
+			n := renderOneNode(t, tc.cfg)
 			args, err := n.jvmArgs()
 			if err != nil {
 				t.Fatal(err)
@@ -430,18 +437,7 @@ func TestMemtableSetting(t *testing.T) {
 		{"", []string{"memtable_allocation_type: heap_buffers"}, []string{"memtable:", "      inherits: trie"}},
 		{"trie", []string{"memtable_allocation_type: offheap_objects", "memtable:", "      inherits: trie", "      class_name: TrieMemtable"}, []string{"memtable_allocation_type: heap_buffers"}},
 	} {
-		c, err := New(Config{Nodes: 1, Memtable: tc.memtable, StateDir: t.TempDir(), CacheDir: t.TempDir(), Log: io.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.jars.dir = t.TempDir()
-		if err := os.WriteFile(filepath.Join(c.jars.dir, "jamm-0.4.0.jar"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		n := c.node(1)
-		if err := n.writeConfig(); err != nil {
-			t.Fatal(err)
-		}
+		n := renderOneNode(t, Config{Memtable: tc.memtable})
 		lines := strings.Split(readConf(t, n, "cassandra.yaml"), "\n")
 		for _, w := range tc.want {
 			if !slices.Contains(lines, w) {
