@@ -28,8 +28,11 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 PROMVER  := github.com/prometheus/common/version
 LDFLAGS  := -X $(PROMVER).Version=$(VERSION) -X $(PROMVER).Revision=$(REVISION)
 
-# Unit tests: every package but e2e.
-UNIT_PKGS = $$($(GO) list ./... | grep -v /e2e)
+# Unit tests: every package of the service's module. The e2e suite (e2e/)
+# is a Go module of its own, so testcontainers and the Docker client stay
+# out of the service's go.mod; its targets run it with go -C e2e.
+UNIT_PKGS = ./...
+E2E      := $(GO) -C e2e
 
 .PHONY: all build run test test-unit test-deploy k8s-validate model-check test-e2e cluster-up cluster-down cluster-status \
 	cluster-wipe kafka-up kafka-down kafka-status images test-e2e-docker compose-smoke test-docker migrate dev-setup generate generate-check api-check lint fuzz cover clean bench-reconciler bench bench-soak robustness
@@ -110,6 +113,7 @@ test-unit:
 	$(GO) vet ./...
 	$(GO) vet -tags failpoints ./...
 	$(GO) test -race -count=1 $(UNIT_PKGS)
+	$(E2E) vet ./...
 	cd proto && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags failpoints ./internal/platform/failpoint/ ./internal/app/workflow/ ./cmd/orderd/
 	$(MAKE) test-deploy
@@ -150,7 +154,7 @@ model-check:
 # others. About 20 minutes on a quiet machine; the timeout leaves room for
 # a busy one.
 test-e2e:
-	$(GO) test -count=1 -p 1 -parallel 4 -timeout 35m -v ./e2e/ 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
+	$(E2E) test -count=1 -p 1 -parallel 4 -timeout 35m -v . 2>&1 | tee $(BIN)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
 		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e.log; exit $$rc
 
 # ---- With Docker (README.md, "With Docker"; deploy/docker/README.md)
@@ -202,7 +206,7 @@ DOCKER_E2E_TESTS := TestClusterQuorumSurvivesOneNodeLossNotTwo TestLoadWithOneNo
 space := $(subst ,, )
 test-e2e-docker: images
 	ORDERD_E2E_CLUSTER=docker CASSANDRA_IMAGE=$(CASSANDRA_IMAGE) KAFKA_IMAGE=$(KAFKA_IMAGE) TESTCONTAINERS_RYUK_DISABLED=true \
-	$(GO) test -count=1 -p 1 -parallel 4 -timeout 30m -v -run '^($(subst $(space),|,$(strip $(DOCKER_E2E_TESTS))))$$' ./e2e/ 2>&1 | \
+	$(E2E) test -count=1 -p 1 -parallel 4 -timeout 30m -v -run '^($(subst $(space),|,$(strip $(DOCKER_E2E_TESTS))))$$' . 2>&1 | \
 		tee $(BIN)/e2e-docker.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)' ; \
 		rc=$${PIPESTATUS[0]}; [ $$rc -eq 0 ] || scripts/e2e-failures.sh $(BIN)/e2e-docker.log; exit $$rc
 
@@ -214,7 +218,7 @@ DURATION ?=
 SEED     ?=
 robustness:
 	@mkdir -p $(BIN)
-	ROBUSTNESS_DURATION=$(DURATION) ROBUSTNESS_SEED=$(SEED) $(GO) test -count=1 -p 1 -timeout 0 -v -run '^TestRobustness$$' ./e2e/ 2>&1 | \
+	ROBUSTNESS_DURATION=$(DURATION) ROBUSTNESS_SEED=$(SEED) $(E2E) test -count=1 -p 1 -timeout 0 -v -run '^TestRobustness$$' . 2>&1 | \
 		tee $(BIN)/robustness.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|e2e:|\s+\S+_test.go)'
 
 # Which statements no test reaches, over the unit tests and the e2e tests
@@ -241,6 +245,7 @@ api-check:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(E2E) vet ./...
 	scripts/buf-check.sh
 
 clean:
@@ -250,7 +255,7 @@ clean:
 # 1,000 and among 100,000 COMPLETE requests (both times and their ratio), and
 # one instance healing 10,000 PENDING requests (how long it takes).
 bench-reconciler:
-	$(GO) test ./e2e/ -run '^$$' -bench 'Benchmark(Reconciler(FindPending|Heal)|DueQueueSweep)' -benchtime 1x -timeout 60m
+	$(E2E) test . -run '^$$' -bench 'Benchmark(Reconciler(FindPending|Heal)|DueQueueSweep)' -benchtime 1x -timeout 60m
 
 # Benchmarks: orderd against statement plans issued
 # directly (the two-LWT plan, the one-LWT plan, the projections alone,

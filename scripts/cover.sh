@@ -16,19 +16,21 @@ out=bin/cover
 rm -rf "$out" && mkdir -p "$out/binary"
 run=${1:-.}
 
-pkgs=$(go list ./... | grep -v /e2e)
+# The service's packages by import path: the e2e suite is a module of its
+# own (e2e/go.mod), where ./... would name only its own.
+svc=$(go list ./... | paste -sd, -)
 echo "== unit tests"
-go test -count=1 -coverpkg=./... -coverprofile="$out/unit.out" $pkgs >"$out/unit.log" 2>&1 ||
+go test -count=1 -coverpkg="$svc" -coverprofile="$out/unit.out" ./... >"$out/unit.log" 2>&1 ||
 	{ tail -50 "$out/unit.log"; exit 1; }
-go test -count=1 -tags failpoints -coverpkg=./... -coverprofile="$out/unit-failpoints.out" \
+go test -count=1 -tags failpoints -coverpkg="$svc" -coverprofile="$out/unit-failpoints.out" \
 	./internal/platform/failpoint/ ./internal/app/workflow/ ./cmd/orderd/ >>"$out/unit.log" 2>&1 ||
 	{ tail -50 "$out/unit.log"; exit 1; }
 
 echo "== e2e tests (about 25 minutes; log in $out/e2e.log)"
-go build -tags failpoints -cover -coverpkg=./... -o "$out/orderd" ./cmd/orderd
+go build -tags failpoints -cover -coverpkg="$svc" -o "$out/orderd" ./cmd/orderd
 # Not GOCOVERDIR: go test -cover sets that for the test process itself.
 ORDERD_E2E_GOCOVERDIR="$(pwd)/$out/binary" ORDERD_E2E_BINARY="$(pwd)/$out/orderd" \
-	go test -count=1 -p 1 -parallel 4 -timeout 45m -run "$run" -coverpkg=./... -coverprofile="$out/e2e.out" -v ./e2e/ \
+	go -C e2e test -count=1 -p 1 -parallel 4 -timeout 45m -run "$run" -coverpkg="$svc" -coverprofile="$(pwd)/$out/e2e.out" -v . \
 	>"$out/e2e.log" 2>&1 || { scripts/e2e-failures.sh "$out/e2e.log"; exit 1; }
 go tool covdata textfmt -i "$out/binary" -o "$out/binary.out"
 
