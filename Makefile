@@ -246,6 +246,8 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(E2E) vet ./...
+	$(GO) mod tidy -diff || { echo "go.mod is not tidy: run go mod tidy"; exit 1; }
+	$(E2E) mod tidy -diff || { echo "e2e/go.mod is not tidy: run go -C e2e mod tidy"; exit 1; }
 	scripts/buf-check.sh
 
 clean:
