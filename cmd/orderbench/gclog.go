@@ -141,3 +141,34 @@ func attachGCPauses(results []Result, sources map[string]string) {
 		}
 	}
 }
+
+// attachSoakGCPauses sets, on every sample of s, each source's pause time
+// in the sample's interval (its At minus the sampling interval, to its At):
+// what a JVM that allocates more per order as the hour goes on shows.
+func attachSoakGCPauses(s *Soak, sources map[string]string) {
+	if s == nil {
+		return
+	}
+	every := time.Duration(s.EverySeconds * float64(time.Second))
+	for name, path := range sources {
+		pauses := readGCLog(path)
+		for i := range s.Samples {
+			x := &s.Samples[i]
+			if x.GCPauseMs == nil {
+				x.GCPauseMs = map[string]float64{}
+			}
+			x.GCPauseMs[name] = ms(pausedIn(pauses, x.At.Add(-every), x.At))
+		}
+	}
+}
+
+// pausedIn sums the pauses that ended in (from, to].
+func pausedIn(pauses []gcPause, from, to time.Time) time.Duration {
+	var total time.Duration
+	for _, p := range pauses {
+		if p.end.After(from) && !p.end.After(to) {
+			total += p.dur
+		}
+	}
+	return total
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -161,6 +162,28 @@ func TestAttachGCPausesPerRoundAndNode(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A soak sample gets each JVM's pause time in its interval: the pauses
+// that ended in it, summed (a pause is counted in one interval only).
+func TestAttachSoakGCPausesSumsEachInterval(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "gc.log")
+	if err := os.WriteFile(log, []byte(g1Log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Soak{EverySeconds: 10, Samples: []SoakSample{
+		{At: at("2026-12-06T21:01:00.000+0000")}, // GC(0)
+		{At: at("2026-12-06T21:01:10.000+0000")}, // GC(3) and its remark and cleanup
+		{At: at("2026-12-06T21:01:30.000+0000")}, // GC(6) and GC(9)
+	}}
+	attachSoakGCPauses(s, map[string]string{"node1": log})
+	want := []float64{126.932, 113.879 + 80.890 + 0.115, 41.239 + 177.544}
+	for i, w := range want {
+		if got, ok := s.Samples[i].GCPauseMs["node1"]; !ok || math.Abs(got-w) > 1e-9 {
+			t.Errorf("sample %d: node1 paused %v ms (present %v), want %v", i, got, ok, w)
+		}
+	}
+	attachSoakGCPauses(nil, map[string]string{"node1": log}) // a run without a soak
 }
 
 // The report names how the nodes keep their memtables, read from the

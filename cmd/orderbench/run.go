@@ -287,6 +287,7 @@ func runCmd(args []string) error {
 	}
 	sources := gcSources(f.gcLogs, f.brokerGCLog)
 	attachGCPauses(run.Results, sources)
+	attachSoakGCPauses(run.Soak, sources)
 	for name := range sources {
 		run.GCLogs = append(run.GCLogs, name)
 	}

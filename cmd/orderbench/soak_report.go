@@ -24,7 +24,8 @@ const (
 	floorGoroutines = 10 // gRPC streams and driver connections come and go
 	floorP99ms      = 10 // one GC pause of a Cassandra JVM in the interval
 	floorP50ms      = 5
-	floorCompaction = 4 // a memtable flush queues a few compactions at once
+	floorCompaction = 4   // a memtable flush queues a few compactions at once
+	floorGCPauseMs  = 100 // one young collection more or less in the interval
 	// Lag: five seconds of orders, at least 100 records (the producer
 	// batches, the consumer commits after each poll).
 	floorLagSeconds = 5
@@ -65,6 +66,12 @@ func soakSeriesOf(s *Soak) []soakSeries {
 			return float64(v), ok
 		}), floorCompaction})
 	}
+	for _, src := range soakGCSources(s) {
+		series = append(series, soakSeries{"GC pause ms per interval " + src, pick(func(x SoakSample) (float64, bool) {
+			v, ok := x.GCPauseMs[src]
+			return v, ok
+		}), floorGCPauseMs})
+	}
 	return append(series,
 		soakSeries{"tombstone warnings per interval", always(func(x SoakSample) float64 { return float64(x.TombstoneWarnings) }), 0},
 		soakSeries{"consumer lag (records)", pick(func(x SoakSample) (float64, bool) { return float64(x.ConsumerLag), x.ConsumerLag >= 0 }),
@@ -83,6 +90,20 @@ func soakNodes(s *Soak) []string {
 	}
 	slices.Sort(nodes)
 	return nodes
+}
+
+// soakGCSources are the JVMs whose pauses were read, sorted.
+func soakGCSources(s *Soak) []string {
+	var out []string
+	for _, x := range s.Samples {
+		for n := range x.GCPauseMs {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // soakVerdicts judges every series of s.
@@ -139,19 +160,23 @@ func writeSoak(b *strings.Builder, runs []Run, plot string) {
 
 // writeSoakSamples is the per-interval table.
 func writeSoakSamples(b *strings.Builder, s *Soak) {
-	nodes := soakNodes(s)
-	fmt.Fprintf(b, "\n| t (min) | calls | errors | shed | calls/s | p50 ms | p99 ms | RSS MB | goroutines | pending compactions (%s) | tombstone warnings | lag | not read |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-		strings.Join(nodes, ", "))
+	nodes, jvms := soakNodes(s), soakGCSources(s)
+	fmt.Fprintf(b, "\n| t (min) | calls | errors | shed | calls/s | p50 ms | p99 ms | RSS MB | goroutines | pending compactions (%s) | GC pause ms (%s) | tombstone warnings | lag | not read |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+		strings.Join(nodes, ", "), strings.Join(jvms, ", "))
 	for _, x := range s.Samples {
-		var pend []string
+		var pend, paused []string
 		for _, n := range nodes {
 			v, ok := x.PendingCompactions[n]
 			pend = append(pend, readOr(float64(v), ok, "%.0f"))
 		}
-		fmt.Fprintf(b, "| %.2f | %d | %d | %d | %.1f | %.2f | %.2f | %s | %s | %s | %d | %s | %s |\n",
+		for _, n := range jvms {
+			v, ok := x.GCPauseMs[n]
+			paused = append(paused, readOr(v, ok, "%.0f"))
+		}
+		fmt.Fprintf(b, "| %.2f | %d | %d | %d | %.1f | %.2f | %.2f | %s | %s | %s | %s | %d | %s | %s |\n",
 			x.At.Sub(s.Samples[0].At).Minutes()+s.EverySeconds/60, x.Requests, x.Errors, x.Shed, x.Throughput, x.P50ms, x.P99ms,
 			readOr(x.RSSMB, x.RSSMB > 0, "%.1f"), readOr(x.Goroutines, x.Goroutines > 0, "%.0f"), strings.Join(pend, ", "),
-			x.TombstoneWarnings, readOr(float64(x.ConsumerLag), x.ConsumerLag >= 0, "%.0f"), strings.Join(x.Problems, "; "))
+			strings.Join(paused, ", "), x.TombstoneWarnings, readOr(float64(x.ConsumerLag), x.ConsumerLag >= 0, "%.0f"), strings.Join(x.Problems, "; "))
 	}
 }
 

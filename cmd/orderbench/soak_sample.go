@@ -45,6 +45,11 @@ type SoakSample struct {
 	// ConsumerLag is the reference consumer's group lag in records over the
 	// topic's partitions (end offset − committed offset); -1: not read.
 	ConsumerLag int64 `json:"consumer_lag"`
+	// GCPauseMs is, per JVM whose GC log the run read (node1, ...,
+	// broker), the time it stood stopped in the interval: its collections'
+	// pauses (ZGC: allocation stalls) that ended in it, summed. Set after
+	// the soak, from the logs; missing: no log was read.
+	GCPauseMs map[string]float64 `json:"gc_pause_ms,omitempty"`
 	// Problems are what could not be read this interval.
 	Problems []string `json:"problems,omitempty"`
 }

@@ -141,7 +141,8 @@ func TestSoakReport(t *testing.T) {
 	for i := range 10 {
 		s.Samples = append(s.Samples, SoakSample{At: start.Add(time.Duration(i+1) * time.Minute), Requests: 6000, Throughput: 100,
 			P50ms: 20, P99ms: 60, RSSMB: 60 + 10*float64(i), Goroutines: 120,
-			PendingCompactions: map[string]int{"node1": 1, "node2": 0}, ConsumerLag: 40})
+			PendingCompactions: map[string]int{"node1": 1, "node2": 0}, ConsumerLag: 40,
+			GCPauseMs: map[string]float64{"node1": 300 + 50*float64(i), "broker": 5}})
 	}
 	// The first sample could not read the lag nor node2: it counts in
 	// neither series, and the table says so.
@@ -156,9 +157,12 @@ func TestSoakReport(t *testing.T) {
 		"| orderd goroutines | 120 | 120 | 12 | **flat** |",
 		"| pending compactions node2 | 0 | 0 | 4 | **flat** |",
 		"| consumer lag (records) | 40 | 40 | 500 | **flat** |",
+		"| GC pause ms per interval node1 | 375 | 725 | 100 | **not flat** |",
+		"| GC pause ms per interval broker | 5 | 5 | 100 | **flat** |",
 		"![soak](benchmark-soak.svg)",
-		"| 10.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 150.0 | 120 | 1, 0 | 0 | 40 |  |",
-		"| 1.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 60.0 | 120 | 1, – | 0 | – | lag of group g: unable to dial |",
+		"| GC pause ms (broker, node1) |",
+		"| 10.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 150.0 | 120 | 1, 0 | 5, 750 | 0 | 40 |  |",
+		"| 1.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 60.0 | 120 | 1, – | 5, 300 | 0 | – | lag of group g: unable to dial |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
