@@ -12,8 +12,8 @@
 // CASSANDRA_FIRST_ADDRESS (1), CASSANDRA_VERSION (localcluster.CassandraVersion, 5.0.9),
 // CASSANDRA_HEAP_MB (1024), CASSANDRA_PAXOS_VARIANT (v2),
 // CASSANDRA_GC (g1, or zgc), CASSANDRA_G1_PAUSE_MS (300: G1's
-// MaxGCPauseMillis), CASSANDRA_MEMTABLE (skiplist, or trie: off-heap
-// tries), ORDERD_CLUSTER_DIR (.cluster),
+// MaxGCPauseMillis), CASSANDRA_MEMTABLE (trie: off-heap tries, or
+// skiplist), ORDERD_CLUSTER_DIR (.cluster),
 // ORDERD_CACHE_DIR (~/.cache/orderd). The flags before the command override
 // the first three. A two-DC cluster beside the main one:
 //

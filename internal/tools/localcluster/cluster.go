@@ -63,10 +63,12 @@ type Config struct {
 	// G1PauseMS is G1's pause-time goal (MaxGCPauseMillis); default 300,
 	// Cassandra's own jvm17-server.options setting. Ignored with ZGC.
 	G1PauseMS int
-	// Memtable is how each node keeps its memtables: "skiplist" (skip
-	// lists on the Java heap, Cassandra 5.0's cassandra.yaml) or "trie"
-	// (tries whose cells live off the heap, its cassandra-latest.yaml);
-	// default skiplist. It applies from the next start of each node.
+	// Memtable is how each node keeps its memtables: "trie" (tries whose
+	// cells live off the Java heap, Cassandra 5.0's cassandra-latest.yaml)
+	// or "skiplist" (skip lists on the heap, its cassandra.yaml); default
+	// trie: on two shared cores it halved the benchmark rounds a node
+	// stopped in for over 100 ms and cut the cluster's CPU per order
+	// (docs/benchmarks-gc.md). It applies from the next start of each node.
 	Memtable string
 	// StartTimeout bounds the wait for one start of the whole cluster or one
 	// node; default 4 minutes.
@@ -153,7 +155,7 @@ func (c *Config) setDefaults() error {
 	}{
 		{"paxos variant", &c.PaxosVariant, []string{"v2", "v1"}},
 		{"garbage collector", &c.GC, []string{"g1", "zgc"}},
-		{"memtable", &c.Memtable, []string{"skiplist", "trie"}},
+		{"memtable", &c.Memtable, []string{"trie", "skiplist"}},
 	} {
 		if *choice.setting == "" {
 			*choice.setting = choice.allowed[0]

@@ -426,16 +426,16 @@ func TestJVMOptionsCollector(t *testing.T) {
 	}
 }
 
-// Memtables are chosen per cluster (CASSANDRA_MEMTABLE): skip lists on the
-// heap by default, as Cassandra's cassandra.yaml has them, or tries off the
-// heap, as its cassandra-latest.yaml has them; nothing else is accepted.
+// Memtables are chosen per cluster (CASSANDRA_MEMTABLE): tries off the heap
+// by default, as Cassandra's cassandra-latest.yaml has them, or skip lists
+// on the heap, as its cassandra.yaml has them; nothing else is accepted.
 func TestMemtableSetting(t *testing.T) {
 	for _, tc := range []struct {
 		memtable  string
 		want, not []string
 	}{
-		{"", []string{"memtable_allocation_type: heap_buffers"}, []string{"memtable:", "      inherits: trie"}},
-		{"trie", []string{"memtable_allocation_type: offheap_objects", "memtable:", "      inherits: trie", "      class_name: TrieMemtable"}, []string{"memtable_allocation_type: heap_buffers"}},
+		{"", []string{"memtable_allocation_type: offheap_objects", "memtable:", "      inherits: trie", "      class_name: TrieMemtable"}, []string{"memtable_allocation_type: heap_buffers"}},
+		{"skiplist", []string{"memtable_allocation_type: heap_buffers"}, []string{"memtable:", "      inherits: trie"}},
 	} {
 		n := renderOneNode(t, Config{Memtable: tc.memtable})
 		lines := strings.Split(readConf(t, n, "cassandra.yaml"), "\n")
@@ -450,7 +450,7 @@ func TestMemtableSetting(t *testing.T) {
 			}
 		}
 	}
-	if _, err := New(Config{Memtable: "offheap", StateDir: t.TempDir(), CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "skiplist or trie") {
-		t.Errorf("New(Memtable: offheap) = %v, want an error naming skiplist and trie", err)
+	if _, err := New(Config{Memtable: "offheap", StateDir: t.TempDir(), CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "trie or skiplist") {
+		t.Errorf("New(Memtable: offheap) = %v, want an error naming trie and skiplist", err)
 	}
 }
