@@ -289,8 +289,9 @@ bench: build kafka-up
 # applying every event) under an open loop of new orders for SOAK (1h) at
 # SOAK_RATE calls/s, or at half the maximum measured in a 45 s closed loop
 # first when SOAK_RATE is empty; a sample every minute of orderd's RSS and
-# goroutines, the minute's latency, each node's pending compactions, the
-# tombstone warnings and the consumer's lag, each series judged flat or not.
+# goroutines, the minute's latency, each node's pending compactions, each
+# JVM's GC pause time, the tombstone warnings and the consumer's lag, each
+# series judged flat or not.
 # Writes bin/bench-soak.json; `make bench` afterwards puts its table, plot
 # and verdicts in the report. Needs the local cluster and broker.
 SOAK ?= 1h
