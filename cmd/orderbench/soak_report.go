@@ -80,25 +80,22 @@ func soakSeriesOf(s *Soak) []soakSeries {
 
 // soakNodes are the nodes whose compactions were read, sorted.
 func soakNodes(s *Soak) []string {
-	var nodes []string
-	for _, x := range s.Samples {
-		for n := range x.PendingCompactions {
-			if !slices.Contains(nodes, n) {
-				nodes = append(nodes, n)
-			}
-		}
-	}
-	slices.Sort(nodes)
-	return nodes
+	return sampledKeys(s, func(x SoakSample) map[string]int { return x.PendingCompactions })
 }
 
 // soakGCSources are the JVMs whose pauses were read, sorted.
 func soakGCSources(s *Soak) []string {
+	return sampledKeys(s, func(x SoakSample) map[string]float64 { return x.GCPauseMs })
+}
+
+// sampledKeys are the keys of a per-source reading (m) that any sample of
+// s holds, sorted: a source read in some intervals and not others is one.
+func sampledKeys[V any](s *Soak, m func(SoakSample) map[string]V) []string {
 	var out []string
 	for _, x := range s.Samples {
-		for n := range x.GCPauseMs {
-			if !slices.Contains(out, n) {
-				out = append(out, n)
+		for k := range m(x) {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
 			}
 		}
 	}
