@@ -123,14 +123,20 @@ func gcSources(nodeGlob, brokerLog string) map[string]string {
 	return out
 }
 
+// readGCLogs reads the pauses of every source (name → GC log path), once
+// for every use a run makes of them.
+func readGCLogs(sources map[string]string) map[string][]gcPause {
+	out := map[string][]gcPause{}
+	for name, path := range sources {
+		out[name] = readGCLog(path)
+	}
+	return out
+}
+
 // attachGCPauses sets, on every round of every result, the longest pause
 // of each source that overlapped the round. A source with no pause in a
 // round gets 0: its log was read and the JVM did not stop.
-func attachGCPauses(results []Result, sources map[string]string) {
-	pauses := map[string][]gcPause{}
-	for name, path := range sources {
-		pauses[name] = readGCLog(path)
-	}
+func attachGCPauses(results []Result, pauses map[string][]gcPause) {
 	for i := range results {
 		for j := range results[i].Rounds {
 			rd := &results[i].Rounds[j]
@@ -145,19 +151,18 @@ func attachGCPauses(results []Result, sources map[string]string) {
 // attachSoakGCPauses sets, on every sample of s, each source's pause time
 // in the sample's interval (its At minus the sampling interval, to its At):
 // what a JVM that allocates more per order as the hour goes on shows.
-func attachSoakGCPauses(s *Soak, sources map[string]string) {
+func attachSoakGCPauses(s *Soak, pauses map[string][]gcPause) {
 	if s == nil {
 		return
 	}
 	every := time.Duration(s.EverySeconds * float64(time.Second))
-	for name, path := range sources {
-		pauses := readGCLog(path)
+	for name, ps := range pauses {
 		for i := range s.Samples {
 			x := &s.Samples[i]
 			if x.GCPauseMs == nil {
 				x.GCPauseMs = map[string]float64{}
 			}
-			x.GCPauseMs[name] = ms(pausedIn(pauses, x.At.Add(-every), x.At))
+			x.GCPauseMs[name] = ms(pausedIn(ps, x.At.Add(-every), x.At))
 		}
 	}
 }

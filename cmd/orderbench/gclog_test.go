@@ -148,7 +148,7 @@ func TestAttachGCPausesPerRoundAndNode(t *testing.T) {
 		{Index: 1, Start: at("2026-12-06T21:01:20.000+0000"), End: at("2026-12-06T21:01:30.000+0000")},
 		{Index: 2, Start: at("2026-12-06T21:01:40.000+0000"), End: at("2026-12-06T21:01:50.000+0000")},
 	}}}
-	attachGCPauses(rs, sources)
+	attachGCPauses(rs, readGCLogs(sources))
 	want := []map[string]float64{
 		{"node1": 126.932, "node2": 250, "broker": 0},
 		{"node1": 177.544, "node2": 12.5, "broker": 3},
@@ -176,14 +176,14 @@ func TestAttachSoakGCPausesSumsEachInterval(t *testing.T) {
 		{At: at("2026-12-06T21:01:10.000+0000")}, // GC(3) and its remark and cleanup
 		{At: at("2026-12-06T21:01:30.000+0000")}, // GC(6) and GC(9)
 	}}
-	attachSoakGCPauses(s, map[string]string{"node1": log})
+	attachSoakGCPauses(s, readGCLogs(map[string]string{"node1": log}))
 	want := []float64{126.932, 113.879 + 80.890 + 0.115, 41.239 + 177.544}
 	for i, w := range want {
 		if got, ok := s.Samples[i].GCPauseMs["node1"]; !ok || math.Abs(got-w) > 1e-9 {
 			t.Errorf("sample %d: node1 paused %v ms (present %v), want %v", i, got, ok, w)
 		}
 	}
-	attachSoakGCPauses(nil, map[string]string{"node1": log}) // a run without a soak
+	attachSoakGCPauses(nil, readGCLogs(map[string]string{"node1": log})) // a run without a soak
 }
 
 // The report names how the nodes keep their memtables, read from the

@@ -286,8 +286,9 @@ func runCmd(args []string) error {
 		run.Results = append(run.Results, rs...)
 	}
 	sources := gcSources(f.gcLogs, f.brokerGCLog)
-	attachGCPauses(run.Results, sources)
-	attachSoakGCPauses(run.Soak, sources)
+	pauses := readGCLogs(sources)
+	attachGCPauses(run.Results, pauses)
+	attachSoakGCPauses(run.Soak, pauses)
 	for name := range sources {
 		run.GCLogs = append(run.GCLogs, name)
 	}
