@@ -344,8 +344,9 @@ func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, tp trace
 
 // statementSession is the session the stores run their statements through:
 // the driver's, or, when faults are armed (ORDERD_CQL_FAULTS, tests only),
-// one that makes the named statements fail.
-func statementSession(driver cassandra.Session, faults string, log *slog.Logger) (cassandra.Session, error) {
+// one that makes the named statements fail. Both can wait for schema
+// agreement, as the migrator does.
+func statementSession(driver cql.Session, faults string, log *slog.Logger) (cql.Session, error) {
 	if faults == "" {
 		return driver, nil
 	}
@@ -517,8 +518,27 @@ func migrate(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	defer session.Close()
-	res, err := cql.Migrate(ctx, cassandra.Wrap(session), cql.Config{
-		Keyspace: cfg.keyspace, DataCenter: cfg.localDC, ReplicationFactor: cfg.replicationFactor, Log: log,
+	stmts, err := statementSession(cassandra.Wrap(session), cfg.cqlFaults, log)
+	if err != nil {
+		return err
+	}
+	return migrateKeyspace(ctx, cfg, stmts, log)
+}
+
+// migrateKeyspace runs cql.Migrate, running it again for cfg.connectWait
+// while the cluster does not answer. Just after a cluster forms, a node can
+// answer before it counts its peers as up and refuse the migrator's serial
+// reads as UNAVAILABLE; a one-shot migration job that exited then would
+// keep everything behind it from starting. Every step of a migration is
+// idempotent, so a run stopped part way is picked up where it stopped.
+func migrateKeyspace(ctx context.Context, cfg *config, s cql.Session, log *slog.Logger) error {
+	var res cql.Result
+	err := keepTrying(ctx, cfg.connectWait, startRetryPause, log, "cluster not answering the migration yet; retrying", func() (bool, error) {
+		var err error
+		res, err = cql.Migrate(ctx, s, cql.Config{
+			Keyspace: cfg.keyspace, DataCenter: cfg.localDC, ReplicationFactor: cfg.replicationFactor, Log: log,
+		})
+		return fault.KindOf(err) == fault.Unavailable, err
 	})
 	if err != nil {
 		return fmt.Errorf("migrate keyspace %s: %w", cfg.keyspace, err)
@@ -538,7 +558,10 @@ func copyListing(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	defer session.Close()
-	stmts := cassandra.Wrap(session)
+	stmts, err := statementSession(cassandra.Wrap(session), cfg.cqlFaults, log)
+	if err != nil {
+		return err
+	}
 	if err := checkSchema(ctx, cfg, stmts, log); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
+	"github.com/atlasmart/orderd/cql"
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 	"github.com/atlasmart/orderd/internal/platform/cassandra/cassandratest"
@@ -100,5 +101,43 @@ func TestSchemaCheckAsksAgainWhileTheClusterDoesNotAnswer(t *testing.T) {
 	err = checkSchema(context.Background(), cfg, s, slog.New(slog.NewTextHandler(&logs, nil)))
 	if fault.KindOf(err) != fault.Unavailable || strings.Contains(err.Error(), "orderd migrate") || logs.Len() != 0 {
 		t.Fatalf("checkSchema = %v (kind %s), log %q; want Unavailable without a hint to migrate, nothing logged", err, fault.KindOf(err), logs.String())
+	}
+}
+
+// A migration the cluster refuses as UNAVAILABLE (as a node just started
+// can, before it counts its peers as up) runs again and completes; with no
+// time to wait, the refusal is the answer. The recorder applies every
+// conditional write and finds no row, so a migration that got through
+// records every schema version.
+func TestMigrationRunsAgainWhileTheClusterDoesNotAnswer(t *testing.T) {
+	versions, err := cql.Versions("orderd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := cassandratest.NewRecorder(gocql.LocalSerial)
+	s := cassandra.NewFaultSession(rec)
+	s.Arm("migrate.applied", cassandra.FaultUnavailable, 1)
+	var logs bytes.Buffer
+	cfg := &config{keyspace: "orderd", connectWait: time.Minute}
+	if err := migrateKeyspace(context.Background(), cfg, s, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+		t.Fatalf("migrateKeyspace = %v, want the migration done once the cluster answered", err)
+	}
+	records := 0
+	for _, r := range rec.Runs() {
+		if r.Name == cql.StmtRecord {
+			records++
+		}
+	}
+	if s.Hits("migrate.applied") != 1 || strings.Count(logs.String(), "retrying") != 1 || records != len(versions) {
+		t.Fatalf("refusals served %d, versions recorded %d of %d, log:\n%s; want one refusal, one retry line, every version recorded",
+			s.Hits("migrate.applied"), records, len(versions), logs.String())
+	}
+
+	s.Arm("migrate.applied", cassandra.FaultUnavailable, 1)
+	logs.Reset()
+	cfg.connectWait = 0
+	err = migrateKeyspace(context.Background(), cfg, s, slog.New(slog.NewTextHandler(&logs, nil)))
+	if fault.KindOf(err) != fault.Unavailable || strings.Contains(logs.String(), "retrying") {
+		t.Fatalf("migrateKeyspace = %v (kind %s), log %q; want Unavailable after one try", err, fault.KindOf(err), logs.String())
 	}
 }
