@@ -152,9 +152,6 @@ func attachGCPauses(results []Result, pauses map[string][]gcPause) {
 // in the sample's interval (its At minus the sampling interval, to its At):
 // what a JVM that allocates more per order as the hour goes on shows.
 func attachSoakGCPauses(s *Soak, pauses map[string][]gcPause) {
-	if s == nil {
-		return
-	}
 	every := time.Duration(s.EverySeconds * float64(time.Second))
 	for name, ps := range pauses {
 		for i := range s.Samples {

@@ -183,7 +183,11 @@ func TestAttachSoakGCPausesSumsEachInterval(t *testing.T) {
 			t.Errorf("sample %d: node1 paused %v ms (present %v), want %v", i, got, ok, w)
 		}
 	}
-	attachSoakGCPauses(nil, readGCLogs(map[string]string{"node1": log})) // a run without a soak
+	// Judged after the pauses are in, the soak has a verdict on them.
+	s.judge()
+	if !slices.ContainsFunc(s.Verdicts, func(v Flatness) bool { return v.Series == "GC pause ms per interval node1" }) {
+		t.Errorf("verdicts %v lack node1's GC pause time", s.Verdicts)
+	}
 }
 
 // The report names how the nodes keep their memtables, read from the

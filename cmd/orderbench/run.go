@@ -288,7 +288,10 @@ func runCmd(args []string) error {
 	sources := gcSources(f.gcLogs, f.brokerGCLog)
 	pauses := readGCLogs(sources)
 	attachGCPauses(run.Results, pauses)
-	attachSoakGCPauses(run.Soak, pauses)
+	if run.Soak != nil {
+		attachSoakGCPauses(run.Soak, pauses)
+		run.Soak.judge()
+	}
 	for name := range sources {
 		run.GCLogs = append(run.GCLogs, name)
 	}

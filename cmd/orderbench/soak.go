@@ -123,11 +123,16 @@ func (b *bench) soakPhase(ctx context.Context, s soakSetup) (*Soak, error) {
 	cpu0 := procCPU(od.pid())
 	soak.Samples = openLoop(ctx, soak, s.duration, s.every, call, probes)
 	soak.Summary = soak.summary(b.label, s.duration, (procCPU(od.pid()) - cpu0), peakRSSMB(od.pid()))
-	soak.Verdicts = soakVerdicts(soak)
-	for _, v := range soak.Verdicts {
+	return soak, nil
+}
+
+// judge sets s's verdicts and prints them. It runs once every series is
+// in: the JVMs' GC pauses are read from their logs after the run.
+func (s *Soak) judge() {
+	s.Verdicts = soakVerdicts(s)
+	for _, v := range s.Verdicts {
 		fmt.Fprintln(os.Stderr, "orderbench: soak "+v.String())
 	}
-	return soak, nil
 }
 
 // catchUp waits up to limit for the consumer's lag to fall to bound (so

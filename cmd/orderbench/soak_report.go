@@ -148,7 +148,9 @@ func writeSoak(b *strings.Builder, runs []Run, plot string) {
 			fmt.Fprintf(b, "![soak](%s)\n\n", plotName(soakPlotPath(plot)))
 		}
 		fmt.Fprintf(b, "| series | first quarter | last quarter | bound | verdict |\n|---|---|---|---|---|\n")
-		for _, v := range s.Verdicts {
+		// Judged from the samples, as the plot is: a report never shows
+		// a verdict its samples do not carry.
+		for _, v := range soakVerdicts(s) {
 			fmt.Fprintf(b, "| %s | %.4g | %.4g | %.4g | **%s** |\n", v.Series, v.First, v.Last, v.Bound, v.Verdict)
 		}
 		writeSoakSamples(b, s)
