@@ -12,8 +12,11 @@ func writeSetup(b *strings.Builder, runs []Run) {
 	fmt.Fprintf(b, "\nSetup of each run:\n\n")
 	for _, r := range runs {
 		var parts []string
-		if r.Rounds > 0 {
+		if r.Rounds > 0 && slices.ContainsFunc(r.Results, func(x Result) bool { return x.Phase != "soak" }) {
 			parts = append(parts, fmt.Sprintf("drivers that take turns run %d rounds per concurrency, each driver's requests split evenly over them", r.Rounds))
+		}
+		if r.Soak != nil {
+			parts = append(parts, fmt.Sprintf("the soak an open loop at %.1f calls/s, a sample every %.0f s", r.Soak.Rate, r.Soak.EverySeconds))
 		}
 		if r.ClusterJVM != "" {
 			parts = append(parts, "Cassandra JVMs: `"+r.ClusterJVM+"`")

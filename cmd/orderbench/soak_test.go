@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,26 @@ func TestSoakReport(t *testing.T) {
 	}
 	if math.IsNaN(s.Verdicts[0].First) {
 		t.Error("NaN verdict")
+	}
+}
+
+// The setup line of a soak-only run speaks of its open loop, not of rounds
+// it did not run; a run with rounds still names them.
+func TestSetupNamesRoundsOnlyWhereTheyRan(t *testing.T) {
+	soak := Run{Command: "soak-run", Rounds: 5, Results: []Result{{Phase: "soak"}}, Soak: &Soak{Rate: 70, EverySeconds: 60}}
+	compare := Run{Command: "compare-run", Rounds: 5, Results: []Result{{Phase: "compare"}}}
+	var b strings.Builder
+	writeSetup(&b, []Run{soak, compare})
+	lines := strings.Split(b.String(), "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "- `soak-run`") })
+	j := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "- `compare-run`") })
+	if i < 0 || j < 0 {
+		t.Fatalf("setup lacks a run:\n%s", b.String())
+	}
+	if strings.Contains(lines[i], "rounds") || !strings.Contains(lines[i], "open loop at 70.0 calls/s, a sample every 60 s") {
+		t.Errorf("soak setup = %q, want its open loop and no rounds", lines[i])
+	}
+	if !strings.Contains(lines[j], "run 5 rounds per concurrency") {
+		t.Errorf("compare setup = %q, want its rounds", lines[j])
 	}
 }
