@@ -289,13 +289,16 @@ bench: build kafka-up
 # applying every event) under an open loop of new orders for SOAK (1h) at
 # SOAK_RATE calls/s, or at half the maximum measured in a 45 s closed loop
 # first when SOAK_RATE is empty; a sample every minute of orderd's RSS and
-# goroutines, the minute's latency, each node's pending compactions, each
-# JVM's GC pause time, the tombstone warnings and the consumer's lag, each
-# series judged flat or not.
+# goroutines, the minute's latency, each node's pending compactions and
+# system.paxos size, each JVM's GC pause time, the tombstone warnings and
+# the consumer's lag, each series judged flat or not. SOAK_PAXOS_REPAIR
+# (e.g. 5m): run a paxos repair on each node that often during the soak, as
+# production's schedule does; empty: none.
 # Writes bin/bench-soak.json; `make bench` afterwards puts its table, plot
 # and verdicts in the report. Needs the local cluster and broker.
 SOAK ?= 1h
 SOAK_RATE ?=
+SOAK_PAXOS_REPAIR ?=
 bench-soak: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -orderconsumer $(BIN)/orderconsumer -phases soak -soak $(SOAK) $(if $(SOAK_RATE),-soak-rate $(SOAK_RATE)) -json $(BIN)/bench-soak.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -orderconsumer $(BIN)/orderconsumer -phases soak -soak $(SOAK) $(if $(SOAK_RATE),-soak-rate $(SOAK_RATE)) $(if $(SOAK_PAXOS_REPAIR),-soak-paxos-repair $(SOAK_PAXOS_REPAIR)) -json $(BIN)/bench-soak.json

@@ -37,10 +37,14 @@ type Soak struct {
 	// CatchUpSeconds is how long the reference consumer took to work off
 	// the events of the warm-up and the maximum's measurement before the
 	// soak started (at most -soak-catch-up), and LagAtStart its lag then.
-	CatchUpSeconds float64       `json:"catch_up_seconds"`
-	LagAtStart     int64         `json:"lag_at_start"`
-	started        time.Time     // of the open loop
-	lat            soakLatencies // every call's latency, for the summary
+	CatchUpSeconds float64 `json:"catch_up_seconds"`
+	LagAtStart     int64   `json:"lag_at_start"`
+	// PaxosRepairEverySeconds is how often a paxos repair ran during the
+	// soak (0: none did), and PaxosRepairs the runs, node by node.
+	PaxosRepairEverySeconds float64       `json:"paxos_repair_every_seconds,omitempty"`
+	PaxosRepairs            []PaxosRepair `json:"paxos_repairs,omitempty"`
+	started                 time.Time     // of the open loop
+	lat                     soakLatencies // every call's latency, for the summary
 }
 
 // soakSetup is what the soak phase needs besides the bench.
@@ -55,6 +59,15 @@ type soakSetup struct {
 	kafka                 func(user string) kafkaconn.Settings // how each user logs in to the broker
 	keyspace, hosts       string                               // the reference consumer's keyspace (and group), the cluster
 	clusterState, logGlob string                               // the local cluster's state folder (nodetool), its node logs
+	paxosRepair           time.Duration                        // how often paxos repair runs during the soak; 0: never
+}
+
+// PaxosRepair is one node's paxos repair during the soak.
+type PaxosRepair struct {
+	At      time.Time `json:"at"`
+	Node    int       `json:"node"`
+	Seconds float64   `json:"seconds"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // soakStreams is the closed loop that measures the maximum: the most
@@ -98,6 +111,9 @@ func (b *bench) soakPhase(ctx context.Context, s soakSetup) (*Soak, error) {
 		return nil, err
 	}
 	defer probes.close()
+	if s.paxosRepair > 0 && probes.cluster == nil {
+		return nil, fmt.Errorf("-soak-paxos-repair %s needs the local cluster's state folder (-cluster-state) to run nodetool", s.paxosRepair)
+	}
 
 	call := func(ctx context.Context, i int) error {
 		_, err := od.client.CreateOrder(ctx, newRequest(i))
@@ -121,9 +137,49 @@ func (b *bench) soakPhase(ctx context.Context, s soakSetup) (*Soak, error) {
 	fmt.Fprintf(os.Stderr, "orderbench: soak %s at %.1f calls/s (%s), a sample every %s; consumer lag %d after %.0f s of catching up\n",
 		s.duration, soak.Rate, soak.RateFrom, s.every, soak.LagAtStart, soak.CatchUpSeconds)
 	cpu0 := procCPU(od.pid())
+	repairCtx, stopRepairs := context.WithCancel(ctx)
+	var repairs sync.WaitGroup
+	if s.paxosRepair > 0 {
+		soak.PaxosRepairEverySeconds = s.paxosRepair.Seconds()
+		repairs.Go(func() { soak.PaxosRepairs = repairPaxos(repairCtx, probes.cluster, s.paxosRepair) })
+	}
 	soak.Samples = openLoop(ctx, soak, s.duration, s.every, call, probes)
+	stopRepairs()
+	repairs.Wait()
 	soak.Summary = soak.summary(b.label, s.duration, (procCPU(od.pid()) - cpu0), peakRSSMB(od.pid()))
 	return soak, nil
+}
+
+// repairPaxos runs `nodetool repair --paxos-only -pr` on each node of c in
+// turn every interval until ctx ends, as an operator's schedule does in
+// production: with paxos_state_purging: repaired a node purges the paxos
+// state of an LWT only once a paxos repair has covered it. A repair
+// cancelled by the end of the soak is not listed.
+func repairPaxos(ctx context.Context, c *localcluster.Cluster, every time.Duration) []PaxosRepair {
+	var out []PaxosRepair
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return out
+		case <-t.C:
+		}
+		for i := 1; i <= c.Nodes(); i++ {
+			start := time.Now()
+			_, err := c.Nodetool(ctx, i, "repair", "--paxos-only", "-pr")
+			if ctx.Err() != nil {
+				return out
+			}
+			r := PaxosRepair{At: start.UTC(), Node: i, Seconds: time.Since(start).Seconds()}
+			outcome := "done"
+			if err != nil {
+				r.Error, outcome = err.Error(), "failed: "+err.Error()
+			}
+			fmt.Fprintf(os.Stderr, "orderbench: soak: paxos repair on node %d, %.1f s: %s\n", i, r.Seconds, outcome)
+			out = append(out, r)
+		}
+	}
 }
 
 // judge sets s's verdicts and prints them. It runs once every series is
@@ -296,6 +352,7 @@ type soakFlags struct {
 	rate                 float64
 	every, ramp, catchUp time.Duration
 	clusterState         string
+	paxosRepair          time.Duration
 }
 
 func (s *soakFlags) register(fs *flag.FlagSet) {
@@ -303,7 +360,8 @@ func (s *soakFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&s.every, "soak-every", time.Minute, "the soak's sampling interval")
 	fs.DurationVar(&s.ramp, "soak-ramp", 45*time.Second, "how long the soak measures the maximum (closed loop, 64 streams) when -soak-rate is 0")
 	fs.DurationVar(&s.catchUp, "soak-catch-up", 5*time.Minute, "the most the soak waits for the reference consumer to work off the warm-up's events before it starts")
-	fs.StringVar(&s.clusterState, "cluster-state", ".cluster", "the local cluster's state folder: the soak runs nodetool compactionstats on its nodes (empty: not read)")
+	fs.StringVar(&s.clusterState, "cluster-state", ".cluster", "the local cluster's state folder: the soak runs nodetool compactionstats and tablestats on its nodes (empty: not read)")
+	fs.DurationVar(&s.paxosRepair, "soak-paxos-repair", 0, "run nodetool repair --paxos-only -pr on each node in turn this often during the soak, as production's schedule does (0: never)")
 }
 
 // setup is the soak phase's setup from the run's flags: its own topic, and
@@ -311,5 +369,5 @@ func (s *soakFlags) register(fs *flag.FlagSet) {
 func (s *soakFlags) setup(f runFlags, env []string, creds clientcreds.Options, kafka func(string) kafkaconn.Settings, keyspace string) soakSetup {
 	return soakSetup{duration: f.soak, every: s.every, ramp: s.ramp, catchUp: s.catchUp, rate: s.rate, orderd: f.orderd, consumer: f.consumer,
 		env: env, creds: creds, brokers: f.kafka, kafka: kafka, topic: keyspace + ".soak", keyspace: keyspace + "_soak", hosts: f.contactPoints,
-		clusterState: s.clusterState, logGlob: f.nodeLogs}
+		clusterState: s.clusterState, logGlob: f.nodeLogs, paxosRepair: s.paxosRepair}
 }

@@ -26,6 +26,7 @@ const (
 	floorP50ms      = 5
 	floorCompaction = 4   // a memtable flush queues a few compactions at once
 	floorGCPauseMs  = 100 // one young collection more or less in the interval
+	floorPaxosMB    = 16  // a flush of system.paxos, or a compaction not yet done
 	// Lag: five seconds of orders, at least 100 records (the producer
 	// batches, the consumer commits after each poll).
 	floorLagSeconds = 5
@@ -66,6 +67,12 @@ func soakSeriesOf(s *Soak) []soakSeries {
 			return float64(v), ok
 		}), floorCompaction})
 	}
+	for _, node := range soakPaxosNodes(s) {
+		series = append(series, soakSeries{"system.paxos MB " + node, pick(func(x SoakSample) (float64, bool) {
+			v, ok := x.PaxosMB[node]
+			return v, ok
+		}), floorPaxosMB})
+	}
 	for _, src := range soakGCSources(s) {
 		series = append(series, soakSeries{"GC pause ms per interval " + src, pick(func(x SoakSample) (float64, bool) {
 			v, ok := x.GCPauseMs[src]
@@ -81,6 +88,11 @@ func soakSeriesOf(s *Soak) []soakSeries {
 // soakNodes are the nodes whose compactions were read, sorted.
 func soakNodes(s *Soak) []string {
 	return sampledKeys(s, func(x SoakSample) map[string]int { return x.PendingCompactions })
+}
+
+// soakPaxosNodes are the nodes whose system.paxos was measured, sorted.
+func soakPaxosNodes(s *Soak) []string {
+	return sampledKeys(s, func(x SoakSample) map[string]float64 { return x.PaxosMB })
 }
 
 // soakGCSources are the JVMs whose pauses were read, sorted.
@@ -139,11 +151,12 @@ func writeSoak(b *strings.Builder, runs []Run, plot string) {
 			s.CatchUpSeconds, s.LagAtStart)
 		fmt.Fprintf(b, "%d calls, %d errors; %.1f calls/s answered; p50 %.2f ms, p95 %.2f ms, p99 %.2f ms; orderd RSS %.1f MB at the first sample, %.1f MB at the last (peak %.1f MB); orderd CPU %.3f s per 1,000 calls.\n\n",
 			r.Requests, r.Errors, r.Throughput, r.P50ms, r.P95ms, r.P99ms, r.RSSStartMB, r.RSSEndMB, r.OrderdPeakRSSMB, r.OrderdCPUPer1k)
-		fmt.Fprintf(b, "A sample every %.0f s: the interval's calls (p50, p99, throughput, errors, calls shed because %d were already waiting), then orderd's RSS and goroutines from its /metrics, each node's pending compactions (nodetool compactionstats), the tombstone warnings the node logs gained, and the consumer group's lag (end offset − committed offset over the topic's partitions, franz-go kadm).\n\n",
+		fmt.Fprintf(b, "A sample every %.0f s: the interval's calls (p50, p99, throughput, errors, calls shed because %d were already waiting), then orderd's RSS and goroutines from its /metrics, each node's pending compactions (nodetool compactionstats) and the size of its system.paxos (nodetool tablestats, live space), the tombstone warnings the node logs gained, and the consumer group's lag (end offset − committed offset over the topic's partitions, franz-go kadm).\n\n",
 			s.EverySeconds, soakMaxInFlight)
 		fmt.Fprintf(b, "**Flat or not.** After a warm-up (the first tenth of the samples, at least one), the median of the last quarter of the samples is compared with the median of the first quarter: a series is flat when they differ by at most %.0f%% of the first, or by its floor where that is larger (the floor keeps near-zero series from being judged on one or two units). ", flatRelative*100)
-		fmt.Fprintf(b, "Floors: RSS %d MB, goroutines %d, p99 %d ms, p50 %d ms, throughput 1 call/s, errors + shed 1%% of an interval's calls, pending compactions %d, tombstone warnings 0, lag %d s of calls (at least %d records). Fewer than %d samples after the warm-up: too short to judge.\n\n",
-			floorRSSMB, floorGoroutines, floorP99ms, floorP50ms, floorCompaction, floorLagSeconds, floorLagRecords, flatMinSamples)
+		fmt.Fprintf(b, "Floors: RSS %d MB, goroutines %d, p99 %d ms, p50 %d ms, throughput 1 call/s, errors + shed 1%% of an interval's calls, pending compactions %d, system.paxos %d MB, GC pause %d ms per interval, tombstone warnings 0, lag %d s of calls (at least %d records). Fewer than %d samples after the warm-up: too short to judge.\n\n",
+			floorRSSMB, floorGoroutines, floorP99ms, floorP50ms, floorCompaction, floorPaxosMB, floorGCPauseMs, floorLagSeconds, floorLagRecords, flatMinSamples)
+		writePaxosRepairs(b, s)
 		if plot != "" {
 			fmt.Fprintf(b, "![soak](%s)\n\n", plotName(soakPlotPath(plot)))
 		}
@@ -157,25 +170,48 @@ func writeSoak(b *strings.Builder, runs []Run, plot string) {
 	}
 }
 
+// writePaxosRepairs says whether paxos repairs ran during the soak, and
+// how they went.
+func writePaxosRepairs(b *strings.Builder, s *Soak) {
+	if s.PaxosRepairEverySeconds <= 0 {
+		fmt.Fprintf(b, "No paxos repair ran during the soak. The local cluster purges paxos state only once a paxos repair has covered it (`paxos_state_purging: repaired`, as in production), so system.paxos kept the state of every LWT of the run.\n\n")
+		return
+	}
+	var longest float64
+	failed := 0
+	for _, r := range s.PaxosRepairs {
+		longest = max(longest, r.Seconds)
+		if r.Error != "" {
+			failed++
+		}
+	}
+	fmt.Fprintf(b, "Every %.0f s during the soak, `nodetool repair --paxos-only -pr` ran on each node in turn (as the Kubernetes CronJob in deploy/kubernetes/cassandra/paxos-repair.yaml runs it, there hourly), so that each node could purge the paxos state the repair covered (`paxos_state_purging: repaired`): %d repairs, the longest %.1f s, %d failed.\n\n",
+		s.PaxosRepairEverySeconds, len(s.PaxosRepairs), longest, failed)
+}
+
 // writeSoakSamples is the per-interval table.
 func writeSoakSamples(b *strings.Builder, s *Soak) {
-	nodes, jvms := soakNodes(s), soakGCSources(s)
-	fmt.Fprintf(b, "\n| t (min) | calls | errors | shed | calls/s | p50 ms | p99 ms | RSS MB | goroutines | pending compactions (%s) | GC pause ms (%s) | tombstone warnings | lag | not read |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-		strings.Join(nodes, ", "), strings.Join(jvms, ", "))
+	nodes, paxosNodes, jvms := soakNodes(s), soakPaxosNodes(s), soakGCSources(s)
+	fmt.Fprintf(b, "\n| t (min) | calls | errors | shed | calls/s | p50 ms | p99 ms | RSS MB | goroutines | pending compactions (%s) | system.paxos MB (%s) | GC pause ms (%s) | tombstone warnings | lag | not read |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+		strings.Join(nodes, ", "), strings.Join(paxosNodes, ", "), strings.Join(jvms, ", "))
 	for _, x := range s.Samples {
-		var pend, paused []string
+		var pend, paxos, paused []string
 		for _, n := range nodes {
 			v, ok := x.PendingCompactions[n]
 			pend = append(pend, readOr(float64(v), ok, "%.0f"))
+		}
+		for _, n := range paxosNodes {
+			v, ok := x.PaxosMB[n]
+			paxos = append(paxos, readOr(v, ok, "%.0f"))
 		}
 		for _, n := range jvms {
 			v, ok := x.GCPauseMs[n]
 			paused = append(paused, readOr(v, ok, "%.0f"))
 		}
-		fmt.Fprintf(b, "| %.2f | %d | %d | %d | %.1f | %.2f | %.2f | %s | %s | %s | %s | %d | %s | %s |\n",
+		fmt.Fprintf(b, "| %.2f | %d | %d | %d | %.1f | %.2f | %.2f | %s | %s | %s | %s | %s | %d | %s | %s |\n",
 			x.At.Sub(s.Samples[0].At).Minutes()+s.EverySeconds/60, x.Requests, x.Errors, x.Shed, x.Throughput, x.P50ms, x.P99ms,
 			readOr(x.RSSMB, x.RSSMB > 0, "%.1f"), readOr(x.Goroutines, x.Goroutines > 0, "%.0f"), strings.Join(pend, ", "),
-			strings.Join(paused, ", "), x.TombstoneWarnings, readOr(float64(x.ConsumerLag), x.ConsumerLag >= 0, "%.0f"), strings.Join(x.Problems, "; "))
+			strings.Join(paxos, ", "), strings.Join(paused, ", "), x.TombstoneWarnings, readOr(float64(x.ConsumerLag), x.ConsumerLag >= 0, "%.0f"), strings.Join(x.Problems, "; "))
 	}
 }
 

@@ -39,6 +39,11 @@ type SoakSample struct {
 	// PendingCompactions is each node's "pending tasks" of nodetool
 	// compactionstats (node1, node2, ...); a node not read is missing.
 	PendingCompactions map[string]int `json:"pending_compactions"`
+	// PaxosMB is each node's system.paxos on disk in MB (nodetool
+	// tablestats: "Space used (live)"): the LWTs' state, which a node
+	// keeps until a paxos repair lets it purge it (paxos_state_purging:
+	// repaired); a node not read is missing.
+	PaxosMB map[string]float64 `json:"paxos_mb,omitempty"`
 	// TombstoneWarnings are the tombstone lines the node logs gained in the
 	// interval.
 	TombstoneWarnings int `json:"tombstone_warnings"`
@@ -95,11 +100,21 @@ func (p *soakProbes) read(ctx context.Context, s *SoakSample) {
 	} else {
 		s.RSSMB, s.Goroutines = rss/(1<<20), gr
 	}
-	s.PendingCompactions = map[string]int{}
+	s.PendingCompactions, s.PaxosMB = map[string]int{}, map[string]float64{}
 	for i := 1; p.cluster != nil && i <= p.cluster.Nodes(); i++ {
+		node := fmt.Sprintf("node%d", i)
 		out, err := p.cluster.Nodetool(ctx, i, "compactionstats")
 		if err == nil {
-			s.PendingCompactions[fmt.Sprintf("node%d", i)], err = pendingCompactions(out)
+			s.PendingCompactions[node], err = pendingCompactions(out)
+		}
+		if err != nil {
+			note(err)
+		}
+		out, err = p.cluster.Nodetool(ctx, i, "tablestats", "system.paxos")
+		if err == nil {
+			var bytes int64
+			bytes, err = liveSpace(out)
+			s.PaxosMB[node] = float64(bytes) / (1 << 20)
 		}
 		if err != nil {
 			note(err)
@@ -166,6 +181,19 @@ func pendingCompactions(out string) (int, error) {
 		return 0, fmt.Errorf("no pending tasks in nodetool compactionstats: %.200q", out)
 	}
 	return strconv.Atoi(m[1])
+}
+
+// liveSpaceLine is tablestats' bytes on disk of a table's live sstables.
+var liveSpaceLine = regexp.MustCompile(`(?m)^\s*Space used \(live\):\s+(\d+)\s*$`)
+
+// liveSpace reads a table's live bytes on disk from nodetool tablestats
+// output (without -H).
+func liveSpace(out string) (int64, error) {
+	m := liveSpaceLine.FindStringSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("no live space in nodetool tablestats: %.200q", out)
+	}
+	return strconv.ParseInt(m[1], 10, 64)
 }
 
 // lag is the consumer group's total lag in records.

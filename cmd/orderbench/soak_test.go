@@ -134,6 +134,26 @@ compaction throughput (MiB/s)    64.0
 	}
 }
 
+// nodetool tablestats of Cassandra 5.0, without -H: bytes.
+func TestLiveSpace(t *testing.T) {
+	const out = `Total number of tables: 1
+----------------
+Keyspace : system
+	Read Count: 2213
+		Table: paxos
+		SSTable count: 4
+		Space used (live): 146800640
+		Space used (total): 146800640
+		Space used by snapshots (total): 0
+`
+	if got, err := liveSpace(out); err != nil || got != 146800640 {
+		t.Errorf("liveSpace = %d, %v; want 146800640", got, err)
+	}
+	if _, err := liveSpace("Unknown table/keyspace system.paxos"); err == nil {
+		t.Error("no live space line: want an error")
+	}
+}
+
 // The report gives every series a verdict, the per-sample table and a plot
 // panel per series, each panel titled with its verdict.
 func TestSoakReport(t *testing.T) {
@@ -142,7 +162,7 @@ func TestSoakReport(t *testing.T) {
 	for i := range 10 {
 		s.Samples = append(s.Samples, SoakSample{At: start.Add(time.Duration(i+1) * time.Minute), Requests: 6000, Throughput: 100,
 			P50ms: 20, P99ms: 60, RSSMB: 60 + 10*float64(i), Goroutines: 120,
-			PendingCompactions: map[string]int{"node1": 1, "node2": 0}, ConsumerLag: 40,
+			PendingCompactions: map[string]int{"node1": 1, "node2": 0}, ConsumerLag: 40, PaxosMB: map[string]float64{"node1": 20 * float64(i)},
 			GCPauseMs: map[string]float64{"node1": 300 + 50*float64(i), "broker": 5}})
 	}
 	// The first sample could not read the lag nor node2: it counts in
@@ -155,6 +175,8 @@ func TestSoakReport(t *testing.T) {
 	writeSoak(&b, []Run{{Soak: s}}, "docs/benchmark-latency.svg")
 	report := b.String()
 	for _, want := range []string{
+		"| system.paxos MB node1 | 30 | 170 | 16 | **not flat** |",
+		"No paxos repair ran during the soak.",
 		"| orderd RSS (MB) | 75 | 145 | 8 | **not flat** |",
 		"| orderd goroutines | 120 | 120 | 12 | **flat** |",
 		"| pending compactions node2 | 0 | 0 | 4 | **flat** |",
@@ -163,8 +185,8 @@ func TestSoakReport(t *testing.T) {
 		"| GC pause ms per interval broker | 5 | 5 | 100 | **flat** |",
 		"![soak](benchmark-soak.svg)",
 		"| GC pause ms (broker, node1) |",
-		"| 10.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 150.0 | 120 | 1, 0 | 5, 750 | 0 | 40 |  |",
-		"| 1.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 60.0 | 120 | 1, – | 5, 300 | 0 | – | lag of group g: unable to dial |",
+		"| 10.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 150.0 | 120 | 1, 0 | 180 | 5, 750 | 0 | 40 |  |",
+		"| 1.00 | 6000 | 0 | 0 | 100.0 | 20.00 | 60.00 | 60.0 | 120 | 1, – | 0 | 5, 300 | 0 | – | lag of group g: unable to dial |",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
@@ -189,6 +211,16 @@ func TestSoakReport(t *testing.T) {
 	}
 	if math.IsNaN(s.Verdicts[0].First) {
 		t.Error("NaN verdict")
+	}
+	s.PaxosRepairEverySeconds = 300
+	s.PaxosRepairs = []PaxosRepair{{Node: 1, Seconds: 2.5}, {Node: 2, Seconds: 4.25, Error: "exit status 2"}, {Node: 3, Seconds: 1}}
+	b.Reset()
+	writeSoak(&b, []Run{{Soak: s}}, "")
+	if want := "Every 300 s during the soak, `nodetool repair --paxos-only -pr` ran on each node in turn"; !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q", want)
+	}
+	if want := "3 repairs, the longest 4.2 s, 1 failed."; !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, b.String())
 	}
 }
 
