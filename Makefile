@@ -292,13 +292,13 @@ bench: build kafka-up
 # goroutines, the minute's latency, each node's pending compactions and
 # system.paxos size, each JVM's GC pause time, the tombstone warnings and
 # the consumer's lag, each series judged flat or not. SOAK_PAXOS_REPAIR
-# (e.g. 5m): run a paxos repair on each node that often during the soak, as
-# production's schedule does; empty: none.
+# (5m): run a paxos repair on each node in turn that often during the soak,
+# as production's schedule does; empty: none.
 # Writes bin/bench-soak.json; `make bench` afterwards puts its table, plot
 # and verdicts in the report. Needs the local cluster and broker.
 SOAK ?= 1h
 SOAK_RATE ?=
-SOAK_PAXOS_REPAIR ?=
+SOAK_PAXOS_REPAIR ?= 5m
 bench-soak: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
 	$(BIN)/orderbench run -orderd $(ORDERD) -orderconsumer $(BIN)/orderconsumer -phases soak -soak $(SOAK) $(if $(SOAK_RATE),-soak-rate $(SOAK_RATE)) $(if $(SOAK_PAXOS_REPAIR),-soak-paxos-repair $(SOAK_PAXOS_REPAIR)) -json $(BIN)/bench-soak.json

@@ -185,7 +185,7 @@ func writePaxosRepairs(b *strings.Builder, s *Soak) {
 			failed++
 		}
 	}
-	fmt.Fprintf(b, "Every %.0f s during the soak, `nodetool repair --paxos-only -pr` ran on each node in turn (as the Kubernetes CronJob in deploy/kubernetes/cassandra/paxos-repair.yaml runs it, there hourly), so that each node could purge the paxos state the repair covered (`paxos_state_purging: repaired`): %d repairs, the longest %.1f s, %d failed.\n\n",
+	fmt.Fprintf(b, "Every %.0f s during the soak, `nodetool repair --paxos-only -pr` ran on each node in turn (as the Kubernetes CronJob in deploy/kubernetes/cassandra/paxos-repair.yaml runs it), so that each node could purge the paxos state the repair covered (`paxos_state_purging: repaired`): %d repairs, the longest %.1f s, %d failed.\n\n",
 		s.PaxosRepairEverySeconds, len(s.PaxosRepairs), longest, failed)
 }
 
