@@ -279,10 +279,14 @@ func (t cqlTable) writeEntries(ctx context.Context, op, stmt string, entries []D
 	return cassandra.WriteError(op, t.s.ExecBatch(ctx, stmt, rows))
 }
 
-// owedOrder binds an entry's owed order id, or null when it owes nothing.
+// owedOrder binds an entry's owed order id, or nothing when it owes none.
 func owedOrder(e DueEntry) any {
 	if e.Owed == uuid.Nil {
-		return nil
+		// Unset, not null: a null is a tombstone cell, and one in every
+		// entry made the reconciler's reads of a busy minute read as many
+		// tombstones as entries (Cassandra warns past 1,000). An entry's
+		// owed order is only ever set, never cleared, so nothing is lost.
+		return gocql.UnsetValue
 	}
 	return e.Owed.String()
 }

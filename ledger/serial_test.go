@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,5 +136,38 @@ func TestDropBucketIsDatedByTheCluster(t *testing.T) {
 	}
 	if drops != 1 {
 		t.Errorf("%d drops recorded, want 1: %+v", drops, rec.Runs())
+	}
+}
+
+// TestAnEntryThatOwesNothingBindsNoNull: a new request's due entry binds
+// every value it writes and leaves owed_order unset. A null would be a
+// tombstone cell in every entry, and the reconciler reads a minute's
+// entries of a shard at once (Cassandra warns past 1,000 tombstones).
+func TestAnEntryThatOwesNothingBindsNoNull(t *testing.T) {
+	rec := cassandratest.NewRecorder(gocql.LocalSerial)
+	store, err := NewCassandraStore(rec, Config{ReleaseWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if won, _, err := store.Claim(context.Background(), testClaim(), nil); err != nil || !won {
+		t.Fatalf("Claim = %v, %v; want won", won, err)
+	}
+	enqueues := 0
+	for _, run := range rec.Runs() {
+		if run.Name != StmtEnqueue {
+			continue
+		}
+		enqueues++
+		for i, v := range run.Values {
+			if v == nil {
+				t.Errorf("the due entry binds null as value %d: %v", i, run.Values)
+			}
+		}
+		if !slices.Contains(run.Values, any(gocql.UnsetValue)) {
+			t.Errorf("the due entry sets every column, owed_order too: %v", run.Values)
+		}
+	}
+	if enqueues != 1 {
+		t.Errorf("%d due entries written, want 1", enqueues)
 	}
 }

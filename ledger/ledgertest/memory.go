@@ -353,8 +353,14 @@ func (t *table) WriteEntries(ctx context.Context, entries []ledger.DueEntry, ttl
 	_, err := t.exec(ctx, entryStmt(ledger.StmtEnqueue, entries[0]), writeStmt, "enqueue pending requests", func(now time.Time) bool {
 		for i, e := range entries {
 			k := keyOf(e)
-			// The insert writes no done cell: a removed entry stays removed.
-			t.entries[k] = memtable.Expire(entry{e: storedEntry(e), done: t.entries[k].V.done}, now, ttls[i])
+			// The insert writes no done cell, and no owed_order cell for an
+			// entry that owes nothing: a removed entry stays removed, an
+			// owed one stays owed.
+			cur := t.entries[k].V
+			if e.Owed == uuid.Nil {
+				e.Owed = cur.e.Owed
+			}
+			t.entries[k] = memtable.Expire(entry{e: storedEntry(e), done: cur.done}, now, ttls[i])
 		}
 		return true
 	})

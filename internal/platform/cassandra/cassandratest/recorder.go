@@ -32,6 +32,8 @@ type Run struct {
 	CAS bool
 	// ServerTimestamp: the write was dated by the coordinator's clock.
 	ServerTimestamp bool
+	// Values are the values bound to the statement, in order.
+	Values []any
 }
 
 // Recorder is a Session whose serial consistency is the one it was made
@@ -54,18 +56,18 @@ func NewRecorder(serial gocql.Consistency) *Recorder { return &Recorder{serial: 
 func (r *Recorder) Serial() gocql.Consistency { return r.serial }
 
 // Query implements cassandra.Session.
-func (r *Recorder) Query(stmt string, _ ...any) cassandra.Query {
+func (r *Recorder) Query(stmt string, values ...any) cassandra.Query {
 	name := cassandra.StatementName(stmt)
 	if name == "" {
 		name = cassandra.Stmt(stmt)
 	}
-	return &query{r: r, run: Run{Name: name}}
+	return &query{r: r, run: Run{Name: name, Values: values}}
 }
 
 // ExecBatch implements cassandra.Session: one run per row.
 func (r *Recorder) ExecBatch(_ context.Context, stmt string, rows [][]any) error {
-	for range rows {
-		r.Query(stmt).(*query).record()
+	for _, row := range rows {
+		r.Query(stmt, row...).(*query).record()
 	}
 	return nil
 }
