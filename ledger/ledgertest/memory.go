@@ -152,17 +152,19 @@ type entry struct {
 	done bool
 }
 
-type stmtKind bool
+// exec runs one conditional write as the CQL table's session would
+// (memtable.Exec), st telling what it concerns.
+func (t *table) exec(ctx context.Context, st Statement, op string, do func(now time.Time) bool) (bool, error) {
+	return t.rt.Exec(ctx, st.Name, st, op, true, do)
+}
 
-const (
-	readStmt  stmtKind = false // a read: any failure is Unavailable
-	writeStmt stmtKind = true  // a write: only a refusal is Unavailable
-)
+// read and write run a read and an unconditional write the same way.
+func (t *table) read(ctx context.Context, st Statement, op string, do func(now time.Time)) error {
+	return t.rt.Read(ctx, st.Name, st, op, do)
+}
 
-// exec runs one statement as the CQL table's session would (memtable.Exec),
-// st telling what it concerns.
-func (t *table) exec(ctx context.Context, st Statement, kind stmtKind, op string, do func(now time.Time) bool) (bool, error) {
-	return t.rt.Exec(ctx, st.Name, st, op, bool(kind), do)
+func (t *table) write(ctx context.Context, st Statement, op string, do func(now time.Time)) error {
+	return t.rt.Write(ctx, st.Name, st, op, do)
 }
 
 func keyStmt(name cassandra.Stmt, key ledger.Key) Statement { return Statement{Name: name, Key: key} }
@@ -225,7 +227,7 @@ func seconds(ttl int) time.Duration { return time.Duration(ttl) * time.Second }
 // InsertClaim implements ledger.Table.
 func (t *table) InsertClaim(ctx context.Context, rec ledger.Record, ttl int, _ bool) (bool, ledger.Record, error) {
 	var existing ledger.Record
-	applied, err := t.exec(ctx, keyStmt(ledger.StmtClaim, rec.Key), writeStmt, "claim request", func(now time.Time) bool {
+	applied, err := t.exec(ctx, keyStmt(ledger.StmtClaim, rec.Key), "claim request", func(now time.Time) bool {
 		if cur, ok := t.rowLocked(rec.Key, now); ok {
 			existing = cur
 			return false
@@ -244,7 +246,7 @@ func (t *table) InsertClaim(ctx context.Context, rec ledger.Record, ttl int, _ b
 // deleted.
 func (t *table) Update(ctx context.Context, u ledger.Update) (bool, error) {
 	key := u.Row.Key
-	return t.exec(ctx, keyStmt(ledger.UpdateStatement(u.Kind), key), writeStmt, string(u.Kind)+" request", func(now time.Time) bool {
+	return t.exec(ctx, keyStmt(ledger.UpdateStatement(u.Kind), key), string(u.Kind)+" request", func(now time.Time) bool {
 		cur, ok := t.rowLocked(key, now)
 		if !ok || !u.Holds(cur) {
 			return false
@@ -266,9 +268,8 @@ func (t *table) Read(ctx context.Context, key ledger.Key, serial bool) (ledger.R
 		rec   ledger.Record
 		found bool
 	)
-	_, err := t.exec(ctx, Statement{Name: ledger.StmtGet, Key: key, Serial: serial}, readStmt, "read request", func(now time.Time) bool {
+	err := t.read(ctx, Statement{Name: ledger.StmtGet, Key: key, Serial: serial}, "read request", func(now time.Time) {
 		rec, found = t.liveLocked(key, now)
-		return false
 	})
 	switch {
 	case err != nil:
@@ -282,13 +283,12 @@ func (t *table) Read(ctx context.Context, key ledger.Key, serial bool) (ledger.R
 // ReadMany implements ledger.Table: one statement, named as the single read.
 func (t *table) ReadMany(ctx context.Context, tenant, operation string, ids []uuid.UUID) ([]ledger.Record, error) {
 	var out []ledger.Record
-	_, err := t.exec(ctx, Statement{Name: ledger.StmtGet}, readStmt, "read request", func(now time.Time) bool {
+	err := t.read(ctx, Statement{Name: ledger.StmtGet}, "read request", func(now time.Time) {
 		for _, id := range ids {
 			if rec, ok := t.liveLocked(ledger.Key{Tenant: tenant, Operation: operation, RequestID: id}, now); ok {
 				out = append(out, rec)
 			}
 		}
-		return false
 	})
 	return out, err
 }
@@ -301,7 +301,7 @@ func (t *table) ScanChunk(ctx context.Context, from []byte) ([]ledger.Record, []
 		out   []ledger.Record
 		after []byte
 	)
-	_, err := t.exec(ctx, Statement{Name: ledger.StmtScan}, readStmt, "scan the ledger", func(now time.Time) bool {
+	err := t.read(ctx, Statement{Name: ledger.StmtScan}, "scan the ledger", func(now time.Time) {
 		all := t.rowsLocked(now, true)
 		for i := range all {
 			all[i].Outcome = nil // the scan reads no outcome
@@ -311,7 +311,6 @@ func (t *table) ScanChunk(ctx context.Context, from []byte) ([]ledger.Record, []
 		if end < len(all) {
 			after = binary.AppendUvarint(nil, uint64(end))
 		}
-		return false
 	})
 	return out, after, err
 }
@@ -319,9 +318,8 @@ func (t *table) ScanChunk(ctx context.Context, from []byte) ([]ledger.Record, []
 // ClusterNow implements ledger.Table: the table's clock is the cluster's.
 func (t *table) ClusterNow(ctx context.Context) (time.Time, error) {
 	var at time.Time
-	_, err := t.exec(ctx, Statement{Name: ledger.StmtClusterNow}, readStmt, "read the cluster's clock", func(now time.Time) bool {
+	err := t.read(ctx, Statement{Name: ledger.StmtClusterNow}, "read the cluster's clock", func(now time.Time) {
 		at = memtable.MS(now)
-		return false
 	})
 	return at, err
 }
@@ -350,7 +348,7 @@ func ttlsOf(entries []ledger.DueEntry, ttl func(ledger.DueEntry) int) []int {
 // by the first entry) applies to the whole batch.
 func (t *table) WriteEntries(ctx context.Context, entries []ledger.DueEntry, ttl func(ledger.DueEntry) int) error {
 	ttls := ttlsOf(entries, ttl)
-	_, err := t.exec(ctx, entryStmt(ledger.StmtEnqueue, entries[0]), writeStmt, "enqueue pending requests", func(now time.Time) bool {
+	return t.write(ctx, entryStmt(ledger.StmtEnqueue, entries[0]), "enqueue pending requests", func(now time.Time) {
 		for i, e := range entries {
 			k := keyOf(e)
 			// The insert writes no done cell, and no owed_order cell for an
@@ -362,16 +360,14 @@ func (t *table) WriteEntries(ctx context.Context, entries []ledger.DueEntry, ttl
 			}
 			t.entries[k] = memtable.Expire(entry{e: storedEntry(e), done: cur.done}, now, ttls[i])
 		}
-		return true
 	})
-	return err
 }
 
 // RemoveEntries implements ledger.Table: an upsert of done, creating a
 // done row where there was none.
 func (t *table) RemoveEntries(ctx context.Context, entries []ledger.DueEntry, ttl func(ledger.DueEntry) int) error {
 	ttls := ttlsOf(entries, ttl)
-	_, err := t.exec(ctx, entryStmt(ledger.StmtRemove, entries[0]), writeStmt, "remove pending entries", func(now time.Time) bool {
+	return t.write(ctx, entryStmt(ledger.StmtRemove, entries[0]), "remove pending entries", func(now time.Time) {
 		for i, e := range entries {
 			k := keyOf(e)
 			r, ok := t.entries[k]
@@ -380,21 +376,18 @@ func (t *table) RemoveEntries(ctx context.Context, entries []ledger.DueEntry, tt
 			}
 			t.entries[k] = memtable.Expire(entry{e: r.V.e, done: true}, now, ttls[i])
 		}
-		return true
 	})
-	return err
 }
 
 // ListDue implements ledger.Table.
 func (t *table) ListDue(ctx context.Context, shard int, bucket, after, through time.Time) ([]ledger.DueEntry, error) {
 	lo, hi := after.UnixMilli(), through.UnixMilli() // bound as the driver binds them
 	var out []ledger.DueEntry
-	_, err := t.exec(ctx, Statement{Name: ledger.StmtDue, Shard: shard, Bucket: bucket, After: after, Through: through}, readStmt,
-		fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(now time.Time) bool {
+	err := t.read(ctx, Statement{Name: ledger.StmtDue, Shard: shard, Bucket: bucket, After: after, Through: through},
+		fmt.Sprintf("read due entries of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(now time.Time) {
 			out = t.entriesLocked(now, func(k entryKey) bool {
 				return k.shard == shard && k.bucket == bucket.UnixMilli() && k.notBefore > lo && k.notBefore <= hi
 			})
-			return false
 		})
 	if err != nil {
 		return nil, err
@@ -419,16 +412,14 @@ func (t *table) entriesLocked(now time.Time, match func(entryKey) bool) []ledger
 
 // DropBucket implements ledger.Table.
 func (t *table) DropBucket(ctx context.Context, shard int, bucket time.Time) error {
-	_, err := t.exec(ctx, Statement{Name: ledger.StmtDropBucket, Shard: shard, Bucket: bucket}, writeStmt,
-		fmt.Sprintf("drop due bucket of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(time.Time) bool {
+	return t.write(ctx, Statement{Name: ledger.StmtDropBucket, Shard: shard, Bucket: bucket},
+		fmt.Sprintf("drop due bucket of shard %d at %s", shard, bucket.Format(time.RFC3339)), func(time.Time) {
 			for k := range t.entries {
 				if k.shard == shard && k.bucket == bucket.UnixMilli() {
 					delete(t.entries, k)
 				}
 			}
-			return true
 		})
-	return err
 }
 
 func compareEntries(a, b ledger.DueEntry) int {
