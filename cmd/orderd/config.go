@@ -67,6 +67,7 @@ type config struct {
 	kafkaConn       kafkaconn.Settings
 	kafkaTopic      string
 	kafkaPartitions int
+	kafkaLinger     time.Duration
 	publishTimeout  time.Duration
 
 	verifyAcks             string
@@ -132,6 +133,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		c.kafkaConn.RegisterFlags(fs, envDefaults{c})
 		fs.StringVar(&c.kafkaTopic, "kafka-topic", c.env("ORDERD_KAFKA_TOPIC", outbox.DefaultTopic), "topic order events are published to")
 		fs.IntVar(&c.kafkaPartitions, "kafka-partitions", c.envInt("ORDERD_KAFKA_PARTITIONS", 12), "partitions of the events topic when orderd creates it (an existing topic is left as it is)")
+		fs.DurationVar(&c.kafkaLinger, "kafka-linger", c.envDuration("ORDERD_KAFKA_LINGER", outbox.DefaultLinger), "how long a partition's first buffered event waits for more to share its produce request (delivery latency traded for fewer broker requests; the client's answer never waits for it)")
 		fs.DurationVar(&c.publishTimeout, "publish-timeout", c.envDuration("ORDERD_PUBLISH_TIMEOUT", 10*time.Second), "how long one publication of an event waits for the broker's acknowledgement")
 	}
 	if cmd == "requeue" {
@@ -431,6 +433,7 @@ func (c *config) rangeErrors() []string {
 		{"reconcile-backoff-max", c.reconcileBackoffMax >= c.reconcileBackoff, c.reconcileBackoffMax,
 			fmt.Sprintf("at least reconcile-backoff (%s)", c.reconcileBackoff)},
 		{"kafka-partitions", c.kafkaPartitions >= 1, c.kafkaPartitions, "at least 1"},
+		{"kafka-linger", c.kafkaLinger >= 0 && c.kafkaLinger <= time.Second, c.kafkaLinger, "0 (send at once) up to 1s"},
 		{"publish-timeout", c.publishTimeout > 0, c.publishTimeout, "a positive duration"},
 		{"request-timeout", c.requestTimeout > 0, c.requestTimeout, "a positive duration"},
 		{"shutdown-grace", c.shutdownGrace >= 0, c.shutdownGrace, "0 (stop at once) or more"},
@@ -451,4 +454,13 @@ func (c *config) has(flag string) bool { return c.defined != nil && c.defined.Lo
 // in upper case, dashes as underscores.
 func envName(flag string) string {
 	return "ORDERD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// publisherLinger is kafka-linger as the publisher takes it: its zero
+// means its default, so "send at once" is negative.
+func (c *config) publisherLinger() time.Duration {
+	if c.kafkaLinger == 0 {
+		return -1
+	}
+	return c.kafkaLinger
 }

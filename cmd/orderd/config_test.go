@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/atlasmart/orderd/projection"
 )
@@ -80,6 +81,8 @@ func TestSettingsOutOfRangeAreRefusedNamingTheVariable(t *testing.T) {
 		{"reconcile-backoff", "-5s"},
 		{"reconcile-backoff-max", "1s"},
 		{"kafka-partitions", "0"},
+		{"kafka-linger", "-1ms"},
+		{"kafka-linger", "2s"},
 		{"publish-timeout", "0s"},
 		{"request-timeout", "0s"},
 		{"shutdown-grace", "-1s"},
@@ -99,12 +102,30 @@ func TestSettingsOutOfRangeAreRefusedNamingTheVariable(t *testing.T) {
 		{"ORDERD_SHUTDOWN_GRACE", "0s"},
 		{"ORDERD_RETENTION", "1m"},
 		{"ORDERD_RECONCILE_BACKOFF_MAX", "5s"}, // equal to the first backoff
+		{"ORDERD_KAFKA_LINGER", "0s"},
+		{"ORDERD_KAFKA_LINGER", "1s"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			if _, err := serveConfig(t, tc.name, tc.value, nil); err != nil {
 				t.Errorf("validate = %v, want accepted", err)
 			}
 		})
+	}
+}
+
+// A linger of 0 reaches the publisher as "none", not as its default.
+func TestKafkaLingerZeroMeansNone(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+	}{{"0s", -1}, {"20ms", 20 * time.Millisecond}} {
+		cfg, err := serveConfig(t, "ORDERD_KAFKA_LINGER", tc.value, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.publisherLinger(); got != tc.want {
+			t.Errorf("ORDERD_KAFKA_LINGER=%s: the publisher's linger is %v, want %v", tc.value, got, tc.want)
+		}
 	}
 }
 

@@ -324,7 +324,7 @@ func (a *app) measureClock(ctx context.Context, cfg *config, log *slog.Logger) {
 // only a warning. tp (nil: none) records each record's publish span.
 func newPublisher(ctx context.Context, cfg *config, m *metrics.Metrics, tp trace.TracerProvider, log *slog.Logger) (*outbox.Kafka, error) {
 	kcfg := outbox.KafkaConfig{Brokers: cfg.kafkaBrokers(), Topic: cfg.kafkaTopic, Partitions: int32(cfg.kafkaPartitions),
-		Conn: cfg.kafkaConn, Tracer: tp}
+		Linger: cfg.publisherLinger(), Conn: cfg.kafkaConn, Tracer: tp}
 	if m != nil {
 		kcfg.Observer = m
 		kcfg.Hooks = append(kcfg.Hooks, m.KafkaHook())

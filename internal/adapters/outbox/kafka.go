@@ -21,6 +21,9 @@ import (
 	"github.com/atlasmart/orderd/internal/platform/tracing"
 )
 
+// DefaultLinger is the publisher's linger unless configured otherwise.
+const DefaultLinger = 2 * time.Millisecond
+
 // KafkaConfig configures the Kafka publisher. Zero fields take defaults.
 type KafkaConfig struct {
 	// Brokers are the seed brokers (host:port); required.
@@ -36,6 +39,11 @@ type KafkaConfig struct {
 	// how much a broker outage can pile up); a publisher past it waits
 	// until its context ends. Default 10,000.
 	MaxBufferedRecords int
+	// Linger is how long a partition's first buffered record waits for
+	// more to share its produce request; default DefaultLinger, negative:
+	// none. Publication happens after the client's answer, so this trades
+	// delivery latency, not the caller's, for fewer broker requests.
+	Linger time.Duration
 	// DeliveryTimeout bounds how long a record may wait for the broker
 	// before it fails (and its entry waits for the reconciler); default 30 s.
 	DeliveryTimeout time.Duration
@@ -64,6 +72,9 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	}
 	if c.MaxBufferedRecords == 0 {
 		c.MaxBufferedRecords = 10_000
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
 	}
 	if c.DeliveryTimeout == 0 {
 		c.DeliveryTimeout = 30 * time.Second
@@ -117,9 +128,7 @@ func clientOpts(cfg KafkaConfig, conns *connWatch) ([]kgo.Opt, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
-		// Events of many orders share produce requests; a short linger
-		// batches them without adding much to each one's latency.
-		kgo.ProducerLinger(2 * time.Millisecond),
+		kgo.ProducerLinger(max(cfg.Linger, 0)),
 		kgo.WithHooks(append([]kgo.Hook{conns}, cfg.Hooks...)...),
 		traceHooks(cfg.Tracer),
 	}
