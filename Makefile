@@ -270,20 +270,25 @@ bench-reconciler:
 # docs/benchmark-latency.svg. Needs the local cluster (make cluster-up).
 # BENCH_REQUESTS per driver and concurrency are split over BENCH_ROUNDS
 # rounds; BENCH_PIN=1 pins the JVMs, orderd and the client to separate
-# cores (orderbench run -pin). The cluster's collector (CASSANDRA_GC /
+# cores (orderbench run -pin). Event delivery on against off is a run of
+# its own, always pinned (the broker never on the cluster's cores), with
+# BENCH_OUTBOX_REQUESTS per driver and concurrency: rounds of several
+# seconds at 64 streams. The cluster's collector (CASSANDRA_GC /
 # CASSANDRA_G1_PAUSE_MS) and memtables (CASSANDRA_MEMTABLE) are those of its
 # last start (the restarts below keep them).
 BENCH_REQUESTS ?= 2000
 BENCH_ROUNDS ?= 5
 BENCH_PIN ?=
+BENCH_OUTBOX_REQUESTS ?= 8000
 BENCH_FLAGS = -requests $(BENCH_REQUESTS) -rounds $(BENCH_ROUNDS) $(if $(BENCH_PIN),-pin)
 bench: build kafka-up
 	$(GO) build -o $(BIN)/orderbench ./cmd/orderbench
-	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,outbox,commit,cost,instances,lwt,changes -orderconsumer $(BIN)/orderconsumer -label v2 $(BENCH_FLAGS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases compare,storm,replay,mix,commit,cost,instances,lwt,changes -label v2 $(BENCH_FLAGS) -json $(BIN)/bench-main.json
+	$(BIN)/orderbench run -orderd $(ORDERD) -phases outbox -orderconsumer $(BIN)/orderconsumer -label v2 -requests $(BENCH_OUTBOX_REQUESTS) -rounds $(BENCH_ROUNDS) -pin -json $(BIN)/bench-outbox.json
 	$(CLUSTER) down && CASSANDRA_PAXOS_VARIANT=v1 $(CLUSTER) up
 	$(BIN)/orderbench run -orderd $(ORDERD) -phases lwt -label v1 $(BENCH_FLAGS) -json $(BIN)/bench-lwt-v1.json || { $(CLUSTER) down; $(CLUSTER) up; exit 1; }
 	$(CLUSTER) down && $(CLUSTER) up
-	$(BIN)/orderbench report -out docs/benchmarks.md -plot docs/benchmark-latency.svg $(BIN)/bench-main.json $(BIN)/bench-lwt-v1.json $(wildcard $(BIN)/bench-soak.json)
+	$(BIN)/orderbench report -out docs/benchmarks.md -plot docs/benchmark-latency.svg $(BIN)/bench-main.json $(BIN)/bench-outbox.json $(BIN)/bench-lwt-v1.json $(wildcard $(BIN)/bench-soak.json)
 
 # Soak: orderd as in production (event delivery on, the reference consumer
 # applying every event) under an open loop of new orders for SOAK (1h) at

@@ -11,14 +11,14 @@ import (
 )
 
 // Every party gets cores of its own where there are enough, the broker from
-// 3 cores; on 2 cores the cluster and the broker share one, orderd and the
-// client the other.
+// 3 cores; on 2 cores the cluster has one to itself, the broker, orderd
+// and the client share the other.
 func TestPlanPins(t *testing.T) {
 	for _, tc := range []struct {
 		cores                           int
 		cluster, broker, orderd, client string
 	}{
-		{2, "0", "0", "1", "1"},
+		{2, "0", "1", "1", "1"},
 		{3, "0", "1", "2", "2"},
 		{4, "0", "1", "2", "3"},
 		{6, "0-2", "3", "4", "5"},
@@ -69,8 +69,8 @@ func TestSetAffinityOfARunningProcess(t *testing.T) {
 }
 
 // The report says when the broker has no core of its own (2 cores), and
-// only then.
-func TestPinningSaysWhenTheBrokerSharesTheClustersCore(t *testing.T) {
+// only then: whose it shares.
+func TestPinningSaysWhenTheBrokerSharesACore(t *testing.T) {
 	for _, tc := range []struct {
 		cores  int
 		shares bool
@@ -80,8 +80,8 @@ func TestPinningSaysWhenTheBrokerSharesTheClustersCore(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := (&pinning{plan: plan, cores: tc.cores}).describe()
-		if strings.Contains(got, "the broker shares the cluster's") != tc.shares {
-			t.Errorf("on %d cores: %q, want the broker sharing the cluster's core said: %v", tc.cores, got, tc.shares)
+		if strings.Contains(got, "the broker shares orderd's and the client's core, never the cluster's") != tc.shares {
+			t.Errorf("on %d cores: %q, want the broker sharing orderd's core said: %v", tc.cores, got, tc.shares)
 		}
 	}
 }
