@@ -176,7 +176,7 @@ func wantStale(t *testing.T, err error, current string) {
 	}
 }
 
-func TestDesignDoc003VersionedChanges(t *testing.T) {
+func TestVersionedChanges(t *testing.T) {
 	c := server(t).client
 
 	t.Run("accept once: one change, version 8, one event row", func(t *testing.T) {

@@ -324,10 +324,10 @@ func TestCreateOrderProjectionFailureStaysPendingThenRetryCompletes(t *testing.T
 	assertExactlyOneOrder(t, req, resp.Order, "33.30")
 }
 
-// TestDesignDoc000WorkedExample replays the worked example of a duplicate: request
+// TestDuplicateSubmissionWorkedExample replays the worked example of a duplicate: request
 // 17000000-...-500 for cust-safe, 77.70, submitted twice; the second
 // INSERT ... IF NOT EXISTS is not applied and returns the existing row.
-func TestDesignDoc000WorkedExample(t *testing.T) {
+func TestDuplicateSubmissionWorkedExample(t *testing.T) {
 	p := server(t)
 	req := &ordersv1.CreateOrderRequest{RequestId: "17000000-0000-0000-0000-000000000500", CustomerId: "cust-safe", Total: "77.70", Currency: "EUR"}
 	first, _, err := create(t, p.client, req)

@@ -123,10 +123,10 @@ func TestReconcilerFinishesEveryCrashPoint(t *testing.T) {
 	}
 }
 
-// TestDesignDoc000ReconcileDrill is the reconcile drill: request ...501 is
+// TestReconcileDrillCrashAfterClaim is the reconcile drill: request ...501 is
 // claimed, the worker crashes before the projections, the reconciler finishes
 // it to total 88.80, and replaying every statement again changes nothing.
-func TestDesignDoc000ReconcileDrill(t *testing.T) {
+func TestReconcileDrillCrashAfterClaim(t *testing.T) {
 	req := &ordersv1.CreateOrderRequest{RequestId: "17000000-0000-0000-0000-000000000501", CustomerId: "cust-safe", Total: "88.80", Currency: "EUR"}
 	crashing := startOrderd(t, withoutReconciler("ORDERD_FAILPOINTS="+failpoint.AfterClaim+"=exit")...)
 	if _, _, err := create(t, crashing.client, req); status.Code(err) != codes.Unavailable {
