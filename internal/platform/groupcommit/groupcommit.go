@@ -80,25 +80,15 @@ func New[K comparable, T any](cfg Config, key func(T) K, weight func(T) int, wri
 // Add writes item with whatever else of its key meets it, and returns once
 // that batch is written: nil when it was, its error when it failed, and
 // ctx's error when the caller stopped waiting first (the batch may still be
-// written).
-//
-// When nothing of its key is in flight and no window holds it, the caller
-// writes its item itself, alone and at once, with ctx: nobody else is in
-// that batch, and handing it to a leader would cost two goroutine wake-ups
-// on the request's path. Otherwise the first caller of a batch starts its
-// leader, a goroutine that waits for the window, a sealed batch or a free
-// slot, writes the batch and ends. A leader writes with the first caller's
-// context values but not its cancellation, so a caller that gives up fails
-// nobody else in its batch; the write function's own timeout (the
-// driver's) bounds it.
+// written). The first caller of a batch starts its leader, a goroutine
+// that waits for the window, a sealed batch or a free slot, writes the
+// batch and ends. The write runs with the first caller's context values but
+// not its cancellation, so a caller that gives up fails nobody else in its
+// batch; the write function's own timeout (the driver's) bounds it.
 func (c *Committer[K, T]) Add(ctx context.Context, item T) error {
 	k := c.key(item)
-	b, role := c.join(k, item)
-	switch role {
-	case writesAlone:
-		c.finish(k, b, c.write(ctx, b.items))
-		return b.err
-	case leads:
+	b, leads := c.join(k, item)
+	if leads {
 		runLeader(func() { c.lead(ctx, k, b) })
 	}
 	select {
@@ -108,15 +98,6 @@ func (c *Committer[K, T]) Add(ctx context.Context, item T) error {
 		return ctx.Err()
 	}
 }
-
-// role is what a caller of Add does for the batch it joined.
-type role int
-
-const (
-	waits       role = iota // another caller's leader writes the batch
-	leads                   // it starts the batch's leader
-	writesAlone             // it writes the batch, its item alone, itself
-)
 
 // Tracked is how many keys have batches not yet done (for tests: 0 once
 // every write has ended).
@@ -136,7 +117,7 @@ func (c *Committer[K, T]) Open(k K) int {
 	return 0
 }
 
-func (c *Committer[K, T]) join(k K, item T) (*batch[T], role) {
+func (c *Committer[K, T]) join(k K, item T) (*batch[T], bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ks := c.keys[k]
@@ -148,9 +129,9 @@ func (c *Committer[K, T]) join(k K, item T) (*batch[T], role) {
 	if b := ks.open; b != nil && c.cfg.MaxWeight > 0 && b.weight+w > c.cfg.MaxWeight {
 		ks.seal()
 	}
-	b, r := ks.open, waits
-	if b == nil {
-		b, r = &batch[T]{full: make(chan struct{}), done: make(chan struct{})}, leads
+	b, leads := ks.open, ks.open == nil
+	if leads {
+		b = &batch[T]{full: make(chan struct{}), done: make(chan struct{})}
 		ks.open = b
 		ks.batches++
 	}
@@ -159,14 +140,7 @@ func (c *Committer[K, T]) join(k K, item T) (*batch[T], role) {
 	if len(b.items) >= c.cfg.Limit || (c.cfg.MaxWeight > 0 && b.weight >= c.cfg.MaxWeight) {
 		ks.seal()
 	}
-	if r == leads && c.cfg.Window <= 0 && ks.inFlight < c.cfg.InFlight {
-		if ks.open == b {
-			ks.seal()
-		}
-		ks.inFlight++
-		r = writesAlone
-	}
-	return b, r
+	return b, leads
 }
 
 // seal closes the open batch to further items: later ones start the next.
@@ -188,13 +162,7 @@ func (c *Committer[K, T]) lead(ctx context.Context, k K, b *batch[T]) {
 		t.Stop()
 	}
 	items := c.await(ctx, k, b)
-	c.finish(k, b, c.write(context.WithoutCancel(ctx), items))
-}
-
-// finish records b's written with err: its slot is freed, its key
-// forgotten if nothing else of it is pending, its callers answered.
-func (c *Committer[K, T]) finish(k K, b *batch[T], err error) {
-	b.err = err
+	b.err = c.write(context.WithoutCancel(ctx), items)
 	c.mu.Lock()
 	ks := c.keys[k]
 	ks.inFlight--

@@ -288,31 +288,3 @@ func TestALeaderThatGivesUpDoesNotFailTheOthersInItsBatch(t *testing.T) {
 		t.Errorf("batch sizes %v, want one of 2", got)
 	}
 }
-
-// A write that meets nothing in flight and no window is its caller's
-// alone: it runs with the caller's context, so a caller that gives up
-// stops it, and the key's slot is free again for the next.
-func TestAWriteAloneStopsWithItsCaller(t *testing.T) {
-	started := make(chan struct{})
-	stopped := make(chan error, 1)
-	c := New(Config{Limit: 8}, keyOf, nil, func(ctx context.Context, items []item) error {
-		close(started)
-		<-ctx.Done()
-		stopped <- ctx.Err()
-		return ctx.Err()
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Add(ctx, item{k: 7}) }()
-	<-started
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("Add = %v, want its caller's cancellation", err)
-	}
-	if err := <-stopped; !errors.Is(err, context.Canceled) {
-		t.Errorf("the write saw %v, want its caller's cancellation", err)
-	}
-	if n := c.Tracked(); n != 0 {
-		t.Errorf("%d keys still tracked after the write stopped", n)
-	}
-}
