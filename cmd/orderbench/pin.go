@@ -29,8 +29,7 @@ type pinPlan struct {
 // the database, which is what limits the throughput, never runs the
 // broker, so what delivery costs the cluster shows apart from what the
 // broker costs (core 1 has room: at 64 streams the three use well under
-// half of it).
-// Fewer than 2 cannot be split.
+// half of it). Fewer than 2 cannot be split.
 func planPins(n int) (pinPlan, error) {
 	switch {
 	case n < 2:
