@@ -245,6 +245,22 @@ func TestUnknownOutcomeIsSettledBeforeGivingUp(t *testing.T) {
 			t.Errorf("%d GetRequest, %d CreateOrder calls; want 1 and %d", srv.getRequests, len(srv.requestIDs), fastPolicy.MaxAttempts+1)
 		}
 	})
+	t.Run("complete: a recorded refusal is the answer", func(t *testing.T) {
+		// A change whose attempts all timed out while orderd recorded its
+		// refusal (the request is COMPLETE): the replay answers the refusal,
+		// which is as final as on a first attempt.
+		stale := fail(codes.Aborted, "STALE_VERSION", 0, map[string]string{"current_version": "3"})
+		srv := &scriptedServer{script: append(hangs, stale), requestState: ordersv1.RequestState_REQUEST_STATE_COMPLETE}
+		c := newTestClient(t, srv, fastPolicy)
+		_, err := c.CancelOrder(context.Background(), &ordersv1.CancelOrderRequest{OrderId: "o", ExpectedVersion: 1})
+		var e *Error
+		if !errors.Is(err, ErrStale) || !errors.As(err, &e) || e.CurrentVersion != 3 || e.Attempts != fastPolicy.MaxAttempts+1 {
+			t.Fatalf("error %#v, want ErrStale with current version 3 after %d attempts", err, fastPolicy.MaxAttempts+1)
+		}
+		if srv.getRequests != 1 {
+			t.Errorf("%d GetRequest calls, want 1", srv.getRequests)
+		}
+	})
 	for _, tc := range []struct {
 		state ordersv1.RequestState
 		want  error

@@ -125,8 +125,16 @@ func settleOrGiveUp[T any](ctx context.Context, p Policy, e *Error, settle settl
 	case err != nil:
 		e.RequestState = ""
 	case state == "COMPLETE":
-		if resp, err := attempt(sctx); err == nil {
+		resp, err := attempt(sctx)
+		if err == nil {
 			return resp, nil
+		}
+		// The replay answers what was recorded: a recorded refusal
+		// (STALE_VERSION, ORDER_CANCELLED, ...) is as final as on a first
+		// attempt, and is the answer.
+		a := readAnswer(err)
+		if v, kind := judge(a, false); v == final {
+			return zero, newError(kind, a, e.RequestID, e.Attempts+1)
 		}
 	case state == "FAILED":
 		e.Kind = ErrFailed
