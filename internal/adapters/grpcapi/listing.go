@@ -52,7 +52,10 @@ func pageSize(v *[]fault.Violation, n int32) int {
 // from end down to start.
 type monthRange struct{ start, end time.Time }
 
-// listMonths resolves month, start_month and end_month into a range.
+// listMonths resolves month, start_month and end_month into a range. A
+// continued listing (a page token sent) is not held to the range's width
+// again: its token fixes where it ends, and a default end_month that moved
+// on to a new month since the first page must not refuse it.
 func listMonths(v *[]fault.Violation, req *ordersv1.ListCustomerOrdersRequest, now time.Time) monthRange {
 	parse := func(field, s string) (time.Time, bool) {
 		m, err := time.Parse(monthLayout, s)
@@ -89,7 +92,7 @@ func listMonths(v *[]fault.Violation, req *ordersv1.ListCustomerOrdersRequest, n
 	switch {
 	case r.start.After(r.end):
 		*v = append(*v, fault.Violation{Field: "start_month", Description: "must not be after end_month"})
-	case r.start.Before(r.end.AddDate(0, -(maxListedMonths - 1), 0)):
+	case r.start.Before(r.end.AddDate(0, -(maxListedMonths-1), 0)) && req.GetPageToken() == "":
 		*v = append(*v, fault.Violation{Field: "start_month", Description: fmt.Sprintf("at most %d months before end_month (%d months in all)", maxListedMonths-1, maxListedMonths)})
 	}
 	return r
@@ -130,13 +133,14 @@ func (s *Server) ListCustomerOrders(ctx context.Context, req *ordersv1.ListCusto
 	}
 	v := order.CustomerIDViolations("customer_id", req.GetCustomerId())
 	months := listMonths(&v, req, time.Now())
+	listed := len(v) == 0
 	size := pageSize(&v, req.GetPageSize())
 	// The token is bound to the fields as sent (so a default end month that
 	// moves on between calls does not invalidate it) and checked only once
 	// they are valid: nothing unchecked reaches Cassandra.
 	l := customerOrdersListing(who.Tenant, req.GetCustomerId(), req.GetMonth(), req.GetStartMonth(), req.GetEndMonth())
 	pos := workflow.MonthPosition{Month: months.end, Start: months.start}
-	if raw := s.tokens.openField(&v, l, req.GetPageToken()); raw != nil {
+	if raw := s.tokens.openField(&v, listed, l, req.GetPageToken()); raw != nil {
 		var err error
 		if pos, err = decodeOrdersPosition(raw); err != nil || pos.Month.After(months.end) || pos.Month.Before(pos.Start) {
 			v = append(v, badPageToken)
@@ -198,13 +202,14 @@ func (s *Server) ListRequests(ctx context.Context, req *ordersv1.ListRequestsReq
 	}
 	var v []fault.Violation
 	states := listStates(&v, req.GetStates())
+	listed := len(v) == 0
 	size := pageSize(&v, req.GetPageSize())
 	names := make([]string, len(states))
 	for i, st := range states {
 		names[i] = st.String()
 	}
 	l := requestsListing(who.Tenant, strings.Join(names, ","))
-	state := s.tokens.openField(&v, l, req.GetPageToken())
+	state := s.tokens.openField(&v, listed, l, req.GetPageToken())
 	if len(v) > 0 {
 		return nil, s.Status(ctx, method, fault.InvalidArgs(v))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/adapters/auth"
 	"github.com/atlasmart/orderd/internal/app/workflow"
+	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/domain/order"
 	"github.com/atlasmart/orderd/ledger"
 	"github.com/atlasmart/orderd/projection"
@@ -189,6 +190,43 @@ func TestListTokenBoundToTheRange(t *testing.T) {
 		if status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT", name, err)
 		}
+	}
+}
+
+// A bad page_size and a bad page_token are reported together: page_size
+// does not define the listing, so it does not keep the token from being
+// checked.
+func TestListReportsPageSizeAndPageTokenTogether(t *testing.T) {
+	s := newListAPI(t, &monthReader{})
+	_, err := s.ListCustomerOrders(acme(), &ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09",
+		PageSize: -1, PageToken: "not-a-token"})
+	wantInvalid(t, err, "page_size", "page_token")
+
+	rs := newRequestsAPI(t, &fakeScanner{}, nil)
+	_, err = rs.ListRequests(acme(), &ordersv1.ListRequestsRequest{PageSize: -1, PageToken: "not-a-token"})
+	wantInvalid(t, err, "page_size", "page_token")
+}
+
+// The widest range with the default end month, started on the last day of
+// a month and continued (its token sent) on the first of the next: the
+// default end has moved on a month, so the range as sent is now one month
+// too wide; the token fixes the range, and the listing goes on. Without a
+// token, the same fields are refused.
+func TestListContinuedAcrossAMonthEnd(t *testing.T) {
+	req := &ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", StartMonth: "2016-10"}
+	first := time.Date(2026, 9, 30, 23, 59, 0, 0, time.UTC)
+	var v []fault.Violation
+	if listMonths(&v, req, first); len(v) != 0 {
+		t.Fatalf("first page on %s: %v", first.Format(time.DateOnly), v)
+	}
+	next := first.Add(2 * time.Minute)
+	if listMonths(&v, req, next); len(v) != 1 || v[0].Field != "start_month" {
+		t.Fatalf("a new listing on %s: violations %v, want one on start_month", next.Format(time.DateOnly), v)
+	}
+	v = nil
+	req.PageToken = "a token of the first page"
+	if r := listMonths(&v, req, next); len(v) != 0 || r.start.Format(monthLayout) != "2016-10" {
+		t.Errorf("the listing continued on %s: violations %v, range from %s", next.Format(time.DateOnly), v, r.start.Format(monthLayout))
 	}
 }
 

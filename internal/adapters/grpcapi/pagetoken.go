@@ -97,14 +97,14 @@ var badPageToken = fault.Violation{Field: "page_token", Description: errPageToke
 
 // openField opens a request's page_token for l: the position, or nil when
 // there is no token or it is not one of l's (then badPageToken is in v). A
-// token is opened only while v holds no violation, that is once the fields
-// that define l are known valid, so nothing unchecked reaches Cassandra; a
-// token too long is refused in any case.
-func (p pageTokens) openField(v *[]fault.Violation, l listing, token string) []byte {
+// token is opened only once the fields that define l are known valid
+// (listed), so nothing unchecked reaches Cassandra; a token too long is
+// refused in any case.
+func (p pageTokens) openField(v *[]fault.Violation, listed bool, l listing, token string) []byte {
 	switch {
 	case len(token) > MaxPageTokenLength:
 		*v = append(*v, badPageToken)
-	case token != "" && len(*v) == 0:
+	case token != "" && listed:
 		position, err := p.open(l, token)
 		if err != nil {
 			*v = append(*v, badPageToken)
