@@ -76,14 +76,14 @@ func TestListCustomerOrdersPageTokens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("token %q is not base64url: %v", firstToken, err)
 	}
-	if len(raw) <= 33 {
-		t.Fatalf("token %q (%d bytes) is too short to carry a version byte and a 32-byte MAC: not a signed token", firstToken, len(raw))
+	if len(raw) <= 1+12+16 {
+		t.Fatalf("token %q (%d bytes) is too short to carry a version byte, a 12-byte nonce and a 16-byte tag: not a sealed token", firstToken, len(raw))
 	}
 	tampered := append([]byte(nil), raw...)
 	tampered[len(tampered)/2] ^= 0x01
 	for name, r := range map[string]*ordersv1.ListCustomerOrdersRequest{
 		"forged raw paging state":                              {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString([]byte("\x00\x0cforged-state\x7f\xff\xff\xff"))},
-		"the issued token's bytes without its version and MAC": {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString(raw[1 : len(raw)-32])},
+		"the issued token's bytes without its version, nonce and tag": {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString(raw[13 : len(raw)-16])},
 		"tampered token":                                       {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString(tampered)},
 		"token of another customer":                            {CustomerId: customer + "x", Month: month, PageToken: firstToken},
 	} {

@@ -1,11 +1,15 @@
 package grpcapi
 
 import (
-	"crypto/hmac"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 )
@@ -16,30 +20,33 @@ import (
 // one was answered UNAVAILABLE with RetryInfo, so clients retried it
 // forever). The token is
 //
-//	base64url( version | position | HMAC-SHA256(key, version, listing..., position) )
+//	base64url( version | nonce | AES-256-GCM(key', nonce, position, version | listing...) )
 //
-// where the listing is what the token was issued for (its kind, the tenant,
-// and the request fields that define the listing: customer and months, or
-// states) and the position is where the next page starts (for customer
-// orders: the month and Cassandra's paging state within it). So a token is
-// accepted only for the listing it was issued for, and only by servers
-// sharing the key (ORDERD_PAGE_TOKEN_KEY). It is signed, not encrypted: the
-// paging state holds the partition key and one clustering key, nothing the
-// caller could not list itself.
+// where key' is derived from the configured key (HKDF-SHA256), the listing
+// is what the token was issued for (its kind, the tenant, and the request
+// fields that define the listing: customer and months, or states) and the
+// position is where the next page starts (for customer orders: the month
+// and Cassandra's paging state within it). So a token is accepted only for
+// the listing it was issued for, and only by servers sharing the key
+// (ORDERD_PAGE_TOKEN_KEY). It is encrypted, not only signed: a paging
+// state holds the partition key of the last row read, and the ledger scan
+// behind ListRequests reads every tenant's rows, so that key may be
+// another tenant's (its name and request id).
 const (
 	// pageTokenVersion is the first byte of every token; a new layout or
-	// MAC input takes a new version. Version 2 binds the kind
-	// and the month range; a version 1 token from an older server is
-	// refused (INVALID_ARGUMENT: list again from the first page).
-	pageTokenVersion byte = 2
+	// input takes a new version. Version 3 encrypts the position (version
+	// 2 signed it, in clear; version 1 bound neither kind nor month
+	// range); a token of an older version is refused (INVALID_ARGUMENT:
+	// list again from the first page).
+	pageTokenVersion byte = 3
 	// MaxPageTokenLength bounds page_token, in characters. Tokens orderd
 	// issues are a few hundred: a paging state holds the partition key
 	// (tenant, a customer_id of at most 128 bytes, the month) and one
 	// clustering key.
 	MaxPageTokenLength = 2048
 	// MinPageTokenKeyLength is the shortest page-token key accepted, in
-	// bytes (the HMAC-SHA256 output size).
-	MinPageTokenKeyLength = sha256.Size
+	// bytes.
+	MinPageTokenKeyLength = 32
 )
 
 // pageTokenEncoding is strict so that one token has one spelling.
@@ -59,8 +66,30 @@ func customerOrdersListing(tenant, customerID, month, start, end string) listing
 	return listing{"customer-orders", tenant, customerID, month, start, end}
 }
 
-// pageTokens issues and opens page tokens under one key.
-type pageTokens struct{ key []byte }
+// pageTokens issues and opens page tokens under one key. Make one with
+// newPageTokens.
+type pageTokens struct{ aead cipher.AEAD }
+
+// newPageTokens derives the token cipher's key from key (at least
+// MinPageTokenKeyLength bytes).
+func newPageTokens(key []byte) (pageTokens, error) {
+	if len(key) < MinPageTokenKeyLength {
+		return pageTokens{}, fmt.Errorf("page token key of %d bytes: need at least %d", len(key), MinPageTokenKeyLength)
+	}
+	k, err := hkdf.Key(sha256.New, key, nil, "orderd page token v3", 32)
+	if err != nil {
+		return pageTokens{}, fmt.Errorf("derive the page token key: %w", err)
+	}
+	block, err := aes.NewCipher(k)
+	if err != nil {
+		return pageTokens{}, fmt.Errorf("page token cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return pageTokens{}, fmt.Errorf("page token cipher: %w", err)
+	}
+	return pageTokens{aead: aead}, nil
+}
 
 // seal wraps a position for l; an empty position (the last page) gives an
 // empty token.
@@ -68,10 +97,10 @@ func (p pageTokens) seal(l listing, position []byte) string {
 	if len(position) == 0 {
 		return ""
 	}
-	b := make([]byte, 0, 1+len(position)+sha256.Size)
-	b = append(b, pageTokenVersion)
-	b = append(b, position...)
-	b = append(b, p.mac(l, position)...)
+	b := make([]byte, 1+p.aead.NonceSize(), 1+p.aead.NonceSize()+len(position)+p.aead.Overhead())
+	b[0] = pageTokenVersion
+	rand.Read(b[1:]) // never fails (crypto/rand)
+	b = p.aead.Seal(b, b[1:], position, additionalData(l))
 	return pageTokenEncoding.EncodeToString(b)
 }
 
@@ -81,14 +110,28 @@ func (p pageTokens) open(l listing, token string) ([]byte, error) {
 		return nil, errPageToken
 	}
 	b, err := pageTokenEncoding.DecodeString(token)
-	if err != nil || len(b) < 1+1+sha256.Size || b[0] != pageTokenVersion {
+	n := 1 + p.aead.NonceSize()
+	if err != nil || len(b) < n+1+p.aead.Overhead() || b[0] != pageTokenVersion {
 		return nil, errPageToken
 	}
-	position, tag := b[1:len(b)-sha256.Size], b[len(b)-sha256.Size:]
-	if !hmac.Equal(tag, p.mac(l, position)) {
+	position, err := p.aead.Open(nil, b[1:n], b[n:], additionalData(l))
+	if err != nil {
 		return nil, errPageToken
 	}
 	return position, nil
+}
+
+// additionalData is what a token is bound to besides its position: the
+// version and the listing, each field length-prefixed so that no two
+// different listings share an encoding.
+func additionalData(l listing) []byte {
+	b := []byte{pageTokenVersion}
+	b = binary.AppendUvarint(b, uint64(len(l)))
+	for _, f := range l {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return b
 }
 
 // badPageToken is the violation of a page_token that is not a token of
@@ -112,22 +155,4 @@ func (p pageTokens) openField(v *[]fault.Violation, listed bool, l listing, toke
 		return position
 	}
 	return nil
-}
-
-// mac authenticates the version, the listing and the position; each field
-// is length-prefixed so that no two different inputs share an encoding.
-func (p pageTokens) mac(l listing, position []byte) []byte {
-	m := hmac.New(sha256.New, p.key)
-	m.Write([]byte{pageTokenVersion})
-	var n [binary.MaxVarintLen64]byte
-	field := func(f []byte) {
-		m.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
-		m.Write(f)
-	}
-	m.Write(n[:binary.PutUvarint(n[:], uint64(len(l)))])
-	for _, f := range l {
-		field([]byte(f))
-	}
-	field(position)
-	return m.Sum(nil)
 }

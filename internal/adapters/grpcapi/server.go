@@ -8,7 +8,6 @@ package grpcapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -35,8 +34,9 @@ const ReplayedHeader = "idempotency-replayed"
 
 // Config is the adapter's settings.
 type Config struct {
-	// PageTokenKey signs ListCustomerOrders page tokens (HMAC-SHA256); at
-	// least MinPageTokenKeyLength bytes. Every instance behind one address
+	// PageTokenKey seals ListCustomerOrders and ListRequests page tokens
+	// (the cipher's key is derived from it); at least
+	// MinPageTokenKeyLength bytes. Every instance behind one address
 	// needs the same key, and a token lives only as long as its key.
 	PageTokenKey []byte
 	// Auth establishes each caller's identity; required. Every call but
@@ -67,8 +67,9 @@ var _ ordersv1.OrderServiceServer = (*Server)(nil)
 // New returns a Server, or an error if cfg cannot work: wf runs the
 // writes, orders serves the order reads.
 func New(cfg Config, wf *workflow.Service, orders *workflow.Orders, log *slog.Logger) (*Server, error) {
-	if len(cfg.PageTokenKey) < MinPageTokenKeyLength {
-		return nil, fmt.Errorf("page token key of %d bytes: need at least %d", len(cfg.PageTokenKey), MinPageTokenKeyLength)
+	tokens, err := newPageTokens(cfg.PageTokenKey)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Auth == nil {
 		return nil, errors.New("no authenticator: every call needs a verified identity")
@@ -79,8 +80,7 @@ func New(cfg Config, wf *workflow.Service, orders *workflow.Orders, log *slog.Lo
 	if cfg.Requests == nil {
 		cfg.Requests = workflow.NewRequests(wf, nil)
 	}
-	key := append([]byte(nil), cfg.PageTokenKey...)
-	s := &Server{wf: wf, orders: orders, requests: cfg.Requests, tokens: pageTokens{key: key}, log: log,
+	s := &Server{wf: wf, orders: orders, requests: cfg.Requests, tokens: tokens, log: log,
 		refusals: lograte.New[refusalKind](nil)}
 	s.guard = guard{authn: cfg.Auth, observer: cfg.AuthObserver, status: s.Status}
 	return s, nil

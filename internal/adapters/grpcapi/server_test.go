@@ -219,7 +219,7 @@ func TestFieldLimits(t *testing.T) {
 		{"List page_token too long", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", PageToken: long(MaxPageTokenLength + 1)}), []string{"page_token"}},
 		{"List page_token too long with a bad customer", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "", Month: "2026-09", PageToken: long(MaxPageTokenLength + 1)}), []string{"customer_id", "page_token"}},
 		{"List bad month with a well-formed token", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-13",
-			PageToken: pageTokens{key: testKey}.seal(testListing, testState)}), []string{"month"}},
+			PageToken: testTokens(t).seal(testListing, testState)}), []string{"month"}},
 		{"List page_size negative", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", PageSize: -1}), []string{"page_size"}},
 		{"List month with start_month", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", Month: "2026-09", StartMonth: "2026-08"}), []string{"month"}},
 		{"List start_month after end_month", list(&ordersv1.ListCustomerOrdersRequest{CustomerId: "cust-1", StartMonth: "2026-10", EndMonth: "2026-09"}), []string{"start_month"}},
