@@ -82,10 +82,10 @@ func TestListCustomerOrdersPageTokens(t *testing.T) {
 	tampered := append([]byte(nil), raw...)
 	tampered[len(tampered)/2] ^= 0x01
 	for name, r := range map[string]*ordersv1.ListCustomerOrdersRequest{
-		"forged raw paging state":                              {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString([]byte("\x00\x0cforged-state\x7f\xff\xff\xff"))},
+		"forged raw paging state":                                     {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString([]byte("\x00\x0cforged-state\x7f\xff\xff\xff"))},
 		"the issued token's bytes without its version, nonce and tag": {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString(raw[13 : len(raw)-16])},
-		"tampered token":                                       {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString(tampered)},
-		"token of another customer":                            {CustomerId: customer + "x", Month: month, PageToken: firstToken},
+		"tampered token":                                              {CustomerId: customer, Month: month, PageToken: base64.RawURLEncoding.EncodeToString(tampered)},
+		"token of another customer":                                   {CustomerId: customer + "x", Month: month, PageToken: firstToken},
 	} {
 		_, err := p.client.ListCustomerOrders(callCtx(t), r)
 		st := status.Convert(err)
