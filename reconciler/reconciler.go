@@ -15,6 +15,7 @@ import (
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/lograte"
+	"github.com/atlasmart/orderd/internal/platform/tracing"
 	"github.com/atlasmart/orderd/internal/stores/leases"
 	"github.com/atlasmart/orderd/ledger"
 )
@@ -683,11 +684,14 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 		return true, l.drop(ctx, e, res) // expired, withdrawn, or the claim never applied
 	case err != nil:
 		return false, err
+	case rec.ClaimToken != e.ClaimToken && e.Owed != uuid.Nil:
+		// Its claim expired and the request id was claimed again since,
+		// whatever became of that claim (a reuse refused REQUEST_ID_REUSED
+		// is COMPLETE at once): the event is still owed.
+		return l.redeliver(ctx, e, open, res)
 	case rec.State.Terminal():
 		open.forget(e.Key)
 		return true, l.drop(ctx, e, res) // settled
-	case rec.ClaimToken != e.ClaimToken && e.Owed != uuid.Nil:
-		return l.redeliver(ctx, e, open, res) // its claim expired and the request id was claimed again since
 	case rec.ClaimToken != e.ClaimToken:
 		return true, l.drop(ctx, e, res) // a losing attempt's entry: the claim's own entry counts the request
 	}
@@ -733,7 +737,9 @@ func (l *Loop) handle(ctx context.Context, e ledger.DueEntry, now time.Time, ope
 // recorded: a restore), the finisher runs, as for any claim.
 func (l *Loop) settle(ctx context.Context, e ledger.DueEntry, rec ledger.Record) (ledger.Settled, error) {
 	if e.Owed != uuid.Nil && l.cfg.Redeliver != nil {
-		settled, err := l.cfg.Redeliver(ctx, e.Key, e.Owed)
+		// In the trace of the call that claimed the request, as Settle
+		// publishes it: the claim still lives and keeps its traceparent.
+		settled, err := l.cfg.Redeliver(tracing.WithTraceParent(ctx, rec.TraceParent), e.Key, e.Owed)
 		if settled != ledger.Unfinished {
 			return settled, err
 		}
