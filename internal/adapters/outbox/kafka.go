@@ -149,15 +149,30 @@ func traceHooks(tp trace.TracerProvider) kgo.Opt {
 }
 
 // Publish implements Publisher: it returns once the broker acknowledged
-// ev's record, or with the reason it did not. The record carries the trace
-// context of ctx (traceHooks).
+// ev's record, or with the reason it did not, by ctx's end at the latest.
+// The record carries the trace context of ctx (traceHooks).
+//
+// The idempotent producer does not fail a record it has sent and had no
+// answer for (a broker that died mid-request): it waits, whatever the
+// record's context, for the outcome, so as not to break the partition's
+// sequence. Publish does not wait with it: at ctx's end it answers that the
+// record was not acknowledged, the record's entry stays, and the
+// reconciler publishes the event again (the same id: a consumer
+// deduplicates). The record itself stays with the client until it is
+// settled or the client closes.
 func (k *Kafka) Publish(ctx context.Context, ev order.Event) error {
 	rec, err := Record(ev)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	err = k.client.ProduceSync(ctx, rec).FirstErr()
+	acked := make(chan error, 1)
+	k.client.Produce(ctx, rec, func(_ *kgo.Record, err error) { acked <- err })
+	select {
+	case err = <-acked:
+	case <-ctx.Done():
+		err = fmt.Errorf("not acknowledged in time: %w", context.Cause(ctx))
+	}
 	result := ResultAcked
 	if err != nil {
 		result = ResultFailed
