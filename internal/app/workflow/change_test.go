@@ -160,8 +160,9 @@ func changeClaim(t *testing.T, in order.ChangeInput, created time.Time) ledger.R
 // A PENDING change request as its client sees it (Request): COMPLETE once
 // its accepted change is recorded and projected, completed at the change's
 // time; PENDING while it is not, or while it can never be (its order is
-// not there, its command cannot be read); the read's failure if the order
-// cannot be read. Reading the view writes nothing.
+// not there, its command cannot be read), or while its refusal's receipt
+// is not in the ledger yet; the read's failure if the order cannot be
+// read. Reading the view writes nothing.
 func TestRequestViewOfAPendingChange(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -180,6 +181,20 @@ func TestRequestViewOfAPendingChange(t *testing.T) {
 			}
 			return rec
 		}, ledger.Complete, 0},
+		{"refused, its receipt not in the ledger yet", func(t *testing.T, f *changeFixture) ledger.Record {
+			// The refusal is recorded with the order; the ledger's
+			// receipt (Complete) failed: the row is PENDING until a retry
+			// or the reconciler writes it. The change's answer (STALE) is
+			// not the request's.
+			f.upTo(t, 3)
+			in := f.amend(2, "stale")
+			f.led.Arm(ledger.StmtComplete, cassandra.FaultUnavailable, 1)
+			_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+			f.svc.Wait()
+			wantFault(t, err, fault.Unavailable)
+			rec, _ := f.led.Record(ledger.Key{Tenant: testTenant, Operation: in.Operation, RequestID: uuid.MustParse(in.RequestID)})
+			return rec
+		}, ledger.Pending, 0},
 		{"its order is not there", func(t *testing.T, f *changeFixture) ledger.Record {
 			in := f.amend(1, "x")
 			in.OrderID = uuid.NewString()

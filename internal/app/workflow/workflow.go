@@ -846,7 +846,12 @@ func (s *Service) changeRequest(ctx context.Context, rec ledger.Record) (ledger.
 	}
 	res, _, done, err := s.changeRecorded(ctx, rec.Key, rec.Fingerprint, cmd)
 	switch {
-	case fault.KindOf(err) == fault.Conflict || fault.KindOf(err) == fault.NotFound:
+	case receipt(err) || fault.KindOf(err) == fault.Conflict || fault.KindOf(err) == fault.NotFound:
+		// A refusal recorded with the order (or a request id reused) whose
+		// receipt is not in the ledger yet, or a change of no order: the
+		// request stays as the ledger has it until an attempt or the
+		// reconciler writes the receipt. The change's answer is not the
+		// request's: it is no error here.
 		return rec, nil
 	case err != nil:
 		return ledger.Record{}, err
