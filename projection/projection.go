@@ -279,8 +279,10 @@ func (p *Store) ChangeEvents(ctx context.Context, tenant string, id uuid.UUID) (
 // creation write time of its order (created, the order's claim time) plus
 // the version c made. Every finisher writes the same; a later version's
 // cells win over an earlier one's whatever order the writes arrive in, and
-// every change's over the creation's. (Microseconds: versions would need
-// to exceed a million to reach the next millisecond's creation.)
+// every change's over the creation's. (In microseconds: from version
+// 1,000 a change's write time passes into the next millisecond, which is
+// harmless: nothing but the order's own creation and changes writes its
+// cells.)
 func ChangeTimestamp(created time.Time, c order.Change) int64 { return created.UnixMicro() + c.Version }
 
 // WriteChange projects the accepted change c of order o (o as it is at
