@@ -790,7 +790,10 @@ func (l *Loop) retryLater(ctx context.Context, e ledger.DueEntry, rec ledger.Rec
 		return false, fmt.Errorf("record failed attempt (%v): %w", ferr, err)
 	}
 	attempts := rec.Attempts + 1
-	now := l.now().UTC().Truncate(time.Millisecond) // as the queue stores times
+	now, err := l.stamp()
+	if err != nil {
+		return false, fmt.Errorf("reschedule after a failed attempt (%v): %w", ferr, err)
+	}
 	due := now.Add(l.backoff(attempts))
 	owed := settled == ledger.EventOwed
 	if owed {
@@ -857,8 +860,27 @@ func (l *Loop) redeliver(ctx context.Context, e ledger.DueEntry, open *openSet, 
 // postpone moves e a backoff maximum on from now (a plain move of this
 // instance's own queue row) and returns when it falls due again.
 func (l *Loop) postpone(ctx context.Context, e ledger.DueEntry) (time.Time, error) {
-	due := l.now().UTC().Truncate(time.Millisecond).Add(l.cfg.BackoffMax) // as the queue stores times
+	now, err := l.stamp()
+	if err != nil {
+		return time.Time{}, err
+	}
+	due := now.Add(l.cfg.BackoffMax)
 	return due, l.ledger.Reschedule(ctx, e, due)
+}
+
+// stamp is the time a rescheduled entry is dated from: this clock, as the
+// queue stores times, once Config.Clock says it may be trusted. A pass
+// checks the clock when it starts, but an entry is rescheduled when its
+// attempt ends: a clock stepped back meanwhile would file the entry in a
+// minute the shard's cursor has passed, where no pass reads again. Refused,
+// the entry stays where it is, unsettled, for a later pass.
+func (l *Loop) stamp() (time.Time, error) {
+	if l.cfg.Clock != nil {
+		if err := l.cfg.Clock(); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return l.now().UTC().Truncate(time.Millisecond), nil
 }
 
 // leaveForNewerRelease keeps the entry of a request whose operation this

@@ -105,6 +105,13 @@ type Config struct {
 	Interval time.Duration
 	// Now is this process's clock; default time.Now.
 	Now func() time.Time
+	// Monotonic is the time elapsed on a clock that nobody sets or steps
+	// (default: Go's monotonic clock, from the Monitor's creation). Check
+	// compares how far Now moved since the last measurement with how far
+	// this moved, so a step of Now between measurements (an operator's
+	// date, an NTP step, a VM resumed from a snapshot) is seen at once,
+	// not at the next measurement.
+	Monotonic func() time.Duration
 	// OnMeasure, if set, is told every estimate (for metrics).
 	OnMeasure func(Estimate)
 }
@@ -116,9 +123,13 @@ type Monitor struct {
 	cluster ClusterClock
 	log     *slog.Logger
 
-	mu      sync.Mutex
-	last    Estimate
-	known   bool
+	mu    sync.Mutex
+	last  Estimate
+	known bool
+	// wallAt and monoAt are Now (without its monotonic reading) and
+	// Monotonic read together when last was kept.
+	wallAt  time.Time
+	monoAt  time.Duration
 	skewed  bool // the last estimate was beyond Max (logged once per change)
 	lastErr error
 }
@@ -131,6 +142,10 @@ func New(cfg Config, cluster ClusterClock, log *slog.Logger) *Monitor {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Monotonic == nil {
+		start := time.Now()
+		cfg.Monotonic = func() time.Duration { return time.Since(start) }
 	}
 	return &Monitor{cfg: cfg, cluster: cluster, log: log}
 }
@@ -152,6 +167,7 @@ func (m *Monitor) Measure(ctx context.Context) (Estimate, error) {
 		return m.last, err
 	}
 	m.last, m.known = e, true
+	m.wallAt, m.monoAt = m.cfg.Now().Round(0), m.cfg.Monotonic()
 	if m.cfg.OnMeasure != nil {
 		m.cfg.OnMeasure(e)
 	}
@@ -197,17 +213,24 @@ func (m *Monitor) Last() (Estimate, bool) {
 	return m.last, m.known
 }
 
-// Check is nil while the latest estimate is within Max, and a CLOCK_SKEWED
-// error (kind Unavailable) otherwise, or while no estimate was ever taken.
+// Check is nil while this clock is within Max of the cluster's, and a
+// CLOCK_SKEWED error (kind Unavailable) otherwise, or while no estimate was
+// ever taken. The skew is the latest estimate's offset plus how far this
+// clock stepped since (Config.Monotonic): a step is acted on from the
+// moment it happens, and an estimate, however old, is as good as the
+// monotonic clock's rate.
 func (m *Monitor) Check() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.known {
 		return fault.New(fault.ReasonClockSkewed, fmt.Errorf("the clock's skew against the cluster's is not measured yet: %v", m.lastErr))
 	}
-	if b := m.last.Bound(); b > m.cfg.Max {
-		return fault.New(fault.ReasonClockSkewed, fmt.Errorf("this clock is %s off the cluster's (±%s), more than the allowed %s",
-			m.last.Offset, m.last.Uncertainty, m.cfg.Max))
+	now := m.last
+	step := m.cfg.Now().Round(0).Sub(m.wallAt) - (m.cfg.Monotonic() - m.monoAt)
+	now.Offset += step
+	if b := now.Bound(); b > m.cfg.Max {
+		return fault.New(fault.ReasonClockSkewed, fmt.Errorf("this clock is %s off the cluster's (±%s; %s of it a step since it was measured), more than the allowed %s",
+			now.Offset, now.Uncertainty, step, m.cfg.Max))
 	}
 	return nil
 }

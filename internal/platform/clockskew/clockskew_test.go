@@ -15,16 +15,28 @@ var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // script is a local clock and a cluster clock: each read of the cluster's
 // clock takes rtts[i] by the local clock, answered at the midpoint with the
-// local time minus lead.
+// local time minus lead. The local clock moves on by the reads and by step,
+// which sets it (its monotonic clock, mono, moves on by the reads alone).
 type script struct {
-	local time.Time
-	lead  time.Duration
-	rtts  []time.Duration
-	fail  []bool
-	reads int
+	local   time.Time
+	lead    time.Duration
+	rtts    []time.Duration
+	fail    []bool
+	reads   int
+	stepped time.Duration
 }
 
 func (s *script) now() time.Time { return s.local }
+
+func (s *script) mono() time.Duration { return s.local.Sub(t0) - s.stepped }
+
+// step sets the local clock d on; the cluster's stays where it is.
+func (s *script) step(d time.Duration) {
+	s.local, s.lead, s.stepped = s.local.Add(d), s.lead+d, s.stepped+d
+}
+
+// wait moves both clocks on by d.
+func (s *script) wait(d time.Duration) { s.local = s.local.Add(d) }
 
 func (s *script) cluster(context.Context) (time.Time, error) {
 	i := s.reads
@@ -67,7 +79,7 @@ func TestMeasureKeepsTheLeastUncertainSample(t *testing.T) {
 // estimate.
 func TestCheck(t *testing.T) {
 	s := &script{local: t0, rtts: []time.Duration{2 * time.Millisecond}}
-	m := New(Config{Max: time.Second, Now: s.now}, s.cluster, discard())
+	m := New(Config{Max: time.Second, Now: s.now, Monotonic: s.mono}, s.cluster, discard())
 	if err := m.Check(); fault.ReasonOf(err) != fault.ReasonClockSkewed {
 		t.Fatalf("Check before any measurement = %v, want CLOCK_SKEWED", err)
 	}
@@ -111,7 +123,7 @@ func TestCheck(t *testing.T) {
 // yet, claims stay refused rather than trusting a guess.
 func TestSlowMeasurementIsNotTaken(t *testing.T) {
 	s := &script{local: t0, rtts: []time.Duration{1200 * time.Millisecond}}
-	m := New(Config{Max: time.Second, Now: s.now}, s.cluster, discard())
+	m := New(Config{Max: time.Second, Now: s.now, Monotonic: s.mono}, s.cluster, discard())
 	if _, err := m.Measure(context.Background()); err == nil {
 		t.Fatal("Measure with 1.2 s round trips and a 1 s bound = nil, want it refused as too uncertain")
 	}
@@ -131,5 +143,51 @@ func TestSlowMeasurementIsNotTaken(t *testing.T) {
 	}
 	if err := m.Check(); err != nil {
 		t.Errorf("Check after a slow measurement = %v, want the last trusted estimate's nil", err)
+	}
+}
+
+// A step of this clock between two measurements is acted on at once: Check
+// adds it to the last estimate, however old that is (here every later
+// measurement is too slow to be taken, for an hour). A step back to the
+// cluster's time, as NTP makes it, is accepted at once too.
+func TestCheckSeesAStepBetweenMeasurements(t *testing.T) {
+	s := &script{local: t0, rtts: []time.Duration{4 * time.Millisecond}}
+	m := New(Config{Max: 2 * time.Second, Now: s.now, Monotonic: s.mono}, s.cluster, discard())
+	if _, err := m.Measure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.wait(5 * time.Second)
+	if err := m.Check(); err != nil {
+		t.Fatalf("Check 5 s after a good measurement, no step = %v", err)
+	}
+	for _, d := range []time.Duration{10 * time.Minute, -10 * time.Minute} {
+		s.step(d)
+		if err := m.Check(); fault.ReasonOf(err) != fault.ReasonClockSkewed {
+			t.Errorf("Check right after a step of %s = %v, want CLOCK_SKEWED", d, err)
+		}
+		s.step(-d)
+		if err := m.Check(); err != nil {
+			t.Errorf("Check after a step of %s and back = %v, want nil", d, err)
+		}
+	}
+	s.step(10 * time.Minute)
+	s.rtts = []time.Duration{3 * time.Second} // too slow to tell: no measurement is taken
+	for range 360 {
+		s.wait(10 * time.Second)
+		_, _ = m.Measure(context.Background())
+	}
+	if err := m.Check(); fault.ReasonOf(err) != fault.ReasonClockSkewed {
+		t.Errorf("Check an hour after a 10 min step, no measurement taken since = %v, want CLOCK_SKEWED", err)
+	}
+	s.rtts = []time.Duration{4 * time.Millisecond}
+	if _, err := m.Measure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Check(); fault.ReasonOf(err) != fault.ReasonClockSkewed {
+		t.Errorf("Check measured 10 min off = %v, want CLOCK_SKEWED", err)
+	}
+	s.step(-10 * time.Minute) // NTP sets the clock right
+	if err := m.Check(); err != nil {
+		t.Errorf("Check right after the clock was set right = %v, want nil", err)
 	}
 }
