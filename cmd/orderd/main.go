@@ -709,6 +709,11 @@ func transportLimits(cfg *config) []grpc.ServerOption {
 		// own, as without the pool.
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.MaxRecvMsgSize(cfg.maxRecvBytes),
+		// Stop (the shutdown grace ran out) cancels the calls still open
+		// and waits for their handlers to return: a handler that outlived
+		// it would hand the workflow a background delivery after the
+		// workflow was waited for, on a publisher and session being closed.
+		grpc.WaitForHandlers(true),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionAge:      cfg.maxConnAge,
