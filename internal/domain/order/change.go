@@ -101,13 +101,14 @@ func checkUUID(v *violations, field, s, missing string) uuid.UUID {
 }
 
 // canonicalNote is the shipping note in Unicode NFC with surrounding
-// whitespace trimmed, so that what looks the same is the same command.
+// whitespace trimmed and every line break a line feed (a browser's
+// textarea sends CRLF), so that what looks the same is the same command.
 func canonicalNote(v *violations, s string) string {
 	if !utf8.ValidString(s) {
 		v.add("shipping_note", "must be valid UTF-8")
 		return ""
 	}
-	s = strings.TrimSpace(norm.NFC.String(s))
+	s = strings.TrimSpace(lineBreaks.Replace(norm.NFC.String(s)))
 	switch {
 	case utf8.RuneCountInString(s) > MaxShippingNoteLength:
 		v.add("shipping_note", fmt.Sprintf("at most %d characters", MaxShippingNoteLength))
@@ -116,6 +117,9 @@ func canonicalNote(v *violations, s string) string {
 	}
 	return s
 }
+
+// lineBreaks makes CRLF and a lone CR a line feed.
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
 // Encode is the canonical encoding of c (version v1).
 func (c ChangeCommand) Encode() []byte {

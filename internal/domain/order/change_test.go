@@ -16,8 +16,9 @@ func amendInput(note string) ChangeInput {
 		OrderID: "27000000-0000-0000-0000-000000000001", ExpectedVersion: 7, ShippingNote: note}
 }
 
-// What looks the same is the same change: NFC and surrounding whitespace
-// do not change the fingerprint; another note, version or operation does.
+// What looks the same is the same change: NFC, surrounding whitespace and
+// how line breaks are written (LF, CRLF, CR) do not change the fingerprint;
+// another note, version or operation does.
 func TestChangeCanonicalForm(t *testing.T) {
 	fp := func(in ChangeInput) string {
 		t.Helper()
@@ -30,6 +31,12 @@ func TestChangeCanonicalForm(t *testing.T) {
 	base := fp(amendInput("Café door"))
 	if got := fp(amendInput("  Cafe\u0301 door\n")); got != base {
 		t.Errorf("decomposed and padded note: another fingerprint")
+	}
+	lf := fp(amendInput("ring twice\nback door"))
+	for _, note := range []string{"ring twice\r\nback door", "ring twice\rback door"} {
+		if fp(amendInput(note)) != lf {
+			t.Errorf("note %q: another fingerprint than with a line feed", note)
+		}
 	}
 	other := amendInput("Café door")
 	other.ExpectedVersion = 8
@@ -105,7 +112,7 @@ func TestOrderAtHistory(t *testing.T) {
 }
 
 func FuzzCanonicalizeChangeNote(f *testing.F) {
-	for _, s := range []string{"", "door", " Cafe\u0301 ", "a\nb", "\x00", "\xff"} {
+	for _, s := range []string{"", "door", " Cafe\u0301 ", "a\nb", "a\r\nb", "a\rb", "\x00", "\xff"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, note string) {
