@@ -104,7 +104,7 @@ func TestRescheduleAfterAClockStepBackStaysReadable(t *testing.T) {
 
 	const shard = 7
 	rec, _ := h.addPending(t, shard, t0.Add(-40*time.Second)) // due about 11:59:50
-	h.fin.SetFail(1)                                            // its first attempt fails
+	h.fin.SetFail(1)                                          // its first attempt fails
 	block := h.blockFirstFinish()
 	t.Cleanup(block.finish)
 	done := make(chan error, 1)

@@ -45,7 +45,9 @@ func TestStopWaitsForHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	go func() { _, _ = healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{}) }()
+	go func() {
+		_, _ = healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	}()
 	select {
 	case <-h.entered:
 	case <-time.After(5 * time.Second):
