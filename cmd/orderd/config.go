@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -385,12 +386,6 @@ func (c *config) validate(cmd string) error {
 	if c.projectionBatch < 0 || c.projectionBatch > 10 {
 		return fmt.Errorf("projection-batch %d: use 1 to 10 (0: the default, %d): a batch over 10 partitions makes Cassandra warn", c.projectionBatch, projection.DefaultBatch)
 	}
-	if c.rateAttempts < 0 || c.rateReplays < 0 {
-		return fmt.Errorf("rate-attempts and rate-replays must not be negative (0: unlimited)")
-	}
-	if c.maxStreams < 0 || c.maxRecvBytes < 0 || c.maxConnAge < 0 {
-		return fmt.Errorf("grpc-max-streams, grpc-max-recv-bytes and grpc-max-connection-age must not be negative")
-	}
 	if err := c.cassandraAccess.Check(); err != nil {
 		return err
 	}
@@ -404,6 +399,10 @@ func (c *config) validate(cmd string) error {
 	}
 	return nil
 }
+
+// minRecvBytes is the least grpc-max-recv-bytes: a CreateOrder of a few
+// lines.
+const minRecvBytes = 1024
 
 // rangeErrors names every numeric setting of the command outside the range
 // it can work in, by flag and variable, so that one failed start shows them
@@ -437,6 +436,15 @@ func (c *config) rangeErrors() []string {
 		{"publish-timeout", c.publishTimeout > 0, c.publishTimeout, "a positive duration"},
 		{"request-timeout", c.requestTimeout > 0, c.requestTimeout, "a positive duration"},
 		{"shutdown-grace", c.shutdownGrace >= 0, c.shutdownGrace, "0 (stop at once) or more"},
+		// NaN compares false both ways: "not negative" must be asked as
+		// ">= 0", or a NaN rate (which admits every call) passes.
+		{"rate-attempts", c.rateAttempts >= 0 && !math.IsInf(c.rateAttempts, 0), c.rateAttempts, "0 (unlimited) or a positive number"},
+		{"rate-replays", c.rateReplays >= 0 && !math.IsInf(c.rateReplays, 0), c.rateReplays, "0 (unlimited) or a positive number"},
+		// gRPC reads 0 streams as no limit at all, and 0 bytes refuses
+		// every request with a body.
+		{"grpc-max-streams", c.maxStreams >= 1 && c.maxStreams <= math.MaxUint32, c.maxStreams, "1 to 4294967295"},
+		{"grpc-max-recv-bytes", c.maxRecvBytes >= minRecvBytes, c.maxRecvBytes, fmt.Sprintf("at least %d", minRecvBytes)},
+		{"grpc-max-connection-age", c.maxConnAge > 0, c.maxConnAge, "a positive duration"},
 	}
 	var errs []string
 	for _, ch := range checks {

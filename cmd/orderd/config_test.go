@@ -63,7 +63,8 @@ func serveConfig(t *testing.T, name, value string, args []string) (config, error
 // anything connects, naming the flag and its variable: a request timeout
 // of 0 would fail every call, a reconcile grace of 0 would silently become
 // 30 s behind the grace-versus-timeout check, a negative grace would make
-// claims due while their handler still works on them.
+// claims due while their handler still works on them, a NaN rate or 0 gRPC
+// streams would lift a limit, 0 receive bytes would refuse every request.
 func TestSettingsOutOfRangeAreRefusedNamingTheVariable(t *testing.T) {
 	for _, tc := range []struct{ flag, value string }{
 		{"cql-timeout", "0s"},
@@ -86,6 +87,15 @@ func TestSettingsOutOfRangeAreRefusedNamingTheVariable(t *testing.T) {
 		{"publish-timeout", "0s"},
 		{"request-timeout", "0s"},
 		{"shutdown-grace", "-1s"},
+		{"rate-attempts", "-1"},
+		{"rate-attempts", "NaN"},
+		{"rate-replays", "NaN"},
+		{"rate-replays", "+Inf"},
+		{"grpc-max-streams", "0"},
+		{"grpc-max-streams", "4294967296"},
+		{"grpc-max-recv-bytes", "0"},
+		{"grpc-max-recv-bytes", "1023"},
+		{"grpc-max-connection-age", "0s"},
 	} {
 		name := envName(tc.flag)
 		t.Run(name+"="+tc.value, func(t *testing.T) {
@@ -104,6 +114,10 @@ func TestSettingsOutOfRangeAreRefusedNamingTheVariable(t *testing.T) {
 		{"ORDERD_RECONCILE_BACKOFF_MAX", "5s"}, // equal to the first backoff
 		{"ORDERD_KAFKA_LINGER", "0s"},
 		{"ORDERD_KAFKA_LINGER", "1s"},
+		{"ORDERD_RATE_ATTEMPTS", "0"},
+		{"ORDERD_GRPC_MAX_STREAMS", "1"},
+		{"ORDERD_GRPC_MAX_STREAMS", "4294967295"},
+		{"ORDERD_GRPC_MAX_RECV_BYTES", "1024"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			if _, err := serveConfig(t, tc.name, tc.value, nil); err != nil {
