@@ -3,12 +3,16 @@ package auth
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/atlasmart/orderd/internal/adapters/auth/authtest"
@@ -177,4 +181,54 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// A key marked for encryption or for another algorithm verifies no token,
+// whether the key set comes from the file or from the issuer's URL; the
+// same key without those marks does.
+func TestKeyUseAndAlgAreHeldFromEitherSource(t *testing.T) {
+	sources := map[string]func(t *testing.T, set []byte) *JWTVerifier{
+		"file": func(t *testing.T, set []byte) *JWTVerifier {
+			v, err := NewJWTVerifier(JWTConfig{Issuer: "https://idp.test", Audience: "orderd"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := v.Load(set); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		},
+		"url": func(t *testing.T, set []byte) *JWTVerifier {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(set) }))
+			t.Cleanup(srv.Close)
+			return remoteVerifier(t, JWKSConfig{URL: srv.URL}, slog.New(slog.DiscardHandler))
+		},
+	}
+	for source, verifier := range sources {
+		for name, tc := range map[string]struct {
+			mark func(*jose.JSONWebKey)
+			ok   bool
+		}{
+			"unmarked":  {func(*jose.JSONWebKey) {}, true},
+			"use sig":   {func(k *jose.JSONWebKey) { k.Use = "sig" }, true},
+			"alg ES256": {func(k *jose.JSONWebKey) { k.Algorithm = "ES256" }, true},
+			"use enc":   {func(k *jose.JSONWebKey) { k.Use = "enc" }, false},
+			"alg ES384": {func(k *jose.JSONWebKey) { k.Algorithm = "ES384" }, false},
+		} {
+			t.Run(source+"/"+name, func(t *testing.T) {
+				k := authtest.NewKey(t, "k1")
+				pub := k.Public()
+				tc.mark(&pub)
+				set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{pub}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				std, claims := validClaims()
+				id, err := verifier(t, set).Verify(context.Background(), k.Sign(t, std, claims))
+				if tc.ok != (err == nil) {
+					t.Errorf("Verify with the key %s = %+v, %v; want accepted: %v", name, id, err, tc.ok)
+				}
+			})
+		}
+	}
 }

@@ -110,17 +110,36 @@ func (v *JWTVerifier) Verify(ctx context.Context, raw string) (Identity, error) 
 	return Identity{Tenant: tc.Tenant, Name: std.Subject, Method: MethodJWT, Permissions: perms}, nil
 }
 
-// key is what verifies tok's signature: the file's whole set (go-jose picks
-// the key by kid), or the issuer's key of tok's kid.
+// key is what verifies tok's signature: the key of tok's kid, from the
+// file's set or the issuer's, held to its use and alg as either way.
 func (v *JWTVerifier) key(ctx context.Context, tok *jwt.JSONWebToken) (any, error) {
+	h := tok.Headers[0]
 	if v.remote != nil {
-		return v.remote.key(ctx, tok.Headers[0])
+		return v.remote.key(ctx, h)
 	}
 	set := v.jwks.Load()
 	if set == nil {
 		return nil, errors.New("no key set loaded")
 	}
-	return set, nil
+	if h.KeyID == "" {
+		return nil, errors.New("the token names no key (kid)")
+	}
+	keys := set.Key(h.KeyID)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("key id %q is not in the key file", h.KeyID)
+	}
+	var refused error
+	for _, k := range keys {
+		switch {
+		case k.Use != "" && k.Use != "sig":
+			refused = fmt.Errorf("key id %q of the key file is for %q, not signatures", h.KeyID, k.Use)
+		case k.Algorithm != "" && k.Algorithm != h.Algorithm:
+			refused = fmt.Errorf("key id %q of the key file is for %s, the token says %s", h.KeyID, k.Algorithm, h.Algorithm)
+		default:
+			return k.Key, nil
+		}
+	}
+	return nil, refused
 }
 
 // looksLikeJWT reports whether a bearer token has a compact JWS's shape.
