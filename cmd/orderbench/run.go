@@ -169,7 +169,7 @@ func runCmd(args []string) error {
 		"ORDERD_LOG_LEVEL=warn", "ORDERD_KAFKA_BROKERS="+f.kafka, "ORDERD_KAFKA_TOPIC="+topic,
 		// The benchmark measures capacity, not the per-tenant limits: a
 		// replay storm can pass their defaults.
-		"ORDERD_RATE_ATTEMPTS=0", "ORDERD_RATE_REPLAYS=0")
+		"ORDERD_RATE_ATTEMPTS=0", "ORDERD_RATE_REPLAYS=0", "ORDERD_RATE_READS=0")
 	kafkaConn, err := benchKafka(f.kafkaDir)
 	if err != nil {
 		return err

@@ -41,6 +41,7 @@ type config struct {
 	projectionBatch   int
 	rateAttempts      float64
 	rateReplays       float64
+	rateReads         float64
 	requestTimeout    time.Duration
 	shutdownGrace     time.Duration
 	maxStreams        int
@@ -116,6 +117,7 @@ func (c *config) flags(cmd string) *flag.FlagSet {
 		fs.DurationVar(&c.takeoverAfter, "takeover-after", c.envDuration("ORDERD_TAKEOVER_AFTER", time.Second), "age after which a retry finishes a PENDING request itself instead of waiting")
 		fs.Float64Var(&c.rateAttempts, "rate-attempts", c.envFloat("ORDERD_RATE_ATTEMPTS", 2000), "CreateOrder calls per second per tenant that may reach the database (new requests, and duplicates the replay cache cannot answer); over it: RESOURCE_EXHAUSTED; 0: unlimited")
 		fs.Float64Var(&c.rateReplays, "rate-replays", c.envFloat("ORDERD_RATE_REPLAYS", 10000), "duplicates per second per tenant answered from the replay cache; over it: RESOURCE_EXHAUSTED; 0: unlimited")
+		fs.Float64Var(&c.rateReads, "rate-reads", c.envFloat("ORDERD_RATE_READS", 5000), "reads per second per tenant (GetOrder, GetRequest, a call of ListCustomerOrders or ListRequests); over it: RESOURCE_EXHAUSTED; 0: unlimited")
 		fs.IntVar(&c.replayCacheSize, "replay-cache-size", c.envInt("ORDERD_REPLAY_CACHE_SIZE", 10_000), "recent recorded outcomes kept in memory to answer duplicates without a ledger read (a few hundred bytes each); 0 disables")
 		fs.IntVar(&c.projectionBatch, "projection-batch", c.envInt("ORDERD_PROJECTION_BATCH", projection.DefaultBatch), "most orders whose rows of one projection table share one write (an unlogged batch), or whose reads share one query, when they meet under load; 1: every row and read alone (docs/architecture.md, \"Group-committed projection rows and grouped reads\")")
 		fs.StringVar(&c.failpoints, "failpoints", c.env("ORDERD_FAILPOINTS", ""), "failpoints to arm, for tests only (see internal/platform/failpoint)")
@@ -440,6 +442,7 @@ func (c *config) rangeErrors() []string {
 		// ">= 0", or a NaN rate (which admits every call) passes.
 		{"rate-attempts", c.rateAttempts >= 0 && !math.IsInf(c.rateAttempts, 0), c.rateAttempts, "0 (unlimited) or a positive number"},
 		{"rate-replays", c.rateReplays >= 0 && !math.IsInf(c.rateReplays, 0), c.rateReplays, "0 (unlimited) or a positive number"},
+		{"rate-reads", c.rateReads >= 0 && !math.IsInf(c.rateReads, 0), c.rateReads, "0 (unlimited) or a positive number"},
 		// gRPC reads 0 streams as no limit at all, and 0 bytes refuses
 		// every request with a body.
 		{"grpc-max-streams", c.maxStreams >= 1 && c.maxStreams <= math.MaxUint32, c.maxStreams, "1 to 4294967295"},

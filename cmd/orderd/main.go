@@ -158,6 +158,7 @@ type app struct {
 	requests    *workflow.Requests // the requests' use cases: GetRequest, ListRequests, requeue (gRPC and CLI)
 	publisher   *outbox.Kafka      // nil when delivery is off
 	metrics     *metrics.Metrics   // nil when not exported
+	admission   *limit.Tenants     // per-tenant rate limits, writes' and reads'
 	clock       *clockskew.Monitor
 	now         func() time.Time // this process's clock (ORDERD_CLOCK_LEAD shifts it in test builds)
 	coord       *leases.Leases
@@ -247,9 +248,9 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	if cacheSize <= 0 {
 		cacheSize = -1 // off; a zero workflow.Config field means the default
 	}
-	wcfg := workflow.Config{TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize,
-		Admission: limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays}),
-		Versions:  versions.NewCassandraStore(stmts), Clock: clock.Check, Now: now}
+	admission := limit.New(limit.Config{Attempts: cfg.rateAttempts, Replays: cfg.rateReplays, Reads: cfg.rateReads})
+	wcfg := workflow.Config{TakeoverAfter: cfg.takeoverAfter, ReplayCacheSize: cacheSize, Admission: admission,
+		Versions: versions.NewCassandraStore(stmts), Clock: clock.Check, Now: now}
 	coord := leases.NewCassandraCoordinator(stmts, workflow.Operations()...)
 	wcfg.Enabled = reconciler.NewFleet(coord, fleetReadTTL).Finishes
 	if m != nil {
@@ -266,7 +267,7 @@ func newApp(ctx context.Context, cfg *config, log *slog.Logger, obs *observabili
 	wf := workflow.New(wcfg, store, projections, failpoints, log)
 	return &app{session: session, stmts: stmts, ledger: store, projections: projections, workflow: wf,
 		requests: workflow.NewRequests(wf, store), publisher: publisher, metrics: m,
-		clock: clock, now: now, coord: coord}, nil
+		clock: clock, now: now, coord: coord, admission: admission}, nil
 }
 
 // processClock is the clock this process dates claims and judges due
@@ -598,7 +599,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 		return err
 	}
 	api, err := grpcapi.New(grpcapi.Config{PageTokenKey: key, Auth: sec.authn, AuthObserver: a.metrics, Requests: a.requests}, wf,
-		workflow.NewOrders(a.projections), log)
+		workflow.NewOrders(a.projections, a.admission), log)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (r *monthReader) add(month string, n int) {
 func newListAPI(t *testing.T, r workflow.OrderReader) *Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}}, workflow.New(workflow.Config{}, &spyLedger{}, unusedProjector{}, nil, log), workflow.NewOrders(r), log)
+	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}}, workflow.New(workflow.Config{}, &spyLedger{}, unusedProjector{}, nil, log), workflow.NewOrders(r, nil), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func newRequestsAPI(t *testing.T, sc workflow.RequestLedger, proj workflow.Proje
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	wf := workflow.New(workflow.Config{}, &spyLedger{}, proj, nil, log)
 	s, err := New(Config{PageTokenKey: testKey, Auth: &auth.Authenticator{}, Requests: workflow.NewRequests(wf, sc)},
-		wf, workflow.NewOrders(&monthReader{}), log)
+		wf, workflow.NewOrders(&monthReader{}, nil), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func newTestAPI(t *testing.T, key []byte) (*Server, *spyLedger, *fakeReader) {
 	l := &spyLedger{}
 	wf := workflow.New(workflow.Config{}, l, unusedProjector{}, nil, log)
 	r := &fakeReader{}
-	s, err := New(Config{PageTokenKey: key, Auth: &auth.Authenticator{}}, wf, workflow.NewOrders(r), log)
+	s, err := New(Config{PageTokenKey: key, Auth: &auth.Authenticator{}}, wf, workflow.NewOrders(r, nil), log)
 	if err != nil {
 		t.Fatal(err)
 	}

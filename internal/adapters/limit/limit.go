@@ -1,9 +1,10 @@
 // Package limit holds per-tenant rate limits: one tenant's
-// flood must not take the cluster from the others. Two budgets per tenant:
-// attempts that reach the database (a new request, or a duplicate the
-// replay cache cannot answer) and replays answered from the cache, which
-// cost no database work but still cost the process; a pathological retry
-// loop hits the second.
+// flood must not take the cluster from the others. Three budgets per
+// tenant: write attempts that reach the database (a new request or change,
+// or a duplicate the replay cache cannot answer), replays answered from the
+// cache, which cost no database work but still cost the process (a
+// pathological retry loop hits this one), and reads (GetOrder, GetRequest,
+// a call of a listing).
 package limit
 
 import (
@@ -20,6 +21,7 @@ import (
 type Config struct {
 	Attempts float64
 	Replays  float64
+	Reads    float64
 	// Now is the limits' clock; default time.Now.
 	Now func() time.Time
 }
@@ -34,6 +36,7 @@ type Tenants struct {
 	mu       sync.Mutex
 	attempts map[string]*rate.Limiter
 	replays  map[string]*rate.Limiter
+	reads    map[string]*rate.Limiter
 }
 
 // New returns per-tenant limits.
@@ -41,12 +44,16 @@ func New(cfg Config) *Tenants {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Tenants{cfg: cfg, now: cfg.Now, attempts: map[string]*rate.Limiter{}, replays: map[string]*rate.Limiter{}}
+	return &Tenants{cfg: cfg, now: cfg.Now, attempts: map[string]*rate.Limiter{}, replays: map[string]*rate.Limiter{},
+		reads: map[string]*rate.Limiter{}}
 }
 
 // Attempt admits one call of tenant that will reach the database, or
 // returns RATE_LIMITED with how long to wait.
 func (t *Tenants) Attempt(tenant string) error { return t.admit(t.attempts, t.cfg.Attempts, tenant) }
+
+// Read admits one read of tenant, as Attempt does.
+func (t *Tenants) Read(tenant string) error { return t.admit(t.reads, t.cfg.Reads, tenant) }
 
 // Replay admits one duplicate of tenant answered from the replay cache.
 func (t *Tenants) Replay(tenant string) error { return t.admit(t.replays, t.cfg.Replays, tenant) }

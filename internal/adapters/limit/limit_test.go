@@ -24,6 +24,9 @@ func TestTenantsLimitEachTenantAndBudgetApart(t *testing.T) {
 	if err := l.Attempt("b"); err != nil {
 		t.Errorf("another tenant's attempt: %v, want admitted", err)
 	}
+	if err := l.Read("a"); err != nil {
+		t.Errorf("a read of tenant a (unlimited here) while its attempts are spent: %v", err)
+	}
 	for i := range 3 {
 		if err := l.Replay("a"); err != nil {
 			t.Errorf("replay %d of tenant a (its own budget): %v", i, err)
@@ -42,7 +45,7 @@ func TestTenantsLimitEachTenantAndBudgetApart(t *testing.T) {
 func TestZeroRateIsUnlimited(t *testing.T) {
 	l := New(Config{})
 	for range 10_000 {
-		if l.Attempt("a") != nil || l.Replay("a") != nil {
+		if l.Attempt("a") != nil || l.Replay("a") != nil || l.Read("a") != nil {
 			t.Fatal("a zero rate refused a call")
 		}
 	}

@@ -23,16 +23,29 @@ type OrderReader interface {
 // Orders is the read side of orders (GetOrder, ListCustomerOrders): the
 // one door the transport reads them through, so that it knows no store.
 type Orders struct {
-	reader OrderReader
+	reader    OrderReader
+	admission Admission
 }
 
-// NewOrders returns the order reads over r.
-func NewOrders(r OrderReader) *Orders { return &Orders{reader: r} }
+// NewOrders returns the order reads over r, each call admitted by a (nil
+// admits all).
+func NewOrders(r OrderReader, a Admission) *Orders { return &Orders{reader: r, admission: a} }
+
+// admit admits one read of tenant.
+func (o *Orders) admit(tenant string) error {
+	if o.admission == nil {
+		return nil
+	}
+	return o.admission.Read(tenant)
+}
 
 // Get returns the order with id of tenant. Another tenant's order is
 // looked up under this tenant's key: it is not found, exactly as an id
 // that never existed.
 func (o *Orders) Get(ctx context.Context, tenant string, id uuid.UUID) (order.Order, error) {
+	if err := o.admit(tenant); err != nil {
+		return order.Order{}, err
+	}
 	return o.reader.Order(ctx, tenant, id)
 }
 
@@ -60,6 +73,9 @@ type CustomerOrdersPage struct {
 // maxReads reads were made (so a call over a range of empty months stays
 // cheap: the page comes back short, with a position at the next month).
 func (o *Orders) CustomerOrders(ctx context.Context, tenant, customerID string, at MonthPosition, size, maxReads int) (CustomerOrdersPage, error) {
+	if err := o.admit(tenant); err != nil {
+		return CustomerOrdersPage{}, err
+	}
 	var out CustomerOrdersPage
 	for read := 0; ; read++ {
 		if read == maxReads || len(out.Orders) == size {

@@ -82,6 +82,9 @@ func (r *Requests) Operable() bool { return r != nil && r.ledger != nil }
 
 // Get returns a request as its client would see it (Service.Request).
 func (r *Requests) Get(ctx context.Context, tenant, operation string, requestID uuid.UUID) (Request, error) {
+	if err := r.svc.admit(Admission.Read, tenant); err != nil {
+		return Request{}, err
+	}
 	rec, err := r.svc.Request(ctx, tenant, operation, requestID)
 	if err != nil {
 		return Request{}, err
@@ -105,6 +108,9 @@ const resolveConcurrency = 16
 // start), keeping tenant's requests that are, once resolved, in one of
 // states (PENDING, FAILED): at most size of them.
 func (r *Requests) List(ctx context.Context, tenant string, states []RequestState, size int, next []byte) (RequestsPage, error) {
+	if err := r.svc.admit(Admission.Read, tenant); err != nil {
+		return RequestsPage{}, err
+	}
 	f := ledger.ScanFilter{Tenant: tenant, Resolve: r.resolveAll}
 	for _, st := range states {
 		f.States = append(f.States, ledger.State(st))

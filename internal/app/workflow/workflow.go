@@ -60,6 +60,8 @@ type Admission interface {
 	Attempt(tenant string) error
 	// Replay admits a duplicate answered from the replay cache.
 	Replay(tenant string) error
+	// Read admits a read: GetOrder, GetRequest, one call of a listing.
+	Read(tenant string) error
 }
 
 // Config tunes the workflow. Zero fields take defaults.
