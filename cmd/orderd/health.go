@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
@@ -60,6 +62,16 @@ type healthOnlyServer struct {
 	srv *grpc.Server
 }
 
+// healthOnlyLimits bound what the plaintext health port accepts: a probe
+// is one small call, and the port may face more than the kubelet (the
+// image listens on every address), so it gets no more than a probe needs.
+var healthOnlyLimits = []grpc.ServerOption{
+	grpc.MaxConcurrentStreams(16),
+	grpc.MaxRecvMsgSize(4096),
+	grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
+	grpc.ConnectionTimeout(5 * time.Second),
+}
+
 // healthListener listens on addr ("" disables: nil, which serves nothing)
 // and marks the liveness service SERVING.
 func healthListener(addr string, h *health.Server) (*healthOnlyServer, error) {
@@ -70,7 +82,7 @@ func healthListener(addr string, h *health.Server) (*healthOnlyServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(healthOnlyLimits...)
 	healthpb.RegisterHealthServer(srv, h)
 	h.SetServingStatus(livenessService, healthpb.HealthCheckResponse_SERVING)
 	return &healthOnlyServer{lis: lis, srv: srv}, nil
