@@ -24,6 +24,34 @@ func stepClock(t *testing.T, h *harness, proc *fakeClock) *clockskew.Monitor {
 	return mon
 }
 
+// steppingInstance is a reconciler on proc's clock, checked by its
+// monitor, holding its shards, every shard's cursor 3 minutes back.
+func steppingInstance(t *testing.T, h *harness, proc *fakeClock) (*Loop, *clockskew.Monitor) {
+	t.Helper()
+	mon := stepClock(t, h, proc)
+	for s := range ledger.PendingShards {
+		h.coord.SetCursor(s, ledger.BucketOf(t0.Add(-3*time.Minute)))
+	}
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL, Clock: mon.Check}, h.ledger, h.fin.Finish, h.coord, discardLog())
+	a.now = proc.Now
+	mustCoordinate(t, a)
+	return a, mon
+}
+
+// reconcileFor runs a correct instance (its clock the cluster's) for d,
+// a pass every 5 s.
+func reconcileFor(t *testing.T, h *harness, d time.Duration) {
+	t.Helper()
+	b := h.member(uuid.New())
+	for range d / (5 * time.Second) {
+		h.clock.Advance(5 * time.Second)
+		mustCoordinate(t, b)
+		if _, err := b.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // This process's clock steps 10 minutes ahead of the cluster's just after
 // a measurement that found them equal. Had the next pass believed it, it
 // would have swept, dropped and passed every minute up to the stepped
@@ -36,13 +64,7 @@ func TestClockStepAheadPassesNoMinuteNotYetWritten(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t0) // the cluster's clock (ledger, coordinator), and every correct process's
 	proc := newFakeClock(t0)
-	mon := stepClock(t, h, proc)
-	for s := range ledger.PendingShards {
-		h.coord.SetCursor(s, ledger.BucketOf(t0.Add(-3*time.Minute)))
-	}
-	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL, Clock: mon.Check}, h.ledger, h.fin.Finish, h.coord, discardLog())
-	a.now = proc.Now
-	mustCoordinate(t, a)
+	a, mon := steppingInstance(t, h, proc)
 	if _, err := a.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +91,7 @@ func TestClockStepAheadPassesNoMinuteNotYetWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A correct instance reconciles for the next 15 minutes.
-	b := h.member(uuid.New())
-	for range 15 * 60 / 5 {
-		h.clock.Advance(5 * time.Second)
-		mustCoordinate(t, b)
-		if _, err := b.Pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reconcileFor(t, h, 15*time.Minute)
 	if h.fin.Calls(rec.RequestID) == 0 {
 		cur, _ := h.coord.CursorOf(shard)
 		t.Errorf("request claimed at %s (entry due %s, minute %s) never reached the finisher in 15 min: shard cursor %s is past its minute; entries left %d",
@@ -94,13 +109,7 @@ func TestRescheduleAfterAClockStepBackStaysReadable(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t0)
 	proc := newFakeClock(t0)
-	mon := stepClock(t, h, proc)
-	for s := range ledger.PendingShards {
-		h.coord.SetCursor(s, ledger.BucketOf(t0.Add(-3*time.Minute)))
-	}
-	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL, Clock: mon.Check}, h.ledger, h.fin.Finish, h.coord, discardLog())
-	a.now = proc.Now
-	mustCoordinate(t, a)
+	a, mon := steppingInstance(t, h, proc)
 
 	const shard = 7
 	rec, _ := h.addPending(t, shard, t0.Add(-40*time.Second)) // due about 11:59:50
@@ -129,14 +138,7 @@ func TestRescheduleAfterAClockStepBackStaysReadable(t *testing.T) {
 	if err := a.coordinate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := h.member(uuid.New())
-	for range 15 * 60 / 5 {
-		h.clock.Advance(5 * time.Second)
-		mustCoordinate(t, b)
-		if _, err := b.Pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reconcileFor(t, h, 15*time.Minute)
 	if n := h.fin.Calls(rec.RequestID); n < 2 || h.fin.Recorded(rec.Key) == 0 {
 		t.Errorf("request whose attempt failed: finisher called %d times in 15 min, order recorded %d; want retried after its backoff and finished",
 			n, h.fin.Recorded(rec.Key))

@@ -32,6 +32,19 @@ type changeFixture struct {
 	order order.Order
 }
 
+// anotherOrder creates a second order of the fixture's tenant.
+func (f *changeFixture) anotherOrder(t *testing.T) order.Order {
+	t.Helper()
+	in := baseInput()
+	in.RequestID = uuid.NewString()
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	return res.Order
+}
+
 func newChangeFixture(t *testing.T, fps *failpoint.Set) *changeFixture {
 	t.Helper()
 	ver, pub := versionstest.NewMemory(), outboxtest.NewMemory()
@@ -988,13 +1001,7 @@ func TestRedeliverPublishesTheEventAsItWasFirstPublished(t *testing.T) {
 // order for good, and the reuse is refused with nothing changed.
 func TestAChangeRequestIDReusedForAnotherOrderIsRefused(t *testing.T) {
 	f := newChangeFixture(t, nil)
-	in := baseInput()
-	in.RequestID = uuid.NewString()
-	other, err := f.svc.CreateOrder(context.Background(), testTenant, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.svc.Wait()
+	other := f.anotherOrder(t)
 	first := f.amend(1, "back door")
 	f.change(t, first)
 	rid := uuid.MustParse(first.RequestID)
@@ -1002,16 +1009,16 @@ func TestAChangeRequestIDReusedForAnotherOrderIsRefused(t *testing.T) {
 
 	published := len(f.pub.Records())
 	reuse := first
-	reuse.OrderID = other.Order.ID.String()
-	_, err = f.svc.ChangeOrder(context.Background(), testTenant, reuse)
+	reuse.OrderID = other.ID.String()
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, reuse)
 	f.svc.Wait()
 	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
 		t.Errorf("reason = %s, want %s", fe.Reason, fault.ReasonRequestIDReused)
 	}
-	if h, _ := f.ver.History(context.Background(), testTenant, other.Order.ID, order.MaxVersion); len(h) != 0 {
+	if h, _ := f.ver.History(context.Background(), testTenant, other.ID, order.MaxVersion); len(h) != 0 {
 		t.Errorf("the other order's history = %+v, want none", h)
 	}
-	if o, _ := f.proj.Order(context.Background(), testTenant, other.Order.ID); o.Version != 1 || o.ShippingNote != "" {
+	if o, _ := f.proj.Order(context.Background(), testTenant, other.ID); o.Version != 1 || o.ShippingNote != "" {
 		t.Errorf("the other order = %+v, want it unchanged at version 1", o)
 	}
 	if n := len(f.pub.Records()); n != published {

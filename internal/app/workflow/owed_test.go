@@ -35,14 +35,7 @@ func TestOwedChangeEventSurvivesItsRequestIDBeingReusedAfterRetention(t *testing
 		t.Run(name, func(t *testing.T) {
 			f := newChangeFixture(t, nil)
 			f.svc.delivery.timeout = 20 * time.Millisecond
-			// A second order, for the reuse.
-			in := baseInput()
-			in.RequestID = uuid.NewString()
-			other, err := f.svc.CreateOrder(context.Background(), testTenant, in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f.svc.Wait()
+			other := f.anotherOrder(t) // for the reuse
 
 			// The amendment is accepted; the broker is down.
 			f.pub.SetDown(true)
@@ -73,7 +66,7 @@ func TestOwedChangeEventSurvivesItsRequestIDBeingReusedAfterRetention(t *testing
 			}
 			if reuse {
 				again := order.ChangeInput{Operation: order.OperationAmend, RequestID: amend.RequestID,
-					OrderID: other.Order.ID.String(), ExpectedVersion: 1, ShippingNote: "other"}
+					OrderID: other.ID.String(), ExpectedVersion: 1, ShippingNote: "other"}
 				_, err := f.svc.ChangeOrder(context.Background(), testTenant, again)
 				f.svc.Wait()
 				if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
