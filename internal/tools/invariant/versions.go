@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -16,6 +17,7 @@ import (
 // The version checks (docs/changes.md): every changed order's
 // history (order_versions) has one change per version from 2 to its
 // current version, no gap and no change twice, nothing after a cancel;
+// no change in two orders' histories;
 // every change id's recorded outcome agrees with the history (accepted:
 // its version's row names it; refused: no row does);
 // the read tables and the consumer show the current version once the last
@@ -139,6 +141,7 @@ func checkVersions(ctx context.Context, s *gocql.Session, cfg Config, now time.T
 		rep.Changes += len(h.rows)
 		v = append(v, checkHistory(k, h, in, consumer, cfg, now)...)
 	}
+	v = append(v, changesOfTwoOrders(histories)...)
 	for k, o := range in.orders {
 		if o.version > order.CreatedVersion && histories[k] == nil {
 			v = append(v, historyBehind(k, o.version, order.CreatedVersion))
@@ -163,6 +166,31 @@ func checkVersions(ctx context.Context, s *gocql.Session, cfg Config, now time.T
 		}
 	}
 	return v, nil
+}
+
+// changesOfTwoOrders: a change id (one change request of one tenant)
+// makes a version of one order only. The same id in two orders' histories
+// is a request id reused for another order and accepted there, which the
+// binding of a change request to its order (change_requests) refuses.
+func changesOfTwoOrders(histories map[key]*history) []string {
+	orders := map[uuid.UUID][]string{}
+	for k, h := range histories {
+		for _, r := range h.rows {
+			if id := k.id.String(); !slices.Contains(orders[r.changeID], id) {
+				orders[r.changeID] = append(orders[r.changeID], id)
+			}
+		}
+	}
+	var v []string
+	for id, ids := range orders {
+		if len(ids) > 1 {
+			slices.Sort(ids)
+			v = append(v, fmt.Sprintf("change %s made versions of %d orders (%s): a change request is bound to one order",
+				id, len(ids), strings.Join(ids, ", ")))
+		}
+	}
+	slices.Sort(v)
+	return v
 }
 
 // historyBehind is the violation of an order whose row shows a version its

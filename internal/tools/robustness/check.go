@@ -34,7 +34,9 @@ func (v Verdict) String() string {
 	return s + ": linearizable"
 }
 
-// Check checks history one order at a time, each within timeout.
+// Check checks history one order at a time, each within timeout, and
+// then what no one order's history shows: a change request id accepted on
+// two orders.
 func Check(history []porcupine.Operation, timeout time.Duration) Verdict {
 	model := Model()
 	v := Verdict{Operations: len(history)}
@@ -52,7 +54,44 @@ func Check(history []porcupine.Operation, timeout time.Duration) Verdict {
 			v.TimedOut = append(v.TimedOut, partitionKey(ops[0].Input.(Input)))
 		}
 	}
+	v.Illegal = append(v.Illegal, changesOnTwoOrders(history)...)
 	return v
+}
+
+// changesOnTwoOrders describes each change request (tenant, operation,
+// request id) accepted on more than one order. orderd binds a change
+// request id to the first order it is sent for, for good: sent for
+// another, it is REQUEST_ID_REUSED. The model checks one order at a time,
+// so this is checked across them.
+func changesOnTwoOrders(history []porcupine.Operation) []string {
+	type request struct {
+		tenant string
+		kind   Kind
+		id     string
+	}
+	orders := map[request][]string{}
+	var order []request
+	for _, op := range history {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if !in.Kind.isChange() || out.Result != OK {
+			continue
+		}
+		r := request{in.Tenant, in.Kind, in.RequestID}
+		if _, seen := orders[r]; !seen {
+			order = append(order, r)
+		}
+		if !slices.Contains(orders[r], in.Order) {
+			orders[r] = append(orders[r], in.Order)
+		}
+	}
+	var out []string
+	for _, r := range order {
+		if len(orders[r]) > 1 {
+			out = append(out, fmt.Sprintf("%s %s of tenant %q accepted on the orders of %s: a change request id is bound to one order",
+				r.kind, r.id, r.tenant, strings.Join(orders[r], ", ")))
+		}
+	}
+	return out
 }
 
 // describeOrder lists one order's calls by the time they were sent.

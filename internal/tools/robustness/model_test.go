@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,35 @@ func TestVisualizeWritesTheIllegalOrders(t *testing.T) {
 	page, err := os.ReadFile(path)
 	if err != nil || !strings.Contains(string(page), "o2") || strings.Contains(string(page), "o3") {
 		t.Fatalf("%s: %d bytes, %v; want the illegal order's calls and no other's", path, len(page), err)
+	}
+}
+
+// One change request id accepted on two orders: each order's history is
+// linearizable alone, but orderd binds a change request id to one order,
+// so the second must have been REQUEST_ID_REUSED. The same id as a cancel
+// and as an amendment is two requests. (The traffic never reuses a change
+// request id across orders, so the model, one order at a time, has no
+// step for that REQUEST_ID_REUSED.)
+func TestChangeRequestIDAcceptedOnTwoOrdersIsIllegal(t *testing.T) {
+	creates := []porcupine.Operation{
+		op(0, 0, 10, Input{Kind: Create, Order: "r1", Total: "10.00"}, made("o1", "10.00", false)),
+		op(0, 20, 30, Input{Kind: Create, Order: "r2", Total: "10.00"}, made("o2", "10.00", false)),
+	}
+	first := op(0, 40, 50, after(1, Input{Kind: Cancel, Order: "r1", RequestID: "c1", Expected: 1}), changed(2))
+	for name, tc := range map[string]struct {
+		second porcupine.Operation
+		ok     bool
+	}{
+		"accepted on the second order": {op(0, 60, 70, after(1, Input{Kind: Cancel, Order: "r2", RequestID: "c1", Expected: 1}),
+			Output{Result: OK, OrderID: "o2", Version: 2}), false},
+		"the same id as an amendment": {op(0, 60, 70, after(1, Input{Kind: Amend, Order: "r2", RequestID: "c1", Expected: 1, Note: "n"}),
+			Output{Result: OK, OrderID: "o2", Version: 2}), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Check(append(slices.Clone(creates), first, tc.second), time.Second)
+			if v.OK() != tc.ok {
+				t.Errorf("Check = %s %v, want OK %v", v, v.Illegal, tc.ok)
+			}
+		})
 	}
 }
