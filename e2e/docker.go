@@ -358,11 +358,27 @@ func (c *dockerCluster) PauseNode(ctx context.Context, i int) error {
 		return fmt.Errorf("pause Cassandra node %d: docker client: %w", i, err)
 	}
 	defer cli.Close()
-	if _, err := cli.ContainerPause(ctx, ctr.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
-		return fmt.Errorf("pause Cassandra node %d: %w", i, err)
+	// runc gives up freezing a container whose processes do not all stop
+	// within its short timeout ("unable to freeze"), which a JVM busy with
+	// I/O can cause on a loaded machine; the container is left running,
+	// so the pause is simply asked for again.
+	var perr error
+	for range pauseTries {
+		if _, perr = cli.ContainerPause(ctx, ctr.GetContainerID(), client.ContainerPauseOptions{}); perr == nil ||
+			!strings.Contains(perr.Error(), "unable to freeze") {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if perr != nil {
+		return fmt.Errorf("pause Cassandra node %d: %w", i, perr)
 	}
 	return nil
 }
+
+// pauseTries bounds the pauses PauseNode asks for when runc could not
+// freeze the container.
+const pauseTries = 3
 
 // ResumeNode unpauses node i (`docker unpause`) and waits until every
 // running node sees every running node Up/Normal, bounded by 4 minutes.
