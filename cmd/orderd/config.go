@@ -402,6 +402,11 @@ func (c *config) validate(cmd string) error {
 	return nil
 }
 
+// validRate reports whether r is a rate limit that works: 0 (unlimited) or
+// a finite positive number. NaN compares false both ways, so "not
+// negative" is asked as ">= 0": a NaN rate would admit every call.
+func validRate(r float64) bool { return r >= 0 && !math.IsInf(r, 0) }
+
 // minRecvBytes is the least grpc-max-recv-bytes: a CreateOrder of a few
 // lines.
 const minRecvBytes = 1024
@@ -438,11 +443,9 @@ func (c *config) rangeErrors() []string {
 		{"publish-timeout", c.publishTimeout > 0, c.publishTimeout, "a positive duration"},
 		{"request-timeout", c.requestTimeout > 0, c.requestTimeout, "a positive duration"},
 		{"shutdown-grace", c.shutdownGrace >= 0, c.shutdownGrace, "0 (stop at once) or more"},
-		// NaN compares false both ways: "not negative" must be asked as
-		// ">= 0", or a NaN rate (which admits every call) passes.
-		{"rate-attempts", c.rateAttempts >= 0 && !math.IsInf(c.rateAttempts, 0), c.rateAttempts, "0 (unlimited) or a positive number"},
-		{"rate-replays", c.rateReplays >= 0 && !math.IsInf(c.rateReplays, 0), c.rateReplays, "0 (unlimited) or a positive number"},
-		{"rate-reads", c.rateReads >= 0 && !math.IsInf(c.rateReads, 0), c.rateReads, "0 (unlimited) or a positive number"},
+		{"rate-attempts", validRate(c.rateAttempts), c.rateAttempts, "0 (unlimited) or a positive number"},
+		{"rate-replays", validRate(c.rateReplays), c.rateReplays, "0 (unlimited) or a positive number"},
+		{"rate-reads", validRate(c.rateReads), c.rateReads, "0 (unlimited) or a positive number"},
 		// gRPC reads 0 streams as no limit at all, and 0 bytes refuses
 		// every request with a body.
 		{"grpc-max-streams", c.maxStreams >= 1 && c.maxStreams <= math.MaxUint32, c.maxStreams, "1 to 4294967295"},

@@ -148,11 +148,8 @@ func (r *remoteKeys) key(ctx context.Context, h jose.Header) (any, error) {
 		return nil, fmt.Errorf("key id %q of %s: %w", h.KeyID, r.url, err)
 	}
 	m := jwk.Marshal()
-	if m.USE != "" && m.USE != jwkset.UseSig {
-		return nil, fmt.Errorf("key id %q of %s is for %q, not signatures", h.KeyID, r.url, m.USE)
-	}
-	if m.ALG != "" && string(m.ALG) != h.Algorithm {
-		return nil, fmt.Errorf("key id %q of %s is for %s, the token says %s", h.KeyID, r.url, m.ALG, h.Algorithm)
+	if err := signsFor(string(m.USE), string(m.ALG), h.Algorithm); err != nil {
+		return nil, fmt.Errorf("key id %q of %s %w", h.KeyID, r.url, err)
 	}
 	switch k := jwk.Key().(type) {
 	case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:

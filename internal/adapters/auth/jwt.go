@@ -130,16 +130,24 @@ func (v *JWTVerifier) key(ctx context.Context, tok *jwt.JSONWebToken) (any, erro
 	}
 	var refused error
 	for _, k := range keys {
-		switch {
-		case k.Use != "" && k.Use != "sig":
-			refused = fmt.Errorf("key id %q of the key file is for %q, not signatures", h.KeyID, k.Use)
-		case k.Algorithm != "" && k.Algorithm != h.Algorithm:
-			refused = fmt.Errorf("key id %q of the key file is for %s, the token says %s", h.KeyID, k.Algorithm, h.Algorithm)
-		default:
+		if refused = signsFor(k.Use, k.Algorithm, h.Algorithm); refused == nil {
 			return k.Key, nil
 		}
 	}
-	return nil, refused
+	return nil, fmt.Errorf("key id %q of the key file %w", h.KeyID, refused)
+}
+
+// signsFor is nil if a key whose use and alg (each empty when unset) are
+// these may verify a token signed with tokenAlg, and else says why not,
+// whichever source the key came from.
+func signsFor(use, alg, tokenAlg string) error {
+	switch {
+	case use != "" && use != "sig":
+		return fmt.Errorf("is for %q, not signatures", use)
+	case alg != "" && alg != tokenAlg:
+		return fmt.Errorf("is for %s, the token says %s", alg, tokenAlg)
+	}
+	return nil
 }
 
 // looksLikeJWT reports whether a bearer token has a compact JWS's shape.
