@@ -7,5 +7,7 @@
 // that was edited afterwards is an error, not silently skipped. Migration
 // runs under a lease taken with an LWT, so two migrators never issue DDL at
 // once (concurrent DDL on Cassandra 5.0 can leave schema disagreement), and
-// waits for schema agreement after every statement.
+// waits for schema agreement after every statement. The lease is renewed
+// while the run lasts, however long its DDL takes; a run that loses it
+// stops before its next statement.
 package cql

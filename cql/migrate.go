@@ -18,7 +18,6 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/google/uuid"
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
@@ -50,6 +49,10 @@ type Config struct {
 	ReplicationFactor int
 	// Log receives one line per applied version; default discards.
 	Log *slog.Logger
+	// LeaseTTL is how long the migration lease outlives a migrator that
+	// stopped without releasing it; a run renews it every quarter of this
+	// while it lasts. Default 2 minutes; at least 4 seconds.
+	LeaseTTL time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -61,6 +64,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = 3
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 2 * time.Minute
+	}
+	if c.LeaseTTL < 4*time.Second {
+		return c, fmt.Errorf("migration lease TTL must be at least 4s, got %s", c.LeaseTTL)
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -99,11 +108,12 @@ const (
 	StmtRecord    cassandra.Stmt = "migrate.record"
 	StmtLock      cassandra.Stmt = "migrate.lock"
 	StmtLockOwner cassandra.Stmt = "migrate.lock_owner"
+	StmtRenew     cassandra.Stmt = "migrate.renew"
 	StmtRelease   cassandra.Stmt = "migrate.release"
 )
 
 // Statements names every named statement the migrator runs.
-var Statements = []cassandra.Stmt{StmtApplied, StmtRecord, StmtLock, StmtLockOwner, StmtRelease}
+var Statements = []cassandra.Stmt{StmtApplied, StmtRecord, StmtLock, StmtLockOwner, StmtRenew, StmtRelease}
 
 const (
 	createKeyspace = `CREATE KEYSPACE IF NOT EXISTS %s WITH replication = {'class': 'NetworkTopologyStrategy', '%s': %d}`
@@ -117,8 +127,9 @@ const (
 	selectTable      = `SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?`
 	selectApplied    = `/* ` + string(StmtApplied) + ` */ SELECT version, checksum FROM %s.schema_migrations`
 	insertApplied    = `/* ` + string(StmtRecord) + ` */ INSERT INTO %s.schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?) IF NOT EXISTS`
-	takeLock         = `/* ` + string(StmtLock) + ` */ INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 120`
-	lockOwner        = `/* ` + string(StmtLockOwner) + ` */ SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`
+	takeLock         = `/* ` + string(StmtLock) + ` */ INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL ?`
+	lockOwner        = `/* ` + string(StmtLockOwner) + ` */ SELECT owner, taken_at FROM %s.schema_lock WHERE id = 'migrate'`
+	renewLock        = `/* ` + string(StmtRenew) + ` */ UPDATE %s.schema_lock USING TTL ? SET owner = ?, taken_at = ? WHERE id = 'migrate' IF owner = ?`
 	releaseLock      = `/* ` + string(StmtRelease) + ` */ DELETE FROM %s.schema_lock WHERE id = 'migrate' IF owner = ?`
 	lockWait         = 2 * time.Second
 	ddlAttempts      = 4
@@ -206,32 +217,42 @@ func Migrate(ctx context.Context, s Session, cfg Config) (Result, error) {
 	if len(applied) == len(versions) {
 		return res, nil
 	}
-	release, err := lock(ctx, s, cfg.Keyspace)
+	l, err := takeLease(ctx, s, cfg.Keyspace, cfg.LeaseTTL)
 	if err != nil {
 		return res, err
 	}
-	defer release()
+	defer l.release(ctx)
+	held := l.keep(ctx)
 	// Another migrator may have finished while we waited for the lease.
-	if applied, err = appliedVersions(ctx, s, cfg.Keyspace, versions); err != nil {
-		return res, err
+	if applied, err = appliedVersions(held, s, cfg.Keyspace, versions); err != nil {
+		return res, leaseCause(held, err)
 	}
 	for _, v := range versions {
 		if _, done := applied[v.Number]; done {
 			continue
 		}
 		for _, stmt := range v.Statements {
-			if err := execDDL(ctx, s, stmt); err != nil {
-				return res, fmt.Errorf("schema version %04d_%s: %w", v.Number, v.Name, err)
+			if err := execDDL(held, s, stmt); err != nil {
+				return res, fmt.Errorf("schema version %04d_%s: %w", v.Number, v.Name, leaseCause(held, err))
 			}
 		}
-		if err := record(ctx, s, cfg.Keyspace, v, versions); err != nil {
-			return res, fmt.Errorf("record schema version %d: %w", v.Number, err)
+		if err := record(held, s, cfg.Keyspace, v, versions); err != nil {
+			return res, fmt.Errorf("record schema version %d: %w", v.Number, leaseCause(held, err))
 		}
 		cfg.Log.Info("applied schema version", "keyspace", cfg.Keyspace, "version", v.Number, "name", v.Name)
 		res.Applied = append(res.Applied, v.Number)
 		res.Current = v.Number
 	}
 	return res, nil
+}
+
+// leaseCause is err, or the reason the run's lease ended if it ended (a
+// statement cut short by a lost lease fails with the context's error).
+func leaseCause(held context.Context, err error) error {
+	if cause := context.Cause(held); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 // ensureBookkeeping creates the keyspace and the migrator's own tables when
@@ -308,54 +329,6 @@ func appliedVersions(ctx context.Context, s cassandra.Session, keyspace string, 
 		}
 	}
 	return applied, nil
-}
-
-// lock takes the migration lease. An unknown outcome of the LWT is settled
-// by reading the lease at LOCAL_SERIAL: this migrator's owner id there means
-// it holds the lease (its response was lost); anything else means it does
-// not, and it waits like any migrator that lost.
-func lock(ctx context.Context, s Session, keyspace string) (func(), error) {
-	owner := uuid.New()
-	deadline := time.Now().Add(lockMaxWaitTotal)
-	for {
-		res, err := lwt.Do(ctx, lwt.Write[uuid.UUID]{
-			Op: "take the migration lease",
-			Send: func(ctx context.Context) (bool, uuid.UUID, error) {
-				applied, err := s.Query(fmt.Sprintf(takeLock, keyspace), owner.String(), time.Now().UTC()).
-					SerialConsistency(s.Serial()).MapScanCASContext(ctx, map[string]any{})
-				return applied, uuid.Nil, cassandra.WriteError("take the migration lease", err)
-			},
-			Read: func(ctx context.Context) (uuid.UUID, error) {
-				var holder gocql.UUID
-				err := s.Query(fmt.Sprintf(lockOwner, keyspace)).Consistency(s.Serial()).ScanContext(ctx, &holder)
-				if errors.Is(err, gocql.ErrNotFound) {
-					return uuid.Nil, nil
-				}
-				return uuid.UUID(holder), err
-			},
-			// Not this migrator's: it waits like any migrator that lost.
-			Applied: func(holder uuid.UUID) bool { return holder == owner },
-			Sends:   1,
-		})
-		if err != nil {
-			return nil, err
-		}
-		applied := res.Applied
-		if applied {
-			return func() {
-				// Best effort: the lease expires by TTL anyway.
-				_, _ = s.Query(fmt.Sprintf(releaseLock, keyspace), owner.String()).SerialConsistency(s.Serial()).MapScanCASContext(context.WithoutCancel(ctx), map[string]any{})
-			}, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, errors.New("another migrator holds the migration lease; try again later")
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(lockWait):
-		}
-	}
 }
 
 // Check returns an error unless every version this binary knows is applied

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const ordersFile = "0001_orders.cql"
@@ -188,6 +189,9 @@ func TestConfigWithDefaults(t *testing.T) {
 		if got.Log == nil {
 			t.Error("default Log is nil")
 		}
+		if got.LeaseTTL != 2*time.Minute {
+			t.Errorf("default LeaseTTL = %s, want 2m", got.LeaseTTL)
+		}
 	})
 
 	t.Run("empty keyspace becomes the default", func(t *testing.T) {
@@ -229,6 +233,7 @@ func TestConfigWithDefaults(t *testing.T) {
 		{"49-char keyspace", Config{Keyspace: long}, `keyspace "` + long + `"`},
 		{"data centre with a space", Config{DataCenter: "dc 1"}, `data centre name "dc 1"`},
 		{"negative replication factor", Config{ReplicationFactor: -1}, "replication factor must be at least 1, got -1"},
+		{"lease shorter than its renewals can keep", Config{LeaseTTL: 3 * time.Second}, "migration lease TTL must be at least 4s, got 3s"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

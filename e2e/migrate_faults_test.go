@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/atlasmart/orderd/cql"
+	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/internal/platform/cassandra"
 )
 
@@ -83,6 +86,17 @@ func assertRecorded(t *testing.T, s *gocql.Session, ks string, want int) {
 	}
 }
 
+// assertStopped fails unless a run stopped before it recorded every one of
+// all versions.
+func assertStopped(t *testing.T, s *gocql.Session, ks string, res cql.Result, all int) {
+	t.Helper()
+	var n int
+	if err := s.Query(fmt.Sprintf(`SELECT count(*) FROM %s.schema_migrations`, ks)).Consistency(gocql.LocalSerial).
+		ScanContext(callCtx(t), &n); err != nil || n >= all || len(res.Applied) >= all {
+		t.Fatalf("the run went on after it lost its lease: applied %v, %d of %d versions recorded (%v)", res.Applied, n, all, err)
+	}
+}
+
 func assertLeaseFree(t *testing.T, s *gocql.Session, ks string) {
 	t.Helper()
 	var owner gocql.UUID
@@ -91,4 +105,97 @@ func assertLeaseFree(t *testing.T, s *gocql.Session, ks string) {
 	if err != gocql.ErrNotFound {
 		t.Fatalf("the migration lease is still held after the run (owner %v, %v)", owner, err)
 	}
+}
+
+// TestMigrationLeaseRenewed runs the migrator with a 4 s lease (renewed
+// every second) on the real cluster through each branch of its renewal:
+// applied (the lease outlives a run stalled longer than its TTL), its
+// response lost (settled as applied by the taken_at it wrote), timing out
+// unapplied (settled as not applied, sent again), not applied (another
+// migrator took the lease: the run stops with ErrLeaseLost and leaves the
+// other's lease alone), and refused until the lease may be gone (the run
+// stops too).
+func TestMigrationLeaseRenewed(t *testing.T) {
+	isolated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := cassandra.NewSession(cassandra.Config{Hosts: cluster.ContactPoints(), Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	newKeyspace := func(name string) string {
+		ks := fmt.Sprintf("e2e_%s_%d", name, time.Now().UnixNano()/1e6)
+		t.Cleanup(func() { dropKeyspace(context.Background(), ks) })
+		return ks
+	}
+	versions, err := cql.Versions("orderd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(ks string) cql.Config { return cql.Config{Keyspace: ks, LeaseTTL: 4 * time.Second} }
+
+	t.Run("renewed through lost responses and timeouts", func(t *testing.T) {
+		ks := newKeyspace("lease_kept")
+		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+		fs.Arm(cql.StmtRenew, cassandra.FaultLoseResponse, 1)
+		fs.Arm(cql.StmtRenew, cassandra.FaultTimeout, 1)
+		// The first version's record waits 6 s, longer than the lease's
+		// TTL, then looks at the lease: still this run's.
+		var owner gocql.UUID
+		var ownerErr error
+		fs.Before(cql.StmtRecord, func() {
+			time.Sleep(6 * time.Second)
+			ownerErr = s.Query(fmt.Sprintf(`SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`, ks)).
+				Consistency(gocql.LocalSerial).ScanContext(ctx, &owner)
+		})
+		res, err := cql.Migrate(ctx, fs, cfg(ks))
+		if err != nil || len(res.Applied) != len(versions) {
+			t.Fatalf("migrate with a lease shorter than the run: %v %v, want all %d versions", res, err, len(versions))
+		}
+		if ownerErr != nil {
+			t.Fatalf("6 s into a run with a 4 s lease, the lease was gone (%v): it was not renewed", ownerErr)
+		}
+		if fs.Pending(cql.StmtRenew) != 0 {
+			t.Fatalf("%d renewal faults never served: the run did not renew the lease", fs.Pending(cql.StmtRenew))
+		}
+		assertRecorded(t, s, ks, len(versions))
+		assertLeaseFree(t, s, ks)
+	})
+
+	t.Run("taken over", func(t *testing.T) {
+		ks := newKeyspace("lease_taken")
+		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+		thief := gocql.UUIDFromTime(time.Now())
+		fs.Before(cql.StmtRenew, func() {
+			if applied, err := s.Query(fmt.Sprintf(`UPDATE %s.schema_lock USING TTL 60 SET owner = ? WHERE id = 'migrate' IF EXISTS`, ks), thief).
+				SerialConsistency(gocql.LocalSerial).MapScanCASContext(ctx, map[string]any{}); err != nil || !applied {
+				t.Errorf("take the lease over: %v %v", applied, err)
+			}
+		})
+		fs.Before(cql.StmtRecord, func() { time.Sleep(3 * time.Second) })
+		res, err := cql.Migrate(ctx, fs, cfg(ks))
+		if !errors.Is(err, cql.ErrLeaseLost) || fault.KindOf(err) != fault.Unavailable {
+			t.Fatalf("migrate whose lease was taken over: %v, want ErrLeaseLost of kind Unavailable", err)
+		}
+		assertStopped(t, s, ks, res, len(versions))
+		var owner gocql.UUID
+		if err := s.Query(fmt.Sprintf(`SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`, ks)).
+			Consistency(gocql.LocalSerial).ScanContext(ctx, &owner); err != nil || owner != thief {
+			t.Fatalf("the lease after the run: owner %v (%v), want the other migrator's %v left alone", owner, err, thief)
+		}
+		t.Logf("stopped after versions %v: %v", res.Applied, err)
+	})
+
+	t.Run("renewals refused", func(t *testing.T) {
+		ks := newKeyspace("lease_refused")
+		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+		fs.Arm(cql.StmtRenew, cassandra.FaultUnavailable, 100)
+		fs.Before(cql.StmtRecord, func() { time.Sleep(5 * time.Second) })
+		res, err := cql.Migrate(ctx, fs, cfg(ks))
+		if !errors.Is(err, cql.ErrLeaseLost) || !strings.Contains(err.Error(), "no renewal confirmed") {
+			t.Fatalf("migrate whose renewals were all refused: %v, want ErrLeaseLost (no renewal confirmed)", err)
+		}
+		assertStopped(t, s, ks, res, len(versions))
+	})
 }

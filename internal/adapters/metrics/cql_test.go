@@ -137,6 +137,7 @@ func TestStatementLabelOfEveryStatement(t *testing.T) {
 		"cql.insertApplied":    {"insert_schema_migrations", true},
 		"cql.takeLock":         {"insert_schema_lock", true},
 		"cql.lockOwner":        {"select_schema_lock", false},
+		"cql.renewLock":        {"update_schema_lock", true},
 		"cql.releaseLock":      {"delete_schema_lock", true},
 	}
 	sources := []string{"../../../ledger/*.go", "../../../projection/*.go", "../../stores/versions/*.go", "../../stores/leases/*.go", "../../../cql/migrate.go"}
