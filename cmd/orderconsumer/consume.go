@@ -20,12 +20,24 @@ import (
 // DisableAutoCommit and BlockRebalanceOnPoll (newKafkaClient): offsets move
 // only past applied records, and partitions cannot move to another member
 // between our apply and our commit.
+//
+// A rebalance waits for the poll in hand, but only for the group's
+// rebalance timeout: a member still applying then is put out of the group,
+// its commit refused and its whole poll applied again by the partitions'
+// next owner, which can be put out the same way by the next rebalance. So
+// when a rebalance is waiting (the client's OnPartitionsCallbackBlocked,
+// wired to rebalance), the poll in hand stops: the records applied so far
+// are committed, each partition is rewound to its first record not
+// applied, and the rebalance goes ahead; those records are fetched again by
+// whoever owns their partition next.
 type consumer struct {
 	client  *kgo.Client
 	apply   func(context.Context, *kgo.Record) (outcome, error)
 	tracer  *kotel.Tracer // each record's apply is a "process" span of its trace
 	metrics *metrics
 	log     *slog.Logger
+	// rebalance says a rebalance waits for the poll in hand.
+	rebalance rebalanceWaiting
 
 	maxPoll    int           // records per poll
 	tryTimeout time.Duration // bounds one attempt to apply one record
@@ -41,6 +53,7 @@ func (c *consumer) Run(ctx context.Context) error {
 	defer c.leave()
 	for ctx.Err() == nil {
 		fetches := c.client.PollRecords(ctx, c.maxPoll)
+		c.rebalance.forget() // a signal from before this poll was for the last one
 		err := c.handle(ctx, fetches)
 		// After the commit (or the failure): only now may partitions move.
 		c.client.AllowRebalance()
@@ -67,36 +80,115 @@ func (c *consumer) handle(ctx context.Context, fetches kgo.Fetches) error {
 	}
 	work, cancel := afterGrace(ctx, c.grace)
 	defer cancel()
-	if err := c.applyAll(work, fetches); err != nil {
+	applying, stop := c.rebalance.cuts(work)
+	defer stop()
+	applied, rest, err := c.applyAll(applying, fetches)
+	if err != nil && work.Err() == nil && errors.Is(context.Cause(applying), errRebalanceWaiting) {
+		c.commit(work, applied)
+		c.client.SetOffsets(rest)
+		c.metrics.pollsCut.Inc()
+		c.log.Info("a rebalance is waiting: committed the records applied and left the rest of the poll to be fetched again",
+			"applied", len(applied), "records", len(records))
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("stopped before applying a poll of %d records (they will be delivered again): %w", len(records), err)
 	}
-	if err := c.client.CommitRecords(work, records...); err != nil {
-		// Not fatal: every record is applied. A later commit on the same
-		// partitions covers these offsets; until then, a restart or a new
-		// owner of the partitions gets the records again, and the inbox
-		// calls them duplicates.
-		c.metrics.commitErrors.Inc()
-		c.log.Error("commit failed", "records", len(records), "err", err)
-	}
+	c.commit(work, applied)
 	return nil
+}
+
+// commit commits the offsets of applied records. A failure is not fatal:
+// the records are applied. A later commit on the same partitions covers
+// these offsets; until then, a restart or a new owner of the partitions
+// gets the records again, and the inbox calls them duplicates.
+func (c *consumer) commit(ctx context.Context, applied []*kgo.Record) {
+	if len(applied) == 0 {
+		return
+	}
+	if err := c.client.CommitRecords(ctx, applied...); err != nil {
+		c.metrics.commitErrors.Inc()
+		c.log.Error("commit failed", "records", len(applied), "err", err)
+	}
+}
+
+// errRebalanceWaiting is the cause of a poll's apply stopped for a
+// rebalance.
+var errRebalanceWaiting = errors.New("a rebalance is waiting for this poll")
+
+// rebalanceWaiting carries the client's signal that a rebalance waits for
+// the poll in hand. Make it with make(rebalanceWaiting, 1).
+type rebalanceWaiting chan struct{}
+
+// signal is the client's OnPartitionsCallbackBlocked.
+func (r rebalanceWaiting) signal(context.Context, *kgo.Client) {
+	select {
+	case r <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops a signal not yet taken.
+func (r rebalanceWaiting) forget() {
+	select {
+	case <-r:
+	default:
+	}
+}
+
+// cuts returns ctx cancelled with errRebalanceWaiting at the next signal;
+// stop ends the watch.
+func (r rebalanceWaiting) cuts(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-r:
+			cancel(errRebalanceWaiting)
+		case <-done:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		cancel(nil)
+	}
 }
 
 // applyAll applies a poll's records: partitions at once, each partition's
 // records in order (one order's events share a partition, and order
-// matters to the version check).
-func (c *consumer) applyAll(ctx context.Context, fetches kgo.Fetches) error {
+// matters to the version check). It returns the records applied and, when
+// it stopped early, where each partition it did not finish resumes: its
+// first record not applied.
+func (c *consumer) applyAll(ctx context.Context, fetches kgo.Fetches) (applied []*kgo.Record, rest map[string]map[int32]kgo.EpochOffset, _ error) {
 	g, ctx := errgroup.WithContext(ctx)
-	fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+	var parts []kgo.FetchTopicPartition
+	fetches.EachPartition(func(p kgo.FetchTopicPartition) { parts = append(parts, p) })
+	done := make([]int, len(parts)) // records applied, by partition
+	for i, p := range parts {
 		g.Go(func() error {
 			for _, r := range p.Records {
 				if err := c.applyRetrying(ctx, r); err != nil {
 					return err
 				}
+				done[i]++
 			}
 			return nil
 		})
-	})
-	return g.Wait()
+	}
+	err := g.Wait()
+	rest = map[string]map[int32]kgo.EpochOffset{}
+	for i, p := range parts {
+		applied = append(applied, p.Records[:done[i]]...)
+		if done[i] < len(p.Records) {
+			next := p.Records[done[i]]
+			if rest[p.Topic] == nil {
+				rest[p.Topic] = map[int32]kgo.EpochOffset{}
+			}
+			rest[p.Topic][p.Partition] = kgo.EpochOffset{Epoch: next.LeaderEpoch, Offset: next.Offset}
+		}
+	}
+	return applied, rest, err
 }
 
 // applyRetrying applies r until it succeeds or ctx ends. A record is never

@@ -88,7 +88,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	defer session.Close()
 	tracer := kotel.NewTracer(kotel.TracerProvider(tp), kotel.TracerPropagator(tracing.Propagator()), kotel.ConsumerGroup(cfg.group))
-	client, err := newKafkaClient(cfg, log, kotel.NewKotel(kotel.WithTracer(tracer)).Hooks()...)
+	rebalance := make(rebalanceWaiting, 1)
+	client, err := newKafkaClient(cfg, log, rebalance, kotel.NewKotel(kotel.WithTracer(tracer)).Hooks()...)
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
 	a := &applier{store: store.NewCassandra(session), metrics: m, log: log, now: time.Now}
-	c := &consumer{client: client, apply: a.apply, tracer: tracer, metrics: m, log: log, maxPoll: 500,
+	c := &consumer{client: client, apply: a.apply, tracer: tracer, metrics: m, log: log, rebalance: rebalance, maxPoll: 500,
 		tryTimeout: 15 * time.Second, backoff: backoff{first: 100 * time.Millisecond, max: 5 * time.Second},
 		grace: cfg.shutdownGrace}
 
@@ -170,11 +171,12 @@ func connect(cfg config, keyspace string) (*gocql.Session, error) {
 	return s, nil
 }
 
-// newKafkaClient returns the group consumer the consume loop needs; hooks
-// are the tracing plugin's (each record's context continues the trace in
-// its headers).
-func newKafkaClient(cfg config, log *slog.Logger, hooks ...kgo.Hook) (*kgo.Client, error) {
-	opts, err := kafkaClientOpts(cfg, log, hooks)
+// newKafkaClient returns the group consumer the consume loop needs:
+// rebalance hears when a rebalance waits for the poll in hand; hooks are
+// the tracing plugin's (each record's context continues the trace in its
+// headers).
+func newKafkaClient(cfg config, log *slog.Logger, rebalance rebalanceWaiting, hooks ...kgo.Hook) (*kgo.Client, error) {
+	opts, err := kafkaClientOpts(cfg, log, rebalance, hooks)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client for %s: %w", cfg.brokers, err)
 	}
@@ -187,8 +189,9 @@ func newKafkaClient(cfg config, log *slog.Logger, hooks ...kgo.Hook) (*kgo.Clien
 
 // kafkaClientOpts is every option of the consumer's client: no autocommit
 // (offsets move only past applied records), rebalances held off while a
-// poll is applied and committed, the hooks, and the connection's security.
-func kafkaClientOpts(cfg config, log *slog.Logger, hooks []kgo.Hook) ([]kgo.Opt, error) {
+// poll is applied and committed, and told to rebalance when one waits, the
+// hooks, and the connection's security.
+func kafkaClientOpts(cfg config, log *slog.Logger, rebalance rebalanceWaiting, hooks []kgo.Hook) ([]kgo.Opt, error) {
 	conn, err := cfg.kafka.ClientOpts()
 	if err != nil {
 		return nil, err
@@ -210,6 +213,7 @@ func kafkaClientOpts(cfg config, log *slog.Logger, hooks []kgo.Hook) ([]kgo.Opt,
 		kgo.ConsumeStartOffset(start),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsCallbackBlocked(rebalance.signal),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, p map[string][]int32) {
 			log.Info("partitions assigned", "partitions", p)
 		}),

@@ -19,6 +19,7 @@ type metrics struct {
 	events       *prometheus.CounterVec
 	lag          prometheus.Histogram
 	commitErrors prometheus.Counter
+	pollsCut     prometheus.Counter
 }
 
 // newMetrics registers the consumer's series, and the Go runtime's and the
@@ -39,8 +40,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "orderconsumer", Name: "commit_errors_total",
 			Help: "Offset commits that failed; their records are delivered again and found in the inbox.",
 		}),
+		pollsCut: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "orderconsumer", Name: "polls_cut_total",
+			Help: "Polls stopped part way for a waiting rebalance; their records not yet applied are fetched again.",
+		}),
 	}
-	reg.MustRegister(m.events, m.lag, m.commitErrors,
+	reg.MustRegister(m.events, m.lag, m.commitErrors, m.pollsCut,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every result is exported from the start, so a rate over it never
 	// begins with a missing series.
