@@ -20,12 +20,14 @@
  *
  * ABSTRACTIONS (model/README.md repeats them)
  *  - One order O of tenant 1, created at version 1. Four change intents
- *    on it: 1 = request r1, an amendment, expected version 1; 2 = request
+ *    on it (and a fifth, on another order): 1 = request r1, an amendment, expected version 1; 2 = request
  *    r2, a cancellation, expected version 1 (so 1 and 2 race for version
  *    2); 3 = request r1 again, another amendment, expected version 2, sent
  *    only after r1's ledger row expired (-DRETAIN=1); 4 = request r3, an
  *    amendment expecting version 2 while the order may still be at 1
- *    (ahead of it), retried (-DAHEAD=1: r3's row may expire; 2: not).
+ *    (ahead of it), retried (-DAHEAD=1: r3's row may expire; 2: not);
+ *    5 = request r1 again, for another order, once r1's row expired
+ *    with its event still owed (-DOWED=1).
  *    A cancelled order
  *    refusing later changes is not modelled: intent 3 is sent only when
  *    intent 1 (not the cancel) made version 2.
@@ -76,7 +78,8 @@
  *
  * SWITCHES (spin -D...): NCH (change intents 1..NCH race: 0, 1 or 2),
  * TRIES1, CREATES, RETAIN (r1's row expires; intent 3 reuses r1), AHEAD
- * (intent 4), OLDREC (a reconciler of the release before changes runs
+ * (intent 4), OWED (r1's row expires with its event owed by its entry;
+ * intent 5 reuses r1 for another order), OLDREC (a reconciler of the release before changes runs
  * beside the new one), SKEW (the reconciler's clock leads by more than the
  * bound for a while), RESTORE (a restore leaves the history one change
  * behind the order's row), MAXFAULTS, MAXCRASH. Without a BUG_ switch the
@@ -85,7 +88,8 @@
  * and BUG_UNKNOWN_OP_DEADLETTER (F2), BUG_LEADING_CLOCK and
  * BUG_LEADING_SWEEP (F3), BUG_NO_CHANGE_RECORD (F4), BUG_OBLIGATION_EXPIRES
  * (F5), BUG_REFUSAL_BLIND (F4's refusal not conditional on the record),
- * BUG_NO_FLOOR (F6);
+ * BUG_NO_FLOOR (F6), BUG_OWED_DROP (F5 with OWED: an owed entry meeting a
+ * newer claim of its request id dropped);
  * BUG_VERSION_BY_READ replaces the version LWT
  * by a read and a plain write (promise 5's check can fail).
  */
@@ -106,11 +110,14 @@
 #ifndef AHEAD
 #define AHEAD 0
 #endif
-/* the request whose ledger row expires in the run (T3): r1 with RETAIN,
-   r3 with AHEAD=1 (AHEAD=2: intent 4 without the expiry) */
-#define TTL (RETAIN || AHEAD == 1)
-#if RETAIN && AHEAD
-#error "RETAIN and AHEAD each need their own request's row to expire: run them apart"
+#ifndef OWED
+#define OWED 0
+#endif
+/* the request whose ledger row expires in the run (T3): r1 with RETAIN or
+   OWED, r3 with AHEAD=1 (AHEAD=2: intent 4 without the expiry) */
+#define TTL (RETAIN || AHEAD == 1 || OWED)
+#if RETAIN && AHEAD || OWED && (RETAIN || AHEAD)
+#error "RETAIN, AHEAD and OWED each need their own row expiry: run them apart"
 #endif
 #if AHEAD
 #define TR 3
@@ -181,6 +188,11 @@ bit recAcc[4];
 /* pending_requests: a claim's entry per attempt token; a create's per tenant */
 bit ent[MAXTOK + 1];
 bit cent[3] = CREATES;   /* (index 0 unused) */
+#if OWED
+/* the owed_order cell of attempt t's entry: the entry owes its change's
+   event, outlives its claim's row, and is redelivered from the order */
+bit owed[MAXTOK + 1];
+#endif
 /* the topic, as a deduplicating consumer sees it */
 byte pub[6];
 bit clash;                   /* a record under an id that names another event */
@@ -240,6 +252,13 @@ bit tomb;                    /* BUG_LEADING_SWEEP: a future-dated bucket tombsto
 /* ---- T3: TR's row becomes expirable once its request is settled ---- */
 #ifdef BUG_OBLIGATION_EXPIRES
 #define TRDELIVERED 1        /* BUG: the row (and its entries) expire whether or not the event was delivered */
+#elif OWED
+/* the code's F5: the row expires with its retention, delivered or not;
+   an entry that owes the event (the reconciler's first failed delivery
+   marked it) outlives it. The row expires only once the reconciler had
+   that chance: an entry no reconciler looked at within the whole
+   retention expires with it (documented, not modelled) */
+#define TRDELIVERED (DELIVERED(Lint[TR]) || owed[Ltok[TR]])
 #else
 #define TRDELIVERED DELIVERED(Lint[TR])
 #endif
@@ -637,6 +656,18 @@ inline settleCreate(_tn, _ok) {
 	fi
 }
 
+#if OWED
+/* the reschedule after a failed delivery (retryLater) writes the entry's
+   owed_order cell: from then on it owes the event and outlives its claim */
+inline owe(_t) {
+	if
+	:: atomic { owed[_t] = 1; updElig() }
+	:: atomic { CANFAULT -> faults++ }
+	CRASHOPT
+	fi
+}
+#endif
+
 /* ---- the reconciler: handle() one due entry at a time ---------------- */
 /* T1 and the clock. FIXED: a reconciler whose clock leads by more than the
    measured bound refuses to reconcile; within the bound, the grace plus
@@ -692,6 +723,18 @@ end:
 	:: atomic { cst = Lst[rq]; ctok = Ltok[rq]; cint = Lint[rq] }
 	:: atomic { CANFAULT -> faults++ }; goto over      /* kept for the next pass */
 	fi;
+#if OWED
+	/* an entry that owes its change's event, whose claim is gone or is not
+	   this entry's (a newer claim of the request id, in whatever state):
+	   the event is delivered from the order (reconciler.redeliver).
+	   BUG_OWED_DROP (the code before it): only once the row is gone; a
+	   newer claim's row settles the entry like a losing attempt's: dropped */
+#ifdef BUG_OWED_DROP
+	if :: owed[et] && cst == NONE -> goto redeliver :: else fi;
+#else
+	if :: owed[et] && (cst == NONE || ctok != et) -> goto redeliver :: else fi;
+#endif
+#endif
 	if
 	:: cst != PENDING || ctok != et -> entDel(et, ok); goto over   /* gone, settled, or a losing attempt's: drop */
 	:: else
@@ -703,11 +746,27 @@ end:
 		publish(EVCH(cint), CONTENT(cint), ok);
 		if
 		:: ok -> entDel(et, ok)          /* RemoveEntry */
+#if OWED
+		:: else -> owe(et)               /* retryLater: rescheduled, kept, owing the event */
+#else
 		:: else                          /* retryLater: rescheduled, kept */
+#endif
 		fi
 	:: res == F_STALE || res == F_REUSEDR -> entDel(et, ok)   /* a recorded refusal: nothing to deliver */
 	:: else                              /* retryLater */
 	fi;
+#if OWED
+	goto over;
+redeliver:
+	/* the event of the change the entry's claim made, rebuilt from the
+	   order's rows and history (same id, same content); RemoveEntry once
+	   acknowledged, else kept */
+	publish(EVCH(tokInt[et]), CONTENT(tokInt[et]), ok);
+	if
+	:: ok -> entDel(et, ok)
+	:: else
+	fi;
+#endif
 crashed:
 	skip;                                /* restarted: the entry is read again */
 over:
@@ -793,7 +852,11 @@ active proctype clock() {
 
 /* ---- TR's ledger row's TTL (T3) ------------------------------------ */
 #if TTL
+#if OWED
+#define EXPIRE_ENT(tt) if :: REQ(tokInt[tt]) == TR && (tt) <= Ltok[TR] && !owed[tt] -> ent[tt] = 0 :: else fi;
+#else
 #define EXPIRE_ENT(tt) if :: REQ(tokInt[tt]) == TR && (tt) <= Ltok[TR] -> ent[tt] = 0 :: else fi;
+#endif
 active proctype ttl() {
 end:
 	do
@@ -818,6 +881,27 @@ bit restored;
 active proctype restore() {
 	atomic { busy == 0 && !restored && Vcur == 2 && Iver == 2 && hist[2] != 0 ->
 		rec[REQ(hist[2])] = 0; recAcc[REQ(hist[2])] = 0; hist[2] = 0; Vcur = 1; restored = 1 }
+}
+#endif
+
+#if OWED
+/* ---- intent 5: request r1 reused for another order O2, once r1's
+   ledger row expired. changeOrder on O2: the receipt check finds nothing
+   in O2's partition; r1 is claimed afresh; finishChange's bindRequest
+   finds r1 bound to O and records REQUEST_ID_REUSED (ledger.Complete);
+   the attempt releases its entry. Its steps do not fail here (a change
+   attempt's failures are the changer's): what matters is the row it
+   leaves beside intent 1's owed entry, a newer claim of r1, PENDING and
+   then COMPLETE ------------------------------------------------------- */
+#define UBIT 16
+proctype reuser() {
+	byte t;
+end:
+	atomic { expired && Lst[1] == NONE ->
+		t = nextTok; nextTok++; tokInt[t] = 5; live[t] = 1; opStart(UBIT); ent[t] = 1 }
+	atomic { Lst[1] == NONE -> CLAIM_APPLY(1, t, 5) }
+	atomic { Lst[1] == PENDING && Ltok[1] == t -> Lst[1] = COMPLETE; updElig() }
+	atomic { ent[t] = 0; live[t] = 0; opEnd(UBIT) }
 }
 #endif
 
@@ -855,6 +939,9 @@ init {
 		/* intent 4: a client that retries (at once, or after r3's row
 		   expired) */
 		run changer(4, 2, 8);
+#endif
+#if OWED
+		run reuser();
 #endif
 		skip
 	}

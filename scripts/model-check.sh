@@ -64,6 +64,8 @@ RUNS=(
   "bug/leading-sweep|fail|-DSKEW=1 -DBUG_LEADING_SWEEP|a reconciler whose clock leads sweeps (DropBucket) minutes handlers still write into: stranded|changes.pml"
   "bug/change-id-reuse|fail|-DRETAIN=1 -DBUG_NO_CHANGE_RECORD|no change_outcomes: a change request id reused after its ledger row expired is accepted again under the same change id|changes.pml"
   "bug/obligation-expires|fail|-DRETAIN=1 -DBUG_OBLIGATION_EXPIRES|an undelivered event's obligation (the due entry) expires with the ledger row|changes.pml"
+  "pass/owed|pass|-DOWED=1 -DNCH=1 -DMAXFAULTS=2|an undelivered change's ledger row expires (its entry owes the event) and the request id is reused for another order: the owed event is delivered from the order|changes.pml"
+  "bug/owed-drop|fail|-DOWED=1 -DNCH=1 -DTRIES1=1 -DMAXFAULTS=2 -DMAXCRASH=0 -DBUG_OWED_DROP|an owed entry meeting a newer claim of its request id is dropped as a losing attempt's: the event is never delivered|changes.pml"
   "bug/stale-ahead|fail|-DAHEAD=1 -DNCH=1 -DTRIES1=1 -DBUG_NO_CHANGE_RECORD|no change_outcomes: a STALE_VERSION for a change ahead of the order, redelivered after retention, applies|changes.pml"
   "bug/stale-ahead-race|fail|-DAHEAD=2 -DNCH=1 -DTRIES1=1 -DBUG_NO_CHANGE_RECORD|... and without retention: a finisher that read the claim PENDING applies it after another recorded STALE_VERSION|changes.pml"
   "bug/refusal-blind|fail|-DAHEAD=2 -DNCH=1 -DTRIES1=1 -DBUG_REFUSAL_BLIND|a refusal recorded whatever change_outcomes holds: it overwrites another finisher's acceptance|changes.pml"
