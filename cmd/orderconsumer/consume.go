@@ -29,7 +29,10 @@ import (
 // wired to rebalance), the poll in hand stops: the records applied so far
 // are committed, each partition is rewound to its first record not
 // applied, and the rebalance goes ahead; those records are fetched again by
-// whoever owns their partition next.
+// whoever owns their partition next. (A rebalance that only gives this
+// member partitions waits for the poll in hand too, since the client logs
+// assignments from a callback, and cuts it the same way: a refetch, no
+// more.)
 type consumer struct {
 	client  *kgo.Client
 	apply   func(context.Context, *kgo.Record) (outcome, error)
@@ -52,8 +55,11 @@ type consumer struct {
 func (c *consumer) Run(ctx context.Context) error {
 	defer c.leave()
 	for ctx.Err() == nil {
+		// A signal still here was for the last poll. (Dropped before the
+		// poll, not after: the client counts a poll as in hand, and may
+		// signal once for it, before PollRecords returns.)
+		c.rebalance.forget()
 		fetches := c.client.PollRecords(ctx, c.maxPoll)
-		c.rebalance.forget() // a signal from before this poll was for the last one
 		err := c.handle(ctx, fetches)
 		// After the commit (or the failure): only now may partitions move.
 		c.client.AllowRebalance()
@@ -137,11 +143,13 @@ func (r rebalanceWaiting) forget() {
 }
 
 // cuts returns ctx cancelled with errRebalanceWaiting at the next signal;
-// stop ends the watch.
+// stop ends the watch, and returns once it has ended, so that it cannot
+// take a signal meant for the next poll.
 func (r rebalanceWaiting) cuts(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		select {
 		case <-r:
 			cancel(errRebalanceWaiting)
@@ -151,6 +159,7 @@ func (r rebalanceWaiting) cuts(ctx context.Context) (context.Context, func()) {
 	}()
 	return ctx, func() {
 		close(done)
+		<-ended
 		cancel(nil)
 	}
 }
