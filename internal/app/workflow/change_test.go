@@ -1029,6 +1029,64 @@ func TestAChangeRequestIDReusedForAnotherOrderIsRefused(t *testing.T) {
 	if err != nil || !res.Replayed || res.Change.Version != 2 {
 		t.Errorf("the first change again = %+v, %v; want it replayed at version 2", res, err)
 	}
+	// The refused reuse sent again finds its own claim COMPLETE (its refusal
+	// is in the ledger only: the other order's partition records nothing),
+	// and the same reuse with yet another note finds that claim another
+	// command's: REQUEST_ID_REUSED both, nothing changed.
+	again := reuse
+	again.ShippingNote = "side door"
+	for _, in := range []order.ChangeInput{reuse, again} {
+		_, err := f.svc.ChangeOrder(context.Background(), testTenant, in)
+		f.svc.Wait()
+		if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
+			t.Errorf("the reuse (note %q) sent again: reason %s, want %s", in.ShippingNote, fe.Reason, fault.ReasonRequestIDReused)
+		}
+	}
+	if o, _ := f.proj.Order(context.Background(), testTenant, other.ID); o.Version != 1 || o.ShippingNote != "" {
+		t.Errorf("the other order after the reuse's retries = %+v, want it unchanged at version 1", o)
+	}
+	if n := len(f.pub.Records()); n != published {
+		t.Errorf("%d events published for the reuse's retries, want none", n-published)
+	}
+}
+
+// A change request id sent with another change while its first claim is
+// still PENDING and undecided (its version check failed, so nothing is
+// recorded under its change id): REQUEST_ID_REUSED, the claim and the
+// order as they were, and the first change, retried, still accepted.
+func TestChangeRequestIDReusedWhileItsClaimIsUndecided(t *testing.T) {
+	f := newChangeFixture(t, nil)
+	first := f.amend(1, "back door")
+	f.ver.Arm(versions.StmtApply, cassandra.FaultUnavailable, 1)
+	_, err := f.svc.ChangeOrder(context.Background(), testTenant, first)
+	f.svc.Wait()
+	wantFault(t, err, fault.Unavailable)
+	key := ledger.Key{Tenant: testTenant, Operation: first.Operation, RequestID: uuid.MustParse(first.RequestID)}
+	claim, ok := f.led.Record(key)
+	if !ok || claim.State != ledger.Pending {
+		t.Fatalf("the first change's claim = %+v (%v), want PENDING", claim, ok)
+	}
+
+	other := first
+	other.ShippingNote = "side door"
+	_, err = f.svc.ChangeOrder(context.Background(), testTenant, other)
+	f.svc.Wait()
+	if fe := wantFault(t, err, fault.Conflict); fe.Reason != fault.ReasonRequestIDReused {
+		t.Errorf("reason = %s, want %s", fe.Reason, fault.ReasonRequestIDReused)
+	}
+	if rec, _ := f.led.Record(key); rec.State != ledger.Pending || rec.Fingerprint != claim.Fingerprint || rec.ClaimToken != claim.ClaimToken {
+		t.Errorf("the claim after the reuse = %+v, want the first's as it was", rec)
+	}
+	if h := f.history(t); len(h) != 0 {
+		t.Errorf("history after the reuse = %+v, want none", h)
+	}
+
+	f.clock.Advance(2 * time.Second) // the claim is old enough to take over
+	res, err := f.svc.ChangeOrder(context.Background(), testTenant, first)
+	f.svc.Wait()
+	if err != nil || res.Change.Version != 2 || f.current(t).ShippingNote != "back door" {
+		t.Errorf("the first change retried = %+v, %v (order note %q), want it accepted at version 2", res, err, f.current(t).ShippingNote)
+	}
 }
 
 // The binding's read or write failing ends the attempt before the version
