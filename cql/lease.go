@@ -30,21 +30,26 @@ type holder struct {
 }
 
 // lease is the migration lease a run holds. While the run lasts it is
-// renewed every quarter of its TTL, so a run longer than the TTL keeps it;
-// a renewal that finds another owner, or no confirmed renewal for three
-// quarters of the TTL (the lease may be gone before the next one), cancels
-// the run's context with ErrLeaseLost, so no further statement is sent.
-// That is as strong as a lease without fencing can be: a statement already
-// on its way when the lease is lost still lands.
+// renewed every quarter of its TTL, so a run longer than the TTL keeps it.
+// The run's context is cancelled with ErrLeaseLost, so that no further
+// statement is sent, when a renewal finds another owner, or a quarter of
+// the TTL before the last write known applied could expire: its TTL counts
+// from no earlier than when it was sent, and every renewal is cut off at
+// that point however long the cluster takes to answer. That is as strong
+// as a lease without fencing can be: a statement already on its way when
+// the lease is given up still lands (within the quarter TTL left).
 type lease struct {
 	s        Session
 	keyspace string
 	ttl      time.Duration
 	owner    uuid.UUID
 
-	lastSent time.Time // the taken_at of the last write sent; renewals only
-	stop     context.CancelFunc
-	done     sync.WaitGroup
+	lastSent time.Time // the taken_at of the last write sent
+	// expires is when the last write known applied could expire at the
+	// earliest: the time it was sent, by this process's clock, plus the TTL.
+	expires time.Time
+	stop    context.CancelFunc
+	done    sync.WaitGroup
 }
 
 // takeLease takes the migration lease, waiting (lockMaxWaitTotal at most)
@@ -56,7 +61,7 @@ func takeLease(ctx context.Context, s Session, keyspace string, ttl time.Duratio
 	l := &lease{s: s, keyspace: keyspace, ttl: ttl, owner: uuid.New()}
 	deadline := time.Now().Add(lockMaxWaitTotal)
 	for {
-		at := l.nextTakenAt()
+		sent, at := time.Now(), l.nextTakenAt()
 		res, err := lwt.Do(ctx, lwt.Write[holder]{
 			Op: "take the migration lease",
 			Send: func(ctx context.Context) (bool, holder, error) {
@@ -73,6 +78,7 @@ func takeLease(ctx context.Context, s Session, keyspace string, ttl time.Duratio
 			return nil, err
 		}
 		if res.Applied {
+			l.expires = sent.Add(ttl)
 			return l, nil
 		}
 		if time.Now().After(deadline) {
@@ -100,41 +106,46 @@ func (l *lease) keep(ctx context.Context) context.Context {
 	return ctx
 }
 
-// renewUntil renews the lease every quarter of its TTL until ctx ends.
+// renewUntil renews the lease every quarter of its TTL until ctx ends. It
+// gives the lease up (lost) when a renewal finds another owner, and, from
+// a timer of its own (a renewal may wait for its answer however long the
+// driver lets it), a quarter of the TTL before the last applied write
+// could expire.
 func (l *lease) renewUntil(ctx context.Context, lost context.CancelCauseFunc) {
 	every := l.ttl / 4
-	confirmed := time.Now()
-	t := time.NewTicker(every)
-	defer t.Stop()
+	giveUp := func() time.Duration { return time.Until(l.expires.Add(-every)) }
+	lapse := time.AfterFunc(giveUp(), func() {
+		lost(fmt.Errorf("%w (no renewal applied in %s)", ErrLeaseLost, l.ttl-every))
+	})
+	defer lapse.Stop()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
 		ours, err := l.renew(ctx)
 		switch {
 		case err == nil && ours:
-			confirmed = time.Now()
+			lapse.Reset(giveUp())
 		case err == nil:
 			lost(ErrLeaseLost)
 			return
-		case ctx.Err() != nil:
-			return
-		case time.Since(confirmed) >= l.ttl-every:
-			lost(fmt.Errorf("%w (no renewal confirmed for %s: %v)", ErrLeaseLost, time.Since(confirmed).Round(time.Second), err))
-			return
 		}
+		// An error: tried again at the next tick, until the lease lapses.
 	}
 }
 
-// renew rewrites the lease with a fresh TTL if this migrator still owns it.
-// It reports false when another migrator (or none) holds it. An unknown
-// outcome is settled by reading the lease: the taken_at this renewal wrote
-// means it applied; this owner with an older one means it did not, and it
-// is sent again (IF owner = ours still holds).
+// renew rewrites the lease with a fresh TTL if this migrator still owns it,
+// moving expires on when it applies. It reports false when another
+// migrator (or none) holds it. An unknown outcome is settled by reading the
+// lease: the taken_at this renewal wrote means it applied; this owner with
+// an older one means it did not, and it is sent again (IF owner = ours
+// still holds).
 func (l *lease) renew(ctx context.Context) (bool, error) {
-	at := l.nextTakenAt()
+	sent, at := time.Now(), l.nextTakenAt()
 	res, err := lwt.Do(ctx, lwt.Write[holder]{
 		Op: "renew the migration lease",
 		Send: func(ctx context.Context) (bool, holder, error) {
@@ -146,6 +157,9 @@ func (l *lease) renew(ctx context.Context) (bool, error) {
 		Applied: func(h holder) bool { return h.owner == l.owner && h.takenAt.Equal(at) },
 		Awaits:  func(h holder) bool { return h.owner == l.owner && !h.takenAt.Equal(at) },
 	})
+	if res.Applied {
+		l.expires = sent.Add(l.ttl)
+	}
 	return res.Applied, err
 }
 

@@ -113,8 +113,8 @@ func assertLeaseFree(t *testing.T, s *gocql.Session, ks string) {
 // response lost (settled as applied by the taken_at it wrote), timing out
 // unapplied (settled as not applied, sent again), not applied (another
 // migrator took the lease: the run stops with ErrLeaseLost and leaves the
-// other's lease alone), and refused until the lease may be gone (the run
-// stops too).
+// other's lease alone), waiting longer than the lease lasts, and refused
+// until the lease may be gone (the run stops in both).
 func TestMigrationLeaseRenewed(t *testing.T) {
 	isolated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -187,14 +187,40 @@ func TestMigrationLeaseRenewed(t *testing.T) {
 		t.Logf("stopped after versions %v: %v", res.Applied, err)
 	})
 
+	t.Run("a renewal that hangs past the lease", func(t *testing.T) {
+		ks := newKeyspace("lease_hung")
+		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
+		// The first renewal waits 15 s before it is sent; the lease's TTL
+		// is 4 s. From 5 s on, when the lease has lapsed, another migrator
+		// takes it, and the first version's record is let through. The
+		// run must have given its lease up by then, sending nothing more.
+		start := time.Now()
+		fs.Before(cql.StmtRenew, func() { time.Sleep(15 * time.Second) })
+		fs.Before(cql.StmtRecord, func() {
+			time.Sleep(time.Until(start.Add(5 * time.Second)))
+			if applied, err := s.Query(fmt.Sprintf(`INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 60`, ks),
+				gocql.UUIDFromTime(time.Now()), time.Now()).SerialConsistency(gocql.LocalSerial).MapScanCASContext(ctx, map[string]any{}); err != nil || !applied {
+				t.Errorf("another migrator takes the lapsed lease: %v %v", applied, err)
+			}
+		})
+		res, err := cql.Migrate(ctx, fs, cfg(ks))
+		if !errors.Is(err, cql.ErrLeaseLost) || !strings.Contains(err.Error(), "no renewal applied") {
+			t.Fatalf("migrate whose renewal hung: %v, want ErrLeaseLost (no renewal applied)", err)
+		}
+		assertRecorded(t, s, ks, 0)
+		if len(res.Applied) != 0 {
+			t.Fatalf("the run applied %v after its lease lapsed", res.Applied)
+		}
+	})
+
 	t.Run("renewals refused", func(t *testing.T) {
 		ks := newKeyspace("lease_refused")
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
 		fs.Arm(cql.StmtRenew, cassandra.FaultUnavailable, 100)
 		fs.Before(cql.StmtRecord, func() { time.Sleep(5 * time.Second) })
 		res, err := cql.Migrate(ctx, fs, cfg(ks))
-		if !errors.Is(err, cql.ErrLeaseLost) || !strings.Contains(err.Error(), "no renewal confirmed") {
-			t.Fatalf("migrate whose renewals were all refused: %v, want ErrLeaseLost (no renewal confirmed)", err)
+		if !errors.Is(err, cql.ErrLeaseLost) || !strings.Contains(err.Error(), "no renewal applied") {
+			t.Fatalf("migrate whose renewals were all refused: %v, want ErrLeaseLost (no renewal applied)", err)
 		}
 		assertStopped(t, s, ks, res, len(versions))
 	})
