@@ -20,6 +20,10 @@ import (
 // as held: no two-minute wait for its TTL), the version records applied but
 // answered as timeouts, or not sent at all (settled, then sent again), and
 // the lease LWT timing out unapplied (not held: wait and take it again).
+// Its lease lasts 4 s and is renewed every second, through a renewal whose
+// response is lost (settled as applied by the taken_at it wrote) and one
+// timing out unapplied (settled, sent again): it outlives a run stalled
+// longer than its TTL.
 func TestMigrationLWTsUnknownOutcomes(t *testing.T) {
 	isolated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -40,10 +44,27 @@ func TestMigrationLWTsUnknownOutcomes(t *testing.T) {
 	fs.Arm("migrate.lock", cassandra.FaultLoseResponse, 1)
 	fs.Arm("migrate.record", cassandra.FaultLoseResponse, 1)
 	fs.Arm("migrate.record", cassandra.FaultTimeout, 1)
+	fs.Arm(cql.StmtRenew, cassandra.FaultLoseResponse, 1)
+	fs.Arm(cql.StmtRenew, cassandra.FaultTimeout, 1)
+	// The first version's record waits 6 s, longer than the lease's TTL,
+	// then looks at the lease: still this run's.
+	var owner gocql.UUID
+	var ownerErr error
+	fs.Before(cql.StmtRecord, func() {
+		time.Sleep(6 * time.Second)
+		ownerErr = s.Query(fmt.Sprintf(`SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`, ks)).
+			Consistency(gocql.LocalSerial).ScanContext(ctx, &owner)
+	})
 	start := time.Now()
-	res, err := cql.Migrate(ctx, fs, cql.Config{Keyspace: ks})
+	res, err := cql.Migrate(ctx, fs, cql.Config{Keyspace: ks, LeaseTTL: 4 * time.Second})
 	if err != nil {
 		t.Fatalf("migrate through lost responses: %v", err)
+	}
+	if ownerErr != nil {
+		t.Fatalf("6 s into a run with a 4 s lease, the lease was gone (%v): it was not renewed", ownerErr)
+	}
+	if fs.Pending(cql.StmtRenew) != 0 {
+		t.Fatalf("%d renewal faults never served: the run did not renew the lease", fs.Pending(cql.StmtRenew))
 	}
 	if len(res.Applied) != len(versions) || res.Current != versions[len(versions)-1].Number {
 		t.Fatalf("migrate applied %v (current %d), want all %d versions", res.Applied, res.Current, len(versions))
@@ -51,7 +72,7 @@ func TestMigrationLWTsUnknownOutcomes(t *testing.T) {
 	if fs.Hits("migrate.lock") != 1 || fs.Hits("migrate.record") != 2 {
 		t.Fatalf("faults served: lock %d, record %d; want 1 and 2", fs.Hits("migrate.lock"), fs.Hits("migrate.record"))
 	}
-	t.Logf("migrated %s through a lost lease response and two lost records in %s", ks, time.Since(start).Round(time.Millisecond))
+	t.Logf("migrated %s through a lost lease response, two lost records and two lost renewals in %s", ks, time.Since(start).Round(time.Millisecond))
 	assertRecorded(t, s, ks, len(versions))
 	assertLeaseFree(t, s, ks)
 
@@ -108,13 +129,11 @@ func assertLeaseFree(t *testing.T, s *gocql.Session, ks string) {
 }
 
 // TestMigrationLeaseRenewed runs the migrator with a 4 s lease (renewed
-// every second) on the real cluster through each branch of its renewal:
-// applied (the lease outlives a run stalled longer than its TTL), its
-// response lost (settled as applied by the taken_at it wrote), timing out
-// unapplied (settled as not applied, sent again), not applied (another
-// migrator took the lease: the run stops with ErrLeaseLost and leaves the
-// other's lease alone), waiting longer than the lease lasts, and refused
-// until the lease may be gone (the run stops in both).
+// every second) on the real cluster through the renewals that end a run
+// (those it survives are TestMigrationLWTsUnknownOutcomes's): not applied
+// (another migrator took the lease: the run stops with ErrLeaseLost and
+// leaves the other's lease alone), waiting longer than the lease lasts,
+// and refused until the lease may be gone (the run stops in both).
 func TestMigrationLeaseRenewed(t *testing.T) {
 	isolated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -134,34 +153,6 @@ func TestMigrationLeaseRenewed(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := func(ks string) cql.Config { return cql.Config{Keyspace: ks, LeaseTTL: 4 * time.Second} }
-
-	t.Run("renewed through lost responses and timeouts", func(t *testing.T) {
-		ks := newKeyspace("lease_kept")
-		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
-		fs.Arm(cql.StmtRenew, cassandra.FaultLoseResponse, 1)
-		fs.Arm(cql.StmtRenew, cassandra.FaultTimeout, 1)
-		// The first version's record waits 6 s, longer than the lease's
-		// TTL, then looks at the lease: still this run's.
-		var owner gocql.UUID
-		var ownerErr error
-		fs.Before(cql.StmtRecord, func() {
-			time.Sleep(6 * time.Second)
-			ownerErr = s.Query(fmt.Sprintf(`SELECT owner FROM %s.schema_lock WHERE id = 'migrate'`, ks)).
-				Consistency(gocql.LocalSerial).ScanContext(ctx, &owner)
-		})
-		res, err := cql.Migrate(ctx, fs, cfg(ks))
-		if err != nil || len(res.Applied) != len(versions) {
-			t.Fatalf("migrate with a lease shorter than the run: %v %v, want all %d versions", res, err, len(versions))
-		}
-		if ownerErr != nil {
-			t.Fatalf("6 s into a run with a 4 s lease, the lease was gone (%v): it was not renewed", ownerErr)
-		}
-		if fs.Pending(cql.StmtRenew) != 0 {
-			t.Fatalf("%d renewal faults never served: the run did not renew the lease", fs.Pending(cql.StmtRenew))
-		}
-		assertRecorded(t, s, ks, len(versions))
-		assertLeaseFree(t, s, ks)
-	})
 
 	t.Run("taken over", func(t *testing.T) {
 		ks := newKeyspace("lease_taken")
@@ -190,12 +181,12 @@ func TestMigrationLeaseRenewed(t *testing.T) {
 	t.Run("a renewal that hangs past the lease", func(t *testing.T) {
 		ks := newKeyspace("lease_hung")
 		fs := cassandra.NewFaultSession(cassandra.Wrap(s))
-		// The first renewal waits 15 s before it is sent; the lease's TTL
+		// The first renewal waits 12 s before it is sent; the lease's TTL
 		// is 4 s. From 5 s on, when the lease has lapsed, another migrator
 		// takes it, and the first version's record is let through. The
 		// run must have given its lease up by then, sending nothing more.
 		start := time.Now()
-		fs.Before(cql.StmtRenew, func() { time.Sleep(15 * time.Second) })
+		fs.Before(cql.StmtRenew, func() { time.Sleep(12 * time.Second) })
 		fs.Before(cql.StmtRecord, func() {
 			time.Sleep(time.Until(start.Add(5 * time.Second)))
 			if applied, err := s.Query(fmt.Sprintf(`INSERT INTO %s.schema_lock (id, owner, taken_at) VALUES ('migrate', ?, ?) IF NOT EXISTS USING TTL 60`, ks),
