@@ -96,12 +96,11 @@ func takeLease(ctx context.Context, s Session, keyspace string, ttl time.Duratio
 // ErrLeaseLost once the lease is lost.
 func (l *lease) keep(ctx context.Context) context.Context {
 	ctx, lost := context.WithCancelCause(ctx)
-	renewCtx, stop := context.WithCancel(ctx)
-	l.stop = func() { stop(); lost(nil) }
+	l.stop = func() { lost(nil) }
 	l.done.Add(1)
 	go func() {
 		defer l.done.Done()
-		l.renewUntil(renewCtx, lost)
+		l.renewUntil(ctx, lost)
 	}()
 	return ctx
 }

@@ -147,20 +147,18 @@ func (r rebalanceWaiting) forget() {
 // take a signal meant for the next poll.
 func (r rebalanceWaiting) cuts(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done, ended := make(chan struct{}), make(chan struct{})
+	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		select {
 		case <-r:
 			cancel(errRebalanceWaiting)
-		case <-done:
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() {
-		close(done)
-		<-ended
 		cancel(nil)
+		<-ended
 	}
 }
 
