@@ -614,8 +614,10 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger) error {
 	}
 	// The guard runs before any handler (after the deadline, so that the
 	// metrics see its refusals); panic recovery is innermost.
+	// The codec hands a request whose text is not UTF-8 to the guard and the
+	// handler (INVALID_ARGUMENT on the field) rather than failing it INTERNAL.
 	opts := append(obs.grpcOptions(deadlineInterceptor(cfg.requestTimeout), api.UnaryInterceptor(), grpcapi.RecoverPanics(log)),
-		grpc.ChainStreamInterceptor(api.StreamInterceptor()))
+		grpc.ChainStreamInterceptor(api.StreamInterceptor()), grpcapi.Codec())
 	if sec.creds != nil {
 		opts = append(opts, sec.creds)
 	}
