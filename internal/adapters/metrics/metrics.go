@@ -45,23 +45,24 @@ var (
 // Metrics holds orderd's metric definitions. The zero value is not usable;
 // a nil *Metrics records nothing.
 type Metrics struct {
-	reg             prometheus.Registerer
-	grpcServer      *grpcprom.ServerMetrics // the standard grpc_server_* metrics
-	grpcRequests    *prometheus.CounterVec
-	grpcDuration    *prometheus.HistogramVec
-	createOutcomes  *prometheus.CounterVec
-	changeOutcomes  *prometheus.CounterVec
-	unknownOutcomes *prometheus.CounterVec
-	cqlDuration     *prometheus.HistogramVec
-	retryAge        prometheus.Histogram
-	replayCacheHits prometheus.Counter
-	deliveries      *prometheus.CounterVec
-	publishDuration prometheus.Histogram
-	authRefused     *prometheus.CounterVec
-	tenantRequests  *prometheus.CounterVec
-	clockOffset     prometheus.Gauge
-	clockError      prometheus.Gauge
-	clockMax        prometheus.Gauge
+	reg               prometheus.Registerer
+	grpcServer        *grpcprom.ServerMetrics // the standard grpc_server_* metrics
+	grpcRequests      *prometheus.CounterVec
+	grpcDuration      *prometheus.HistogramVec
+	createOutcomes    *prometheus.CounterVec
+	changeOutcomes    *prometheus.CounterVec
+	unknownOutcomes   *prometheus.CounterVec
+	cqlDuration       *prometheus.HistogramVec
+	retryAge          prometheus.Histogram
+	replayCacheHits   prometheus.Counter
+	deliveries        *prometheus.CounterVec
+	backgroundSkipped prometheus.Counter
+	publishDuration   prometheus.Histogram
+	authRefused       *prometheus.CounterVec
+	tenantRequests    *prometheus.CounterVec
+	clockOffset       prometheus.Gauge
+	clockError        prometheus.Gauge
+	clockMax          prometheus.Gauge
 }
 
 var (
@@ -118,6 +119,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Subsystem: "outbox", Name: "deliveries_total",
 			Help: "Order events published to Kafka, by result: acked (the broker acknowledged it; its due entry is then released) or failed (not acknowledged: the reconciler publishes it again).",
 		}, []string{"result"}),
+		backgroundSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "outbox", Name: "background_skipped_total",
+			Help: "Deliveries (and due-entry releases) after the answer not started because as many as workflow.Config.MaxBackground (10,000) were under way: the reconciler does them once their entries fall due.",
+		}),
 		publishDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "outbox", Name: "publish_duration_seconds",
 			Help:    "Time from handing an order event to the Kafka producer to the broker's acknowledgement (or the failure).",
@@ -149,7 +154,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildinfo.Collector(),
 		m.grpcServer, m.grpcRequests, m.grpcDuration, m.createOutcomes, m.changeOutcomes, m.unknownOutcomes, m.cqlDuration, m.retryAge, m.replayCacheHits,
-		m.deliveries, m.publishDuration, m.authRefused, m.tenantRequests, m.clockOffset, m.clockError, m.clockMax,
+		m.deliveries, m.backgroundSkipped, m.publishDuration, m.authRefused, m.tenantRequests, m.clockOffset, m.clockError, m.clockMax,
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -237,6 +242,14 @@ func (m *Metrics) ReplayCached() {
 		return
 	}
 	m.replayCacheHits.Inc()
+}
+
+// BackgroundSkipped implements workflow.Observer.
+func (m *Metrics) BackgroundSkipped() {
+	if m == nil {
+		return
+	}
+	m.backgroundSkipped.Inc()
 }
 
 // UnknownOutcome counts one write whose outcome was unknown, by how it was

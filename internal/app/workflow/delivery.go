@@ -31,6 +31,28 @@ type delivery struct {
 	failpoints *failpoint.Set
 	warn       func(ctx context.Context, msg string, attrs ...slog.Attr)
 	pending    sync.WaitGroup // background deliveries and releases under way
+	// slots holds one token per background delivery or release under way
+	// (Config.MaxBackground); skipped is told of one not started for
+	// want of a slot.
+	slots   chan struct{}
+	skipped func()
+}
+
+// background runs do after the answer, unless Config.MaxBackground are
+// under way already: then it starts nothing and says so (false), and the
+// claim's due entry, left as it is, lets the reconciler do it.
+func (o *delivery) background(do func()) bool {
+	select {
+	case o.slots <- struct{}{}:
+	default:
+		o.skipped()
+		return false
+	}
+	o.pending.Go(func() {
+		defer func() { <-o.slots }()
+		do()
+	})
+	return true
 }
 
 // deliver publishes ev and says what that settles:
@@ -70,7 +92,7 @@ func (o *delivery) publish(ctx context.Context, ev order.Event) error {
 // has returned by then.
 func (o *delivery) settleLater(ctx context.Context, rec ledger.Record, ev order.Event) {
 	ctx = context.WithoutCancel(ctx)
-	o.pending.Go(func() {
+	started := o.background(func() {
 		if settled, err := o.deliver(ctx, ev); settled != ledger.Finished {
 			o.warn(ctx, "order event not delivered yet; the reconciler will publish it", slog.Any("request_id", rec.RequestID),
 				slog.Any("order_id", ev.Order.ID), slog.String("event", ev.Type), slog.Any("error", err))
@@ -78,6 +100,10 @@ func (o *delivery) settleLater(ctx context.Context, rec ledger.Record, ev order.
 		}
 		o.release(ctx, rec)
 	})
+	if !started {
+		o.warn(ctx, "too many order events being delivered at once; the reconciler will publish this one", slog.Any("request_id", rec.RequestID),
+			slog.Any("order_id", ev.Order.ID), slog.String("event", ev.Type), slog.Int("in_flight", cap(o.slots)))
+	}
 }
 
 // releaseLater removes rec's due entry in the background: for an attempt
@@ -86,7 +112,7 @@ func (o *delivery) settleLater(ctx context.Context, rec ledger.Record, ev order.
 // entry left behind costs the reconciler one look when it falls due.
 func (o *delivery) releaseLater(ctx context.Context, rec ledger.Record) {
 	ctx = context.WithoutCancel(ctx)
-	o.pending.Go(func() { o.release(ctx, rec) })
+	o.background(func() { o.release(ctx, rec) })
 }
 
 // release removes rec's due entry under its own timeout; ctx (not ended by

@@ -362,3 +362,59 @@ func TestRepublishPublishesEveryEventOfAnOrderAsFirstPublished(t *testing.T) {
 		t.Errorf("Republish with the broker down = %d, %v; want the failure of the first event", n, err)
 	}
 }
+
+// heldPublisher holds every publication until released (or its context
+// ends), then acknowledges it: a broker that has stopped answering.
+type heldPublisher struct {
+	*outboxtest.Memory
+	release chan struct{}
+}
+
+func (p heldPublisher) Publish(ctx context.Context, ev order.Event) error {
+	select {
+	case <-p.release:
+		return p.Memory.Publish(ctx, ev)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// While a broker that stopped answering holds Config.MaxBackground
+// deliveries, an order answered meanwhile starts no more: it is counted
+// skipped, its entry left for the reconciler, and what runs after the
+// answers stays bounded however many orders come.
+func TestBackgroundDeliveriesAreBounded(t *testing.T) {
+	pub := heldPublisher{Memory: outboxtest.NewMemory(), release: make(chan struct{})}
+	obs := &fakeObserver{}
+	f := newFixture(t, Config{Publisher: pub, PublishTimeout: time.Minute, ReplayCacheSize: -1, MaxBackground: 3, Observer: obs}, nil)
+	var ids []uuid.UUID
+	for range 5 {
+		in := baseInput()
+		in.RequestID = uuid.NewString()
+		res, err := f.svc.CreateOrder(context.Background(), testTenant, in)
+		if err != nil || res.Outcome != OutcomeNew {
+			t.Fatalf("CreateOrder = %+v, %v", res, err)
+		}
+		ids = append(ids, res.Order.RequestID)
+	}
+	obs.mu.Lock()
+	skipped := obs.skipped
+	obs.mu.Unlock()
+	if skipped != 2 {
+		t.Errorf("deliveries skipped = %d, want 2 (5 orders, 3 in flight at most)", skipped)
+	}
+	close(pub.release)
+	f.svc.Wait()
+	if n := len(pub.Records()); n != 3 {
+		t.Errorf("events published after the answers = %d, want the 3 started", n)
+	}
+	owed := 0
+	for _, id := range ids {
+		if len(f.led.Entries(ledger.Key{Tenant: testTenant, Operation: order.OperationCreate, RequestID: id})) > 0 {
+			owed++
+		}
+	}
+	if owed != 2 {
+		t.Errorf("orders whose due entry is left for the reconciler = %d, want the 2 skipped", owed)
+	}
+}

@@ -18,6 +18,7 @@ type fakeObserver struct {
 	changes  []string // operation/outcome
 	ages     []time.Duration
 	cached   int
+	skipped  int
 }
 
 var _ Observer = (*fakeObserver)(nil)
@@ -44,6 +45,12 @@ func (o *fakeObserver) ReplayCached() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.cached++
+}
+
+func (o *fakeObserver) BackgroundSkipped() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.skipped++
 }
 
 func (o *fakeObserver) seen() ([]Outcome, []time.Duration) {

@@ -90,6 +90,14 @@ type Config struct {
 	Publisher Publisher
 	// PublishTimeout bounds one publication of an event; default 10 s.
 	PublishTimeout time.Duration
+	// MaxBackground bounds the deliveries and releases that run after the
+	// answer at once; default 10,000 (the Kafka producer buffers as many
+	// records). While a broker outage or a slow cluster keeps that many in
+	// flight, a request answered meanwhile leaves its event and its entry
+	// to the reconciler (which publishes it after the grace) instead of
+	// starting one more: their number, and the memory they hold, stay
+	// bounded however long the outage lasts.
+	MaxBackground int
 	// Admission, if set, rate-limits each tenant's calls; nil admits all.
 	Admission Admission
 	// Versions is the orders' authoritative version, which CancelOrder and
@@ -134,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = 10 * time.Second
+	}
+	if c.MaxBackground <= 0 {
+		c.MaxBackground = 10_000
 	}
 	return c
 }
@@ -207,6 +218,10 @@ type Observer interface {
 	// ReplayCached is called when a duplicate was answered from the
 	// in-process replay cache, without reading the ledger.
 	ReplayCached()
+	// BackgroundSkipped is called when a delivery or release after the
+	// answer was not started because Config.MaxBackground were in flight:
+	// the reconciler does it once the entry falls due.
+	BackgroundSkipped()
 }
 
 type nopObserver struct{}
@@ -215,6 +230,7 @@ func (nopObserver) CreateOutcome(Outcome)         {}
 func (nopObserver) ChangeOutcome(string, Outcome) {}
 func (nopObserver) RetryAge(time.Duration)        {}
 func (nopObserver) ReplayCached()                 {}
+func (nopObserver) BackgroundSkipped()            {}
 
 // Service runs the workflow.
 type Service struct {
@@ -234,7 +250,8 @@ func New(cfg Config, l ledger.Store, p Projector, failpoints *failpoint.Set, log
 	cfg = cfg.withDefaults()
 	s := &Service{cfg: cfg, ledger: l, projector: p, failpoints: failpoints, replays: newReplayCache(cfg.ReplayCacheSize),
 		log: log, warns: lograte.New[string](nil), now: cfg.Now}
-	s.delivery = &delivery{publisher: cfg.Publisher, timeout: cfg.PublishTimeout, ledger: l, failpoints: failpoints, warn: s.warn}
+	s.delivery = &delivery{publisher: cfg.Publisher, timeout: cfg.PublishTimeout, ledger: l, failpoints: failpoints, warn: s.warn,
+		slots: make(chan struct{}, cfg.MaxBackground), skipped: cfg.Observer.BackgroundSkipped}
 	return s
 }
 
