@@ -163,3 +163,60 @@ func TestOwedEventRepublishedWhileItsClaimLivesKeepsTheCallsTrace(t *testing.T) 
 		t.Errorf("the acknowledged publication (reconciler, claim still live) ran in trace %q, want the claiming call's %s", last, traceID)
 	}
 }
+
+// An instance running with delivery off (ORDERD_DELIVERY=false) beside one
+// that delivers never settles as done an event the other owes: its
+// reconciler leaves the owed entry owed, both while the claim lives and
+// after, and the delivering instance publishes it once the broker is back.
+func TestAnInstanceWithDeliveryOffLeavesAnOwedEventOwed(t *testing.T) {
+	pub := outboxtest.NewMemory()
+	f := newFixture(t, Config{Publisher: pub, PublishTimeout: 20 * time.Millisecond, ReplayCacheSize: -1}, nil)
+	pub.SetDown(true)
+	res, err := f.svc.CreateOrder(context.Background(), testTenant, baseInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc.Wait()
+	key := onlyRecord(t, f.led).Key
+	shard := f.led.Entries(key)[0].Shard
+	loopOf := func(svc *Service) *reconciler.Loop {
+		return reconciler.New(reconciler.Config{Now: f.clock.Now, Redeliver: svc.Redeliver, InitialLookback: 30 * 24 * time.Hour},
+			f.led, svc.Settle, leasestest.NewMemoryCoordinator(f.clock.Now), discardLogger())
+	}
+	pass := func(l *reconciler.Loop) {
+		t.Helper()
+		if _, err := l.PassShards(context.Background(), []int{shard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	on := loopOf(f.svc)
+	f.clock.Advance(time.Minute)
+	pass(on)
+	if es := f.led.Entries(key); len(es) != 1 || es[0].Owed != res.Order.ID {
+		t.Fatalf("entries after the delivering instance's failed attempt = %+v, want one owing order %s", es, res.Order.ID)
+	}
+
+	offSvc := New(Config{ReplayCacheSize: -1}, f.led, f.proj, nil, discardLogger())
+	offSvc.now = f.clock.Now
+	off := loopOf(offSvc)
+	for _, after := range []time.Duration{10 * time.Minute, 8 * 24 * time.Hour} { // the claim alive, then gone
+		f.clock.Advance(after)
+		pass(off)
+		if es := f.led.Entries(key); len(es) != 1 || es[0].Owed != res.Order.ID {
+			t.Fatalf("entries after a pass of the instance with delivery off (+%s) = %+v, want the owed entry kept", after, es)
+		}
+	}
+
+	pub.SetDown(false)
+	f.clock.Advance(10 * time.Minute)
+	pass(on)
+	var delivered int
+	for _, r := range pub.Records() {
+		if outbox.Header(r, outbox.HeaderEventID) == order.CreatedEvent(res.Order).ID.String() {
+			delivered++
+		}
+	}
+	if delivered != 1 || len(f.led.Entries(key)) != 0 {
+		t.Errorf("the owed event published %d times once the broker was back (want 1); entries left %+v", delivered, f.led.Entries(key))
+	}
+}

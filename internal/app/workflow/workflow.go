@@ -709,6 +709,10 @@ func (s *Service) orderEvents(ctx context.Context, o order.Order) ([]order.Event
 	return events, nil
 }
 
+// errDeliveryOff is why an instance without a publisher leaves an owed
+// event owed.
+var errDeliveryOff = errors.New("event delivery is off on this instance (ORDERD_DELIVERY=false): the event stays owed for an instance that publishes")
+
 // Redeliver publishes the event that request key made on order orderID,
 // from the order's rows alone, writing nothing: the reconciler calls it
 // for a due entry that owes the event (an earlier attempt recorded the
@@ -716,12 +720,14 @@ func (s *Service) orderEvents(ctx context.Context, o order.Order) ([]order.Event
 // gone (the retention ended before the broker took it) it is the only way
 // left. The event is the one every earlier attempt published (same id,
 // same bytes). It says what became of it: ledger.Finished once the broker
-// acknowledged it (or, with delivery off, nothing is owed);
-// ledger.EventOwed when the broker did not take it; ledger.Unfinished when
-// the event could not be made from the rows.
+// acknowledged it; ledger.EventOwed when the broker did not take it, or
+// when this instance publishes nothing (delivery off): an event owed
+// stays owed until an instance that publishes takes it, never settled by
+// one that cannot (which would lose it); ledger.Unfinished when the event
+// could not be made from the rows.
 func (s *Service) Redeliver(ctx context.Context, key ledger.Key, orderID uuid.UUID) (ledger.Settled, error) {
 	if s.cfg.Publisher == nil {
-		return ledger.Finished, nil
+		return ledger.EventOwed, fault.New(fault.ReasonDeliveryFailed, errDeliveryOff)
 	}
 	ev, err := s.owedEvent(ctx, key, orderID)
 	if err != nil {
