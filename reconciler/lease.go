@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/atlasmart/orderd/internal/domain/fault"
 	"github.com/atlasmart/orderd/ledger"
@@ -23,11 +28,11 @@ import (
 type hold struct {
 	// deadline is when the lease could have lapsed, by this instance's
 	// clock: when the last acquire or renewal that applied was sent, plus
-	// LeaseTTL. The coordinator counts the TTL from when the write landed,
-	// never earlier than it was sent, so the lease lives at least until
-	// then, however long the answer took. Times from time.Now carry its
-	// monotonic reading, so a step of the wall clock neither lengthens nor
-	// shortens it. Guarded by Loop.mu.
+	// the lease's life (leaseLife). Cassandra counts the TTL from the
+	// whole second the write landed in, never before it was sent, so the
+	// lease lives at least until then, however long the answer took.
+	// Times from time.Now carry its monotonic reading, so a step of the
+	// wall clock neither lengthens nor shortens it. Guarded by Loop.mu.
 	deadline time.Time
 	// open is what the passes under this hold left unsettled (open.go).
 	open *openSet
@@ -37,10 +42,28 @@ type hold struct {
 // holds: the rest of its entries are the next holder's.
 var errLost = errors.New("shard lease lost")
 
+// leaseSlack is how much sooner than LeaseTTL after it was sent a lease
+// may be gone in the cluster: Cassandra counts a TTL in whole seconds from
+// the second the write lands in (so up to 1 s less than the TTL from the
+// moment it was sent), and each replica judges it expired by its own clock
+// (kept within a few hundred milliseconds of the others by NTP, as
+// Cassandra's TTLs and LWTs require).
+const leaseSlack = 1500 * time.Millisecond
+
+// minLeaseTTL is the shortest LeaseTTL Config takes: a lease must outlive
+// its slack by more than the slack, so that half its life leaves time to
+// renew it.
+const minLeaseTTL = 4 * leaseSlack
+
+// leaseLife is how long after it was sent an acquire or renewal that
+// applied keeps the lease this instance's for certain.
+func (l *Loop) leaseLife() time.Duration { return l.cfg.LeaseTTL - leaseSlack }
+
 // leasePeriod is how often keepLeases looks after the leases: every
-// Interval, and at least four times a TTL, so that a lease due for renewal
-// at half its TTL is tried again at least once before it could lapse.
-func (l *Loop) leasePeriod() time.Duration { return min(l.cfg.Interval, l.cfg.LeaseTTL/4) }
+// Interval, and at least four times a lease's life, so that a lease due
+// for renewal at half its life is tried again at least once before it
+// could lapse.
+func (l *Loop) leasePeriod() time.Duration { return min(l.cfg.Interval, l.leaseLife()/4) }
 
 // keepLeases coordinates every leasePeriod until ctx ends.
 func (l *Loop) keepLeases(ctx context.Context) {
@@ -102,19 +125,32 @@ func (l *Loop) forgetLocked(shard int) {
 }
 
 // leave releases this instance's leases so others take over at once.
-// Run calls it once the passes and keepLeases have stopped.
+// Run calls it once the passes and keepLeases have stopped. Besides the
+// shards it holds, it releases every lease the cluster shows as this
+// instance's: an acquire or renewal that stopping cut short may have
+// applied without this instance knowing, and that lease would otherwise
+// keep its shard idle until its TTL runs out.
 func (l *Loop) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	l.mu.Lock()
-	shards := make([]int, 0, len(l.owned))
+	shards := make(map[int]bool, len(l.owned))
 	for s := range l.owned {
-		shards = append(shards, s)
+		shards[s] = true
 		l.forgetLocked(s)
 	}
 	l.mu.Unlock()
 	l.countOpen()
-	for _, s := range shards {
+	owners, err := l.coord.Owners(ctx)
+	if err != nil {
+		l.log.Warn("could not read the shard leases: only the leases known held are released", "error", err)
+	}
+	for s, owner := range owners {
+		if owner == l.cfg.Instance {
+			shards[s] = true
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(shards)) {
 		if err := l.coord.Release(ctx, s, l.cfg.Instance); err != nil {
 			l.log.Warn("could not release shard lease", "shard", s, "error", err)
 		}
@@ -128,10 +164,10 @@ func (l *Loop) leave() {
 // lets go of those that could have lapsed, and takes or gives back shards
 // until it holds its fair share of the live instances.
 //
-// A lease is renewed every LeaseTTL/2 or so (about 7.5 s by default), not at
-// every coordinate (every Interval, 2 s): each renewal is a Paxos round, and
+// A lease is renewed every half of its life or so (about 7 s by default),
+// not at every coordinate (every Interval, 2 s): each renewal is a Paxos round, and
 // renewing all 16 leases at every coordinate cost the cluster 8 LWTs a
-// second with no traffic at all. The other half of the TTL leaves room for
+// second with no traffic at all. The other half of the life leaves room for
 // renewals that fail and are tried again. Leases are renewed before the
 // heartbeat, so that a failing heartbeat does not keep them from it.
 //
@@ -218,8 +254,8 @@ func (l *Loop) stalled() (time.Duration, bool) {
 }
 
 // expire ends every hold whose lease could have lapsed by now: no renewal
-// sent within LeaseTTL before now applied, so another instance may hold
-// the lease already.
+// that applied was sent within a lease's life before now, so another
+// instance may hold the lease already.
 func (l *Loop) expire() {
 	now := l.now()
 	l.mu.Lock()
@@ -231,51 +267,84 @@ func (l *Loop) expire() {
 	}
 }
 
-// renew renews each held lease that is half its TTL old. A renewal that
-// did not apply means the lease is another instance's (or lapsed): the
-// shard is let go at once. One that failed, or whose outcome is unknown,
-// changes nothing: the lease lives until its deadline either way; it is
-// tried again at the next coordinate, and expire lets it go once the
-// deadline has passed. The deadline moves only by a renewal that applied,
-// counted from when it was sent.
+// renewConcurrency bounds the renewals in flight at once. Leases taken
+// together fall due together, and one after another a renewal that waits
+// out a timeout would hold back the others until they could have lapsed.
+const renewConcurrency = 4
+
+// renew renews each held lease that is half its life old, soonest
+// deadline first, a few at a time. A renewal that did not apply means the
+// lease is another instance's (or lapsed): the shard is let go at once.
+// One that failed, or whose outcome is unknown, changes nothing: the lease
+// lives until its deadline either way; it is tried again at the next
+// coordinate, and expire lets it go once the deadline has passed. The
+// deadline moves only by a renewal that applied, counted from when it was
+// sent. A renewal whose turn comes after its lease's deadline is not sent.
 func (l *Loop) renew(ctx context.Context) error {
 	now := l.now()
+	type due struct {
+		shard int
+		h     *hold
+	}
+	var dues []due
 	l.mu.Lock()
-	due := l.heldLocked(now)
-	for s, h := range due {
-		if h.deadline.Sub(now) > l.cfg.LeaseTTL/2 {
-			delete(due, s) // less than half its TTL old
+	for s, h := range l.heldLocked(now) {
+		if h.deadline.Sub(now) <= l.leaseLife()/2 {
+			dues = append(dues, due{s, h})
 		}
 	}
 	l.mu.Unlock()
+	slices.SortFunc(dues, func(a, b due) int { return a.h.deadline.Compare(b.h.deadline) })
 	var (
-		first  error
-		failed int
+		g    errgroup.Group
+		mu   sync.Mutex
+		errs []error
 	)
-	for s, h := range due {
-		sent := l.now()
-		ok, err := l.coord.Renew(ctx, s, l.cfg.Instance, l.cfg.LeaseTTL)
-		if ctx.Err() != nil {
-			// Stopping, not a lost lease: keep the shard, so that leave
-			// releases it rather than leaving it held until its TTL.
-			return ctx.Err()
-		}
-		l.mu.Lock()
-		switch {
-		case err != nil:
-			failed++
-			if first == nil {
-				first = fmt.Errorf("renew shard %d: %w", s, err)
+	g.SetLimit(renewConcurrency)
+	for _, d := range dues {
+		g.Go(func() error {
+			if err := l.renewOne(ctx, d.shard, d.h); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
 			}
-		case !ok:
-			l.loseLocked(s, "renewal not applied")
-		default:
-			h.deadline = sent.Add(l.cfg.LeaseTTL)
-		}
-		l.mu.Unlock()
+			return nil
+		})
 	}
-	if first != nil {
-		return fmt.Errorf("%d lease renewals failed (the leases are kept until they could have lapsed), the first: %w", failed, first)
+	_ = g.Wait()
+	if err := ctx.Err(); err != nil {
+		// Stopping, not a lost lease: the shards are kept, so that leave
+		// releases them rather than leaving them held until their TTL.
+		return err
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d lease renewals failed (the leases are kept until they could have lapsed), the first: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+// renewOne renews the lease of shard held by h (see renew).
+func (l *Loop) renewOne(ctx context.Context, shard int, h *hold) error {
+	sent := l.now()
+	l.mu.Lock()
+	lapsed := !sent.Before(h.deadline)
+	l.mu.Unlock()
+	if lapsed || ctx.Err() != nil {
+		return nil // expire lets it go; or stopping
+	}
+	ok, err := l.coord.Renew(ctx, shard, l.cfg.Instance, l.cfg.LeaseTTL)
+	if ctx.Err() != nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err != nil:
+		return fmt.Errorf("renew shard %d: %w", shard, err)
+	case !ok:
+		l.loseLocked(shard, "renewal not applied")
+	default:
+		h.deadline = sent.Add(l.leaseLife())
 	}
 	return nil
 }
@@ -359,7 +428,7 @@ func (l *Loop) take(ctx context.Context, fair, members int) error {
 		if ok {
 			l.mu.Lock()
 			l.forgetLocked(s)
-			l.owned[s] = &hold{deadline: sent.Add(l.cfg.LeaseTTL), open: newOpenSet()}
+			l.owned[s] = &hold{deadline: sent.Add(l.leaseLife()), open: newOpenSet()}
 			l.mu.Unlock()
 			l.log.Info("acquired shard lease", "shard", s, "members", members)
 		}

@@ -204,8 +204,9 @@ func TestPassStopsStartingWorkOnAShardWhoseLeaseWasLost(t *testing.T) {
 }
 
 // Renewals that fail, or whose outcome stays unknown, keep the leases until
-// they could have lapsed: until the lease TTL has passed, by the loop's own
-// clock, since the last renewal that applied was sent. Until then the loop
+// they could have lapsed: until a lease's life (its TTL less the slack of
+// Cassandra's whole-second TTLs) has passed, by the loop's own clock, since
+// the last renewal that applied was sent. Until then the loop
 // passes its shards and tries again; from then on, it starts no work there
 // (even before its next coordinate), and its next coordinate counts the
 // leases lost and takes them back through the coordinator, which answers
@@ -226,7 +227,8 @@ func TestRenewalsFailingUntilTheLeaseCouldHaveLapsedLoseIt(t *testing.T) {
 			mustCoordinate(t, a) // all 16, sent at the start
 			taken := h.clock.Now()
 			const shard = 3
-			tries := []time.Duration{testTTL / 2, testTTL - time.Second}
+			life := testTTL - leaseSlack
+			tries := []time.Duration{life / 2, life - time.Second/2}
 			failing := len(tries) * ledger.PendingShards
 			h.coord.Arm(leases.StmtRenew, tc.f, failing)
 			if !tc.settled {
@@ -242,10 +244,10 @@ func TestRenewalsFailingUntilTheLeaseCouldHaveLapsedLoseIt(t *testing.T) {
 				}
 			}
 
-			h.clock.Set(taken.Add(testTTL))
+			h.clock.Set(taken.Add(life))
 			rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
 			if st := a.Stats(); st.OwnedShards != 0 {
-				t.Errorf("at +%s: Stats.OwnedShards = %d, want 0: the leases could have lapsed", testTTL, st.OwnedShards)
+				t.Errorf("at +%s: Stats.OwnedShards = %d, want 0: the leases could have lapsed", life, st.OwnedShards)
 			}
 			res, err := a.Pass(context.Background())
 			if err != nil || res.Shards != 0 || h.fin.Calls(rec.RequestID) != 0 {
@@ -527,4 +529,149 @@ func TestBacklogGaugesHoldBetweenPassesAndGoWithTheShard(t *testing.T) {
 	pass(b)
 	want(a, "a once the broker took them", 0)
 	want(b, "b once the broker took them", 0)
+}
+
+// Cassandra counts a lease's TTL in whole seconds from the second its write
+// lands in, so a lease taken late in a second is gone up to a second before
+// its TTL has passed since it was sent. The holder's hold ends before
+// then: once another instance has taken the shard, the first starts no
+// work there.
+func TestAHoldEndsBeforeTheLeaseCanLapseInTheCluster(t *testing.T) {
+	h := newHarness(t0.Add(30*time.Second + 900*time.Millisecond))
+	a := h.member(uuid.New())
+	mustCoordinate(t, a)
+	const shard = 3
+	rec, _ := h.addPending(t, shard, t0.Add(-10*time.Minute))
+
+	h.clock.Advance(testTTL - 800*time.Millisecond) // the leases' second plus the TTL has passed
+	if owners, err := h.coord.Owners(context.Background()); err != nil || len(owners) != 0 {
+		t.Fatalf("leases in the cluster %v (%v): want all lapsed", owners, err)
+	}
+	b := h.member(uuid.New())
+	mustCoordinate(t, b)
+	res, err := a.Pass(context.Background())
+	if err != nil || res.Shards != 0 || h.fin.Calls(rec.RequestID) != 0 {
+		t.Fatalf("a's pass after b took its shards: %+v, %v, finisher calls %d; want no shard passed", res, err, h.fin.Calls(rec.RequestID))
+	}
+	if st := a.Stats(); st.OwnedShards != 0 {
+		t.Errorf("a counts %d shards held after its leases lapsed in the cluster", st.OwnedShards)
+	}
+}
+
+// slowRenew answers its first renewal only once every other renewal of the
+// same coordinate has been answered (or a second has passed), after the
+// clock moved on by delay, its outcome unknown: a renewal waiting out a
+// timeout.
+type slowRenew struct {
+	leases.Coordinator
+	clock  *fakeClock
+	delay  time.Duration
+	others int // renewals to wait for
+
+	mu       sync.Mutex
+	first    bool
+	answered int
+	done     chan struct{}
+}
+
+func (c *slowRenew) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
+	c.mu.Lock()
+	slow := !c.first
+	c.first = true
+	c.mu.Unlock()
+	if slow {
+		select {
+		case <-c.done:
+		case <-time.After(time.Second):
+		}
+		c.clock.Advance(c.delay)
+		return false, fault.New(fault.ReasonOutcomeUnknown, context.DeadlineExceeded)
+	}
+	ok, err := c.Coordinator.Renew(ctx, shard, instance, ttl)
+	c.mu.Lock()
+	if c.answered++; c.answered == c.others {
+		close(c.done)
+	}
+	c.mu.Unlock()
+	return ok, err
+}
+
+// One renewal that waits out a timeout holds back no other: the leases due
+// with it are renewed meanwhile, and none is lost (only the slow one's own
+// lease could have lapsed by the time it is answered).
+func TestASlowRenewalHoldsBackNoOther(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	slow := &slowRenew{Coordinator: h.coord, clock: h.clock, delay: 10 * time.Second, others: ledger.PendingShards - 1, done: make(chan struct{})}
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL}, h.ledger, h.fin.Finish, slow, discardLog())
+	a.now = h.clock.Now
+	mustCoordinate(t, a)
+	h.clock.Advance((testTTL - leaseSlack) / 2)
+	if err := a.coordinate(context.Background()); err == nil {
+		t.Fatal("coordinate with a renewal of unknown outcome returned no error")
+	}
+	if st := a.Stats(); st.LostLeases != 0 || st.OwnedShards != ledger.PendingShards-1 {
+		t.Fatalf("after one slow renewal: Stats = %+v, want %d held, none lost", st, ledger.PendingShards-1)
+	}
+	if got := h.coord.LeasesOf(a.cfg.Instance); len(got) != ledger.PendingShards-1 {
+		t.Errorf("leased to a: %v, want the %d renewed beside the slow one", got, ledger.PendingShards-1)
+	}
+}
+
+// A renewal that times out while the lease is still this instance's (the
+// settling read shows it, as acquired before) is a failure to retry, not a
+// lost lease: the shard stays held, and the next coordinate renews it.
+func TestATimedOutRenewalOfALeaseStillHeldKeepsIt(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	a := h.member(uuid.New())
+	mustCoordinate(t, a)
+	h.clock.Advance((testTTL - leaseSlack) / 2)
+	h.coord.Arm(leases.StmtRenew, cassandra.FaultTimeout, 1)
+	if err := a.coordinate(context.Background()); err == nil {
+		t.Fatal("coordinate with a timed-out renewal returned no error")
+	}
+	if st := a.Stats(); st.LostLeases != 0 || st.OwnedShards != ledger.PendingShards {
+		t.Fatalf("after a timed-out renewal: Stats = %+v, want all %d held, none lost", st, ledger.PendingShards)
+	}
+	if n := h.coord.Pending(leases.StmtRenew); n != 0 {
+		t.Fatalf("the armed timeout was never served")
+	}
+	h.clock.Advance(2 * time.Second)
+	mustCoordinate(t, a)
+	if got := h.coord.LeasesOf(a.cfg.Instance); len(got) != ledger.PendingShards {
+		t.Errorf("leased to a after the next coordinate: %v, want all %d", got, ledger.PendingShards)
+	}
+}
+
+// cancelOnAcquire stops the loop as its first acquire returns.
+type cancelOnAcquire struct {
+	leases.Coordinator
+	cancel context.CancelFunc
+}
+
+func (c cancelOnAcquire) Acquire(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
+	defer c.cancel()
+	return c.Coordinator.Acquire(ctx, shard, instance, ttl)
+}
+
+// An acquire that applied while the loop was stopping, its outcome never
+// learned, is released on the way out with the rest: no lease of the
+// leaving instance keeps a shard idle until its TTL.
+func TestLeavingReleasesALeaseAnAcquireCutShortLeft(t *testing.T) {
+	h := newHarness(t0.Add(30 * time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL}, h.ledger, h.fin.Finish, cancelOnAcquire{h.coord, cancel}, discardLog())
+	a.now = h.clock.Now
+	h.coord.Arm(leases.StmtAcquire, cassandra.FaultLoseResponse, 1) // applied, the answer lost
+	h.coord.Arm(leases.StmtLease, cassandra.FaultUnavailable, 1)   // and the settling read fails
+	if err := a.coordinate(ctx); err == nil {
+		t.Fatal("coordinate cut short returned no error")
+	}
+	if held := h.coord.LeasesOf(a.cfg.Instance); len(held) != 1 || len(ownedShards(a)) != 0 {
+		t.Fatalf("leased to a %v, a knows of %v: want one lease a does not know it holds", held, ownedShards(a))
+	}
+	a.leave()
+	if held := h.coord.LeasesOf(a.cfg.Instance); len(held) != 0 {
+		t.Errorf("leases of a after it left: %v, want none", held)
+	}
 }

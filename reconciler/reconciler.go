@@ -64,7 +64,10 @@ type Config struct {
 	Instance uuid.UUID
 	// Interval between passes; default 2 s.
 	Interval time.Duration
-	// LeaseTTL is how long a shard lease lives without renewal; default 15 s.
+	// LeaseTTL is how long a shard lease lives without renewal; default
+	// 15 s, at least 6 s (a shorter one is taken as 6 s). This instance
+	// counts its hold as ended 1.5 s sooner (Cassandra's whole-second TTLs
+	// and the replicas' clocks), and renews it every half of that.
 	LeaseTTL time.Duration
 	// StallAfter is how long a running pass may go without progress (a
 	// queue read or an entry settled) before the loop stops renewing its
@@ -129,6 +132,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.Interval, 2*time.Second)
 	def(&c.LeaseTTL, 15*time.Second)
+	c.LeaseTTL = max(c.LeaseTTL, minLeaseTTL)
 	def(&c.StallAfter, 2*time.Minute)
 	def(&c.BackoffBase, 5*time.Second)
 	def(&c.BackoffMax, 5*time.Minute)

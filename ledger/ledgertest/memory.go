@@ -234,7 +234,7 @@ func (t *table) InsertClaim(ctx context.Context, rec ledger.Record, ttl int, _ b
 		}
 		rec := stored(rec)
 		rec.State, rec.Attempts, rec.CompletedAt, rec.Outcome, rec.LastError = ledger.Pending, 0, time.Time{}, nil, ""
-		exp := now.Add(seconds(ttl))
+		exp := memtable.ExpiresAt(now, ttl)
 		t.rows[rec.Key] = row{rec: rec, markerExpires: exp, cellsExpire: exp}
 		return true
 	})
@@ -256,7 +256,7 @@ func (t *table) Update(ctx context.Context, u ledger.Update) (bool, error) {
 			return true
 		}
 		r := t.rows[key]
-		r.rec, r.cellsExpire = stored(u.Row), now.Add(seconds(u.TTL))
+		r.rec, r.cellsExpire = stored(u.Row), memtable.ExpiresAt(now, u.TTL)
 		t.rows[key] = r
 		return true
 	})

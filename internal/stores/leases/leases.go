@@ -109,7 +109,7 @@ func (l *Leases) Owners(ctx context.Context) (map[int]uuid.UUID, error) {
 // Acquire implements Coordinator.
 func (l *Leases) Acquire(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
 	at := l.now().UTC().Truncate(time.Millisecond)
-	return l.write(ctx, "acquire shard lease", shard, instance, at, true, func(ctx context.Context) (bool, error) {
+	return l.write(ctx, "acquire shard lease", shard, instance, at, acquire, func(ctx context.Context) (bool, error) {
 		return l.t.InsertLease(ctx, shard, instance, at, seconds(ttl))
 	})
 }
@@ -117,30 +117,46 @@ func (l *Leases) Acquire(ctx context.Context, shard int, instance uuid.UUID, ttl
 // Renew implements Coordinator.
 func (l *Leases) Renew(ctx context.Context, shard int, instance uuid.UUID, ttl time.Duration) (bool, error) {
 	at := l.now().UTC().Truncate(time.Millisecond)
-	return l.write(ctx, "renew shard lease", shard, instance, at, true, func(ctx context.Context) (bool, error) {
+	return l.write(ctx, "renew shard lease", shard, instance, at, renew, func(ctx context.Context) (bool, error) {
 		return l.t.UpdateLease(ctx, shard, instance, at, seconds(ttl))
 	})
 }
 
 // Release implements Coordinator.
 func (l *Leases) Release(ctx context.Context, shard int, instance uuid.UUID) error {
-	_, err := l.write(ctx, "release shard lease", shard, instance, time.Time{}, false, func(ctx context.Context) (bool, error) {
+	_, err := l.write(ctx, "release shard lease", shard, instance, time.Time{}, release, func(ctx context.Context) (bool, error) {
 		return l.t.DeleteLease(ctx, shard, instance)
 	})
 	return err
 }
 
-// write runs one lease LWT of instance (an acquire or renew dated at, when
-// take; a release otherwise), sent once: the next renewal or pass tries
-// again. An unknown outcome is settled by reading the lease at the serial
-// consistency (which finishes any round in flight): the lease shows
-// instance as owner since at → an acquire or renew applied; no lease of
-// instance → a release applied; the lease still instance's → a release did
-// not apply, an Unavailable error (never "released": the caller would
-// forget a lease it still holds). A read that fails too is an error, and
-// then the lease counts as not held (at worst it expires by its TTL and a
-// shard waits that long).
-func (l *Leases) write(ctx context.Context, op string, shard int, instance uuid.UUID, at time.Time, take bool,
+// leaseWrite is which of the lease LWTs a write is.
+type leaseWrite int
+
+const (
+	acquire leaseWrite = iota
+	renew
+	release
+)
+
+// write runs one lease LWT of instance (an acquire or renew dated at, or a
+// release), sent once: the next renewal or pass tries again. An unknown
+// outcome is settled by reading the lease at the serial consistency (which
+// finishes any round in flight):
+//   - the lease shows instance as owner since at: an acquire or renew
+//     applied;
+//   - a renew that finds the lease still instance's, as acquired before
+//     at, did not apply, but the lease is still instance's until its old
+//     TTL runs out: an Unavailable error, never "not renewed" (the caller
+//     would give up a lease it holds);
+//   - no lease of instance: a release applied;
+//   - the lease still instance's: a release did not apply, an Unavailable
+//     error (never "released": the caller would forget a lease it still
+//     holds).
+//
+// A read that fails too is an error, and then the lease counts as not held
+// (at worst it expires by its TTL and a shard waits that long).
+func (l *Leases) write(ctx context.Context, op string, shard int, instance uuid.UUID, at time.Time, kind leaseWrite,
 	send func(context.Context) (bool, error)) (bool, error) {
 	w := lwt.Write[Lease]{
 		Op: op,
@@ -151,11 +167,16 @@ func (l *Leases) write(ctx context.Context, op string, shard int, instance uuid.
 		Read:  func(ctx context.Context) (Lease, error) { return l.t.ReadLease(ctx, shard) },
 		Sends: 1,
 	}
-	if take {
-		w.Applied = func(l Lease) bool { return l.Found && l.Owner == instance && l.Acquired.Equal(at) }
-	} else {
-		w.Applied = func(l Lease) bool { return !l.Found || l.Owner != instance }
-		w.Awaits = func(l Lease) bool { return l.Found && l.Owner == instance }
+	ours := func(l Lease) bool { return l.Found && l.Owner == instance }
+	switch kind {
+	case acquire:
+		w.Applied = func(l Lease) bool { return ours(l) && l.Acquired.Equal(at) }
+	case renew:
+		w.Applied = func(l Lease) bool { return ours(l) && l.Acquired.Equal(at) }
+		w.Awaits = ours
+	case release:
+		w.Applied = func(l Lease) bool { return !ours(l) }
+		w.Awaits = ours
 	}
 	res, err := lwt.Do(ctx, w)
 	return res.Applied, err

@@ -1,6 +1,7 @@
 // Package memtable is what the stores' in-memory tables share: one lock
 // over their rows, a clock a test can move on, rows that expire with their
-// TTL, and statements run with the fault armed for them served as a
+// TTL (counted as Cassandra counts it, in whole seconds from the second
+// written), and statements run with the fault armed for them served as a
 // cassandra.FaultSession serves it (cassandra.Served), each one logged.
 // A store's in-memory table keeps only its own rows and the conditions of
 // its statements; the protocol above them is the store's production code.
@@ -149,7 +150,15 @@ func Expire[V any](v V, now time.Time, ttl int) Expiring[V] {
 	if ttl == 0 {
 		return Expiring[V]{V: v, Expires: never}
 	}
-	return Expiring[V]{V: v, Expires: now.Add(time.Duration(ttl) * time.Second)}
+	return Expiring[V]{V: v, Expires: ExpiresAt(now, ttl)}
+}
+
+// ExpiresAt is when what is written at now with ttl seconds to live
+// expires, as Cassandra counts it: in whole seconds from the second the
+// write lands in (its local deletion time is the write's second plus the
+// TTL), so it lives between ttl-1 and ttl seconds.
+func ExpiresAt(now time.Time, ttl int) time.Time {
+	return now.Truncate(time.Second).Add(time.Duration(ttl) * time.Second)
 }
 
 // LiveAt reports whether e's time is not up at now.

@@ -300,15 +300,28 @@ var leaseCases = []coordCase{
 		s.eventuallyFree(t, shard) // not extended
 	}},
 
-	{"renew: a timeout settles as not renewed", func(t *testing.T, s *coordSuite) {
+	{"renew: a timeout on a lease still held is Unavailable, not lost", func(t *testing.T, s *coordSuite) {
 		// The lease still shows this owner, but as acquired before: the
-		// renew did not apply and the lease runs out on its old TTL.
+		// renew did not apply, and the lease is still this owner's until
+		// its old TTL runs out. "Not renewed" would make the caller give
+		// up a lease it holds; an Unavailable error keeps it trying.
 		shard, a := s.shard(), uuid.New()
 		s.acquire(t, shard, a, shortTTL)
 		s.Arm(leases.StmtRenew, cassandra.FaultTimeout, 1)
 		ok, err := s.Coord.Renew(s.ctx, shard, a, longTTL)
-		wantResult(t, "Renew timed out", ok, err, false, noErr)
+		wantResult(t, "Renew timed out", ok, err, false, fault.Unavailable)
+		s.wantOwner(t, shard, a)
+		s.eventuallyFree(t, shard) // not extended
+	}},
+
+	{"renew: a timeout on a lease that lapsed settles as not renewed", func(t *testing.T, s *coordSuite) {
+		shard, a := s.shard(), uuid.New()
+		s.acquire(t, shard, a, shortTTL)
 		s.eventuallyFree(t, shard)
+		s.Arm(leases.StmtRenew, cassandra.FaultTimeout, 1)
+		ok, err := s.Coord.Renew(s.ctx, shard, a, longTTL)
+		wantResult(t, "Renew of a lapsed lease timed out", ok, err, false, noErr)
+		s.wantFree(t, shard)
 	}},
 
 	{"renew: a lost response settles as renewed", func(t *testing.T, s *coordSuite) {
