@@ -59,6 +59,9 @@ type ChangeResult struct {
 	// is its recorded outcome.
 	Replayed bool
 	Outcome  Outcome
+	// acceptedEarlier: finishChange found the change accepted by an
+	// earlier attempt (versions.Decision.Earlier).
+	acceptedEarlier bool
 }
 
 // ChangeOrder runs one attempt of a CancelOrder or AmendOrder command
@@ -140,7 +143,13 @@ func (s *Service) changeOrder(ctx context.Context, tenant string, in order.Chang
 		return ChangeResult{}, err
 	}
 	res, err := s.finishChange(ctx, cur, base)
-	return s.settleChange(ctx, cur, res, err, OutcomeNew)
+	outcome := OutcomeNew
+	if res.acceptedEarlier {
+		// A claim won after the retention forgot an earlier attempt's,
+		// whose change the version check had accepted: a replay.
+		outcome = OutcomeReplayed
+	}
+	return s.settleChange(ctx, cur, res, err, outcome)
 }
 
 // settleChange ends an attempt that ran finishChange for rec: a failure
@@ -321,7 +330,7 @@ func (s *Service) finishChange(ctx context.Context, rec ledger.Record, known ord
 			}
 		}
 	}
-	return ChangeResult{Change: c, Order: o}, nil
+	return ChangeResult{Change: c, Order: o, acceptedEarlier: d.Earlier}, nil
 }
 
 // bindRequest binds rec's request id to the order its change is for, for

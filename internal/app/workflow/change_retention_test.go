@@ -101,7 +101,8 @@ func TestStaleChangeAheadOfTheOrderStaysStaleAfterRetention(t *testing.T) {
 // client retried) is projected and published as it was accepted: with the
 // time the version row holds, not the later claim's. Projected with the
 // later claim's time, its cells would tie at one write time with another
-// finisher's cells of different values.
+// finisher's cells of different values. And it is answered as the replay it
+// is, as a retry within the retention would be.
 func TestChangeFinishedUnderALaterClaimKeepsItsAcceptedTime(t *testing.T) {
 	f := newChangeFixture(t, failpointsOrDie(t, failpoint.AfterVersion+"=error*1"))
 	in := f.amend(1, "accepted once")
@@ -117,6 +118,11 @@ func TestChangeFinishedUnderALaterClaimKeepsItsAcceptedTime(t *testing.T) {
 	f.expire(t, in)
 
 	res := f.change(t, in)
+	if !res.Replayed || res.Outcome != OutcomeReplayed {
+		// The change was accepted before: a retry of it is a replay,
+		// within the retention (a takeover) or after it, as here.
+		t.Errorf("retry of the accepted change answered replayed %v, outcome %s; want a replay", res.Replayed, res.Outcome)
+	}
 	if !res.Change.At.Equal(accepted.At) || res.Change != accepted {
 		t.Errorf("answer's change = %+v, want the one accepted %+v", res.Change, accepted)
 	}

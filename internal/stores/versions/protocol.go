@@ -72,7 +72,7 @@ func (v *Versions) Apply(ctx context.Context, ch order.Change, shown int64) (Dec
 		if err != nil {
 			return Decision{}, err
 		}
-		return decide(ctx, v.t, ch, st, shown)
+		return earlier(decide(ctx, v.t, ch, st, shown))
 	}
 	res, err := lwt.Do(ctx, lwt.Write[State]{
 		Op: fmt.Sprintf("version check of change %s", ch.ID),
@@ -91,8 +91,16 @@ func (v *Versions) Apply(ctx context.Context, ch order.Change, shown int64) (Dec
 		return Decision{}, err
 	case res.Applied:
 		return Decision{Accepted: true}, nil
+	case res.Settled:
+		return decide(ctx, v.t, ch, res.State, shown)
 	}
-	return decide(ctx, v.t, ch, res.State, shown)
+	return earlier(decide(ctx, v.t, ch, res.State, shown))
+}
+
+// earlier marks an acceptance as an earlier attempt's (Decision.Earlier).
+func earlier(d Decision, err error) (Decision, error) {
+	d.Earlier = d.Accepted
+	return d, err
 }
 
 // decide settles a change that the order in st did not take now: its

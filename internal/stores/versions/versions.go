@@ -43,6 +43,12 @@ type Decision struct {
 	// Accepted: the change holds the version it asked for, applied by this
 	// call or by an earlier attempt of the same change (same change id).
 	Accepted bool
+	// Earlier: accepted, and certainly by an earlier attempt: the order
+	// showed the version already, or this call's version check found the
+	// change's record there before it (its condition failed). An unknown
+	// outcome that a read settles as accepted may be this call's own
+	// write: not Earlier.
+	Earlier bool
 	// Refusal is why a change was not accepted, as recorded under its
 	// change id: STALE_VERSION (the order was not at its expected version)
 	// or ORDER_CANCELLED, with the order's version when it was decided; or

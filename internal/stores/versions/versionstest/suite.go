@@ -147,6 +147,11 @@ func (s *suite) wantHistory(t *testing.T, want ...order.Change) {
 	}
 }
 
+// acceptedEarlier is the decision for a change an earlier attempt (or
+// another finisher) accepted, found as such: its record or its row was
+// there before this call's write, never an unknown outcome of its own.
+var acceptedEarlier = versions.Decision{Accepted: true, Earlier: true}
+
 func wantDecision(t *testing.T, got, want versions.Decision) {
 	t.Helper()
 	if got != want {
@@ -261,7 +266,7 @@ var cases = []testCase{
 	{"Apply/unknown and unsettled: OutcomeUnknown; it had applied, and a retry finds it", func(t *testing.T, s *suite) {
 		ch := s.change(order.OperationAmend, 1, "a")
 		s.unsettled(t, versions.StmtApply, ch)
-		wantDecision(t, s.apply(t, ch), versions.Decision{Accepted: true})
+		wantDecision(t, s.apply(t, ch), acceptedEarlier)
 		s.wantHistory(t, ch)
 	}},
 	{"Apply/refused (unavailable): Unavailable, nothing written", func(t *testing.T, s *suite) {
@@ -308,7 +313,7 @@ var cases = []testCase{
 		// ahead's check finds the order at 1; before its refusal lands, the
 		// order reaches 2 and another finisher of ahead applies it.
 		s.Before(versions.StmtRefuse, func() { s.accepted(t, a, ahead) })
-		wantDecision(t, s.apply(t, ahead), versions.Decision{Accepted: true})
+		wantDecision(t, s.apply(t, ahead), acceptedEarlier)
 		s.wantHistory(t, a, ahead)
 		s.wantLookup(t, ahead, acceptance(ahead))
 	}},
@@ -353,7 +358,7 @@ var cases = []testCase{
 			t.Fatal("the unrecorded change did not apply")
 		}
 		s.wantLookup(t, old, acceptance(old))
-		wantDecision(t, s.apply(t, old), versions.Decision{Accepted: true})
+		wantDecision(t, s.apply(t, old), acceptedEarlier)
 		other := s.changeOf(old.RequestID, order.OperationAmend, 1, "other") // its version, another command
 		wantDecision(t, s.apply(t, other), reused)
 		next := s.change(order.OperationCancel, 2, "")
@@ -380,7 +385,7 @@ var cases = []testCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantDecision(t, d, versions.Decision{Accepted: true})
+		wantDecision(t, d, acceptedEarlier)
 		s.wantHistory(t, ch)
 	}},
 	{"Apply/shown: a history behind the order's row decides nothing, by either statement", func(t *testing.T, s *suite) {
