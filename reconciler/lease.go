@@ -45,9 +45,11 @@ var errLost = errors.New("shard lease lost")
 // leaseSlack is how much sooner than LeaseTTL after it was sent a lease
 // may be gone in the cluster: Cassandra counts a TTL in whole seconds from
 // the second the write lands in (so up to 1 s less than the TTL from the
-// moment it was sent), and each replica judges it expired by its own clock
-// (kept within a few hundred milliseconds of the others by NTP, as
-// Cassandra's TTLs and LWTs require).
+// moment it was sent), by the clock of the replica that applied it, and
+// each replica judges it expired by its own clock. The other 500 ms are
+// for those clocks: within 250 ms of true time each, as NTP keeps them
+// (and as Cassandra's TTLs and LWT timestamps need anyway). model/leases.pml
+// checks that no two instances then count one shard held.
 const leaseSlack = 1500 * time.Millisecond
 
 // minLeaseTTL is the shortest LeaseTTL Config takes: a lease must outlive

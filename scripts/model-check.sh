@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Model-checks orderd's protocols with SPIN (model/orderd.pml: CreateOrder's
 # writes; model/changes.pml: changes, event delivery, mixed versions, clocks;
-# see model/README.md): every "pass" configuration must verify with no error; every
+# model/leases.pml: the reconciler's shard leases; see model/README.md): every "pass" configuration must verify with no error; every
 # "bug" configuration (a defect fixed earlier in the code, put back),
 # "finding" configuration (an open defect of the current code, or the
 # documented window) and "assume" configuration (a timing assumption
@@ -72,6 +72,9 @@ RUNS=(
   "pass/restore|pass|-DRESTORE=1|a restore leaves the history one change behind the order's row: the next finisher rebuilds it before deciding|changes.pml"
   "bug/restore-no-floor|fail|-DRESTORE=1 -DBUG_NO_FLOOR|the version check not floored by the order's row: after a restore a stale change makes the lost change's version again|changes.pml"
   "bug/version-by-read|fail|-DBUG_VERSION_BY_READ|the version checked by a read and written plainly: two changes based on one version both apply|changes.pml"
+  "pass/leases|pass||a shard lease held by its holder's clock against Cassandra's whole-second TTLs, replicas' clocks within 250 ms: never two holders|leases.pml"
+  "bug/lease-no-slack|fail|-DBUG_NO_SLACK|a hold counted until sent + TTL: another instance acquires while the old holder still works the shard|leases.pml"
+  "assume/lease-clocks|fail|-DSKEW=2|replicas' clocks 500 ms from true time, past what the slack covers: two holders|leases.pml"
 )
 
 # Which property an assertion text is.
@@ -94,6 +97,7 @@ property() {
     *"ent[Ltok[1]]"*) echo "NOT_STRANDED" ;;
     *"(applied&(1<<1)))||(pub["*) echo "QUIESCENT_ALL_DELIVERED" ;;
     *"(Lst[1]!=1)||"*) echo "QUIESCENT_NOTHING_PENDING" ;;
+    *"(now<deadline[1])"*) echo "MUTEX" ;;
     *) echo "$1" ;;
   esac
 }
