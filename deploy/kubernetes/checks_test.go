@@ -320,9 +320,18 @@ func TestDeploymentAgreesWithOrderd(t *testing.T) {
 			}
 			preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
 			grace := duration(t, env, "ORDERD_SHUTDOWN_GRACE", 20*time.Second)
-			tgps := d.Spec.Template.Spec.TerminationGracePeriodSeconds
-			if tgps == nil || time.Duration(*tgps)*time.Second <= preStop+grace+5*time.Second {
-				t.Errorf("terminationGracePeriodSeconds %v must exceed preStop %s + ORDERD_SHUTDOWN_GRACE %s + 5 s to close the producer", tgps, preStop, grace)
+			// After the calls, the deliveries they started finish: a
+			// publication (ORDERD_PUBLISH_TIMEOUT) and its entry's release
+			// (5 s); then the producer closes (5 s).
+			publish := duration(t, env, "ORDERD_PUBLISH_TIMEOUT", 10*time.Second)
+			drain := preStop + grace + publish + 5*time.Second + 5*time.Second
+			var tgps time.Duration // none set: Kubernetes' default, 30 s
+			if p := d.Spec.Template.Spec.TerminationGracePeriodSeconds; p != nil {
+				tgps = time.Duration(*p) * time.Second
+			}
+			if tgps <= drain {
+				t.Errorf("terminationGracePeriodSeconds %s must exceed preStop %s + ORDERD_SHUTDOWN_GRACE %s + ORDERD_PUBLISH_TIMEOUT %s + 5 s for the last releases + 5 s to close the producer = %s",
+					tgps, preStop, grace, publish, drain)
 			}
 
 			if d.Spec.Strategy.RollingUpdate == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable == nil || d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
