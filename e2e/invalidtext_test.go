@@ -8,28 +8,12 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/atlasmart/orderd/internal/tools/rawcodec"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
-
-// rawCodec sends a message as the bytes given and keeps the answer's
-// bytes: a hand-made client, which can send text that is not UTF-8 (no
-// generated Go client encodes it).
-type rawCodec struct{}
-
-func (rawCodec) Name() string { return "proto" }
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
 
 // invokeWithText calls method with m encoded, the bytes of placeholder in
 // it replaced by text (of the same length, so that the encoding stays
@@ -41,7 +25,7 @@ func invokeWithText(t *testing.T, p *orderdProcess, method string, m proto.Messa
 		t.Fatalf("encode %T with %q once in it: %v", m, placeholder, err)
 	}
 	var resp []byte
-	return p.conn.Invoke(callCtx(t), method, bytes.Replace(b, []byte(placeholder), []byte(text), 1), &resp, grpc.ForceCodecV2(rawCodec{}))
+	return p.conn.Invoke(callCtx(t), method, bytes.Replace(b, []byte(placeholder), []byte(text), 1), &resp, grpc.ForceCodecV2(rawcodec.Codec{}))
 }
 
 // wantFieldViolation wants INVALID_ARGUMENT with one field violation, on

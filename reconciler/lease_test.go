@@ -663,7 +663,7 @@ func TestLeavingReleasesALeaseAnAcquireCutShortLeft(t *testing.T) {
 	a := New(Config{Instance: uuid.New(), LeaseTTL: testTTL}, h.ledger, h.fin.Finish, cancelOnAcquire{h.coord, cancel}, discardLog())
 	a.now = h.clock.Now
 	h.coord.Arm(leases.StmtAcquire, cassandra.FaultLoseResponse, 1) // applied, the answer lost
-	h.coord.Arm(leases.StmtLease, cassandra.FaultUnavailable, 1)   // and the settling read fails
+	h.coord.Arm(leases.StmtLease, cassandra.FaultUnavailable, 1)    // and the settling read fails
 	if err := a.coordinate(ctx); err == nil {
 		t.Fatal("coordinate cut short returned no error")
 	}

@@ -15,23 +15,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/atlasmart/orderd/internal/adapters/auth"
+	"github.com/atlasmart/orderd/internal/tools/rawcodec"
 	ordersv1 "github.com/atlasmart/orderd/proto/atlasmart/orders/v1"
 )
-
-// rawCodec sends and receives messages as the bytes they are: a client
-// that can send what no generated client encodes.
-type rawCodec struct{}
-
-func (rawCodec) Name() string { return "proto" }
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
 
 // encodeWith is m encoded, with each placeholder replaced by the bytes
 // given for it (of the same length: the encoding's lengths stay right).
@@ -107,7 +93,7 @@ func TestInvalidTextIsAnInvalidArgument(t *testing.T) {
 	t.Cleanup(func() { _ = conn.Close() })
 	call := func(method string, b []byte) error {
 		var resp []byte
-		return conn.Invoke(context.Background(), method, b, &resp, grpc.ForceCodecV2(rawCodec{}))
+		return conn.Invoke(context.Background(), method, b, &resp, grpc.ForceCodecV2(rawcodec.Codec{}))
 	}
 
 	create := &ordersv1.CreateOrderRequest{RequestId: validID, CustomerId: "cust-AAAA", Total: "1.00", Currency: "EUR",
