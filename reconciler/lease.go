@@ -7,7 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -298,29 +298,27 @@ func (l *Loop) renew(ctx context.Context) error {
 	l.mu.Unlock()
 	slices.SortFunc(dues, func(a, b due) int { return a.h.deadline.Compare(b.h.deadline) })
 	var (
-		g    errgroup.Group
-		mu   sync.Mutex
-		errs []error
+		g      errgroup.Group // no context: one failed renewal stops no other
+		failed atomic.Int32
 	)
 	g.SetLimit(renewConcurrency)
 	for _, d := range dues {
 		g.Go(func() error {
-			if err := l.renewOne(ctx, d.shard, d.h); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+			err := l.renewOne(ctx, d.shard, d.h)
+			if err != nil {
+				failed.Add(1)
 			}
-			return nil
+			return err
 		})
 	}
-	_ = g.Wait()
+	first := g.Wait()
 	if err := ctx.Err(); err != nil {
 		// Stopping, not a lost lease: the shards are kept, so that leave
 		// releases them rather than leaving them held until their TTL.
 		return err
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%d lease renewals failed (the leases are kept until they could have lapsed), the first: %w", len(errs), errs[0])
+	if first != nil {
+		return fmt.Errorf("%d lease renewals failed (the leases are kept until they could have lapsed), the first: %w", failed.Load(), first)
 	}
 	return nil
 }

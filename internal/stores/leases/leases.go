@@ -168,15 +168,13 @@ func (l *Leases) write(ctx context.Context, op string, shard int, instance uuid.
 		Sends: 1,
 	}
 	ours := func(l Lease) bool { return l.Found && l.Owner == instance }
-	switch kind {
-	case acquire:
-		w.Applied = func(l Lease) bool { return ours(l) && l.Acquired.Equal(at) }
-	case renew:
-		w.Applied = func(l Lease) bool { return ours(l) && l.Acquired.Equal(at) }
-		w.Awaits = ours
-	case release:
+	if kind == release {
 		w.Applied = func(l Lease) bool { return !ours(l) }
-		w.Awaits = ours
+	} else {
+		w.Applied = func(l Lease) bool { return ours(l) && l.Acquired.Equal(at) }
+	}
+	if kind != acquire {
+		w.Awaits = ours // the lease still this instance's: not applied, and still held
 	}
 	res, err := lwt.Do(ctx, w)
 	return res.Applied, err
